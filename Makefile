@@ -1,0 +1,37 @@
+# Every target creates or updates .venv from requirements.lock first, so each one is the only
+# command a new machine needs.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+UV := $(shell command -v uv 2>/dev/null)
+
+.PHONY: venv demo test test-fast bench lint reliability lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@if [ -z "$(UV)" ]; then python3 -m pip install --quiet uv; fi
+	uv venv --quiet --allow-existing --python python3 $(VENV)
+	uv pip sync --quiet --python $(PY) requirements.lock
+	uv pip install --quiet --python $(PY) --no-deps -e .
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/ciflake demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+lock:
+	uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes \
+		--no-emit-index-url --no-header -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info
