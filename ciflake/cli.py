@@ -1,0 +1,202 @@
+"""The ``ciflake`` command line: one click group, thin commands that delegate to the layers."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from ciflake.config import Config, ConfigError, load_config, parse_datetime
+from store.engine import DatabaseURLError, make_engine, safe_url
+from store.vocabulary import EVENT_KINDS
+
+EXIT_USAGE = 2
+
+
+class State:
+    """Per-invocation state: the config and the engine, built only when a command needs them."""
+
+    def __init__(self, config_path: str | None, db_url: str | None) -> None:
+        self.config_path = config_path
+        self.db_url = db_url
+        self.overrides: dict[str, Any] = {}
+
+    @cached_property
+    def config(self) -> Config:
+        return load_config(self.config_path, db_url=self.db_url, **self.overrides)
+
+    def engine(self, *, read_only: bool = False) -> Engine:
+        return make_engine(self.config.database_url, read_only=read_only)
+
+    def migrated_engine(self) -> Engine:
+        from store.migrate import upgrade
+
+        engine = self.engine()
+        upgrade(engine)
+        return engine
+
+
+class CiflakeGroup(click.Group):
+    """Turns the errors a user can cause into one line and exit status 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (ConfigError, DatabaseURLError) as exc:
+            _fail(str(exc))
+        except OperationalError as exc:
+            url = ctx.obj.config.database_url if ctx.obj else "?"
+            reason = str(exc.orig).splitlines()[0] if exc.orig else "cannot connect"
+            _fail(f"database {safe_url(url)}: {reason}")
+        except SQLAlchemyError as exc:
+            _fail(f"database error: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"ciflake: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+@click.group(cls=CiflakeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    help="Config file (default: $CIFLAKE_CONFIG, else ./ciflake.toml, else the built-in "
+    "verl defaults).",
+)
+@click.option(
+    "--db",
+    "db_url",
+    metavar="URL",
+    help="Database URL, e.g. sqlite:///ciflake.db or postgresql+psycopg://user@host/db "
+    "(default: $CIFLAKE_DB_URL, else the config's [database] url).",
+)
+@click.version_option(package_name="ciflake")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, db_url: str | None) -> None:
+    """ciflake: CI flakiness analytics for GitHub Actions.
+
+    Collects every run, attempt, job and failed-job log of the tracked workflows, classifies
+    each failure, and shows stability before and after each CI change.
+    """
+    ctx.obj = State(config_path, db_url)
+
+
+# ---- db -------------------------------------------------------------------------------------
+
+
+@cli.group()
+def db() -> None:
+    """Database schema management."""
+
+
+@db.command("upgrade")
+@click.pass_obj
+def db_upgrade(state: State) -> None:
+    """Migrate the database to the newest schema (safe to run again: then it does nothing)."""
+    from store.migrate import current_revision, head_revision, upgrade
+
+    engine = state.engine()
+    before = current_revision(engine)
+    upgrade(engine)
+    head = head_revision()
+    where = safe_url(state.config.database_url)
+    if before == head:
+        click.echo(f"{where}: already at {head}")
+    else:
+        click.echo(f"{where}: migrated {before or 'empty'} -> {head}")
+
+
+@db.command("stats")
+@click.pass_obj
+def db_stats(state: State) -> None:
+    """Print how many rows each table holds and the last collect."""
+    from store.queries import table_counts
+
+    engine = state.engine(read_only=True)
+    table = Table("table", "rows", box=None, pad_edge=False)
+    for name, count in table_counts(engine).items():
+        table.add_row(name, str(count))
+    Console().print(table)
+
+
+# ---- config ---------------------------------------------------------------------------------
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect the effective configuration."""
+
+
+@config_group.command("show")
+@click.pass_obj
+def config_show(state: State) -> None:
+    """Print the effective configuration (the token only as set/unset)."""
+    from ciflake.config_view import render_config
+
+    click.echo(render_config(state.config))
+
+
+# ---- events ---------------------------------------------------------------------------------
+
+
+@cli.group()
+def events() -> None:
+    """Dated CI changes (migrations, fixes, config and image changes) drawn on every chart."""
+
+
+@events.command("list")
+@click.pass_obj
+def events_list(state: State) -> None:
+    """List the change events: those of the config file and those added or detected."""
+    from ciflake.events import all_events
+
+    rows = all_events(state.config, state.engine() if _db_exists(state) else None)
+    table = Table("date (UTC)", "PR", "kind", "source", "title", box=None, pad_edge=False)
+    for event in rows:
+        table.add_row(
+            event.date.strftime("%Y-%m-%d %H:%M"),
+            f"#{event.pr}" if event.pr else "",
+            event.kind,
+            event.source,
+            event.title,
+        )
+    Console(width=200).print(table)
+
+
+@events.command("add")
+@click.argument("date")
+@click.argument("title")
+@click.option("--pr", type=int, help="The pull request that made the change.")
+@click.option("--kind", type=click.Choice(EVENT_KINDS), default="config", show_default=True)
+@click.pass_obj
+def events_add(state: State, date: str, title: str, pr: int | None, kind: str) -> None:
+    """Record a change event on DATE (YYYY-MM-DD or ISO-8601 UTC) with a TITLE."""
+    from ciflake.events import add_event
+
+    when = parse_datetime(date, "DATE")
+    if when > datetime.now(UTC):
+        raise ConfigError(f"DATE {date!r} is in the future")
+    created = add_event(state.migrated_engine(), state.config.repo, when, title, pr, kind)
+    click.echo(("added" if created else "already recorded") + f": {when:%Y-%m-%d} {title}")
+
+
+def _db_exists(state: State) -> bool:
+    from store.migrate import current_revision
+
+    try:
+        return current_revision(state.engine(read_only=True)) is not None
+    except (DatabaseURLError, OperationalError):
+        return False
+
+
+def main() -> None:
+    cli(prog_name="ciflake")

@@ -1,0 +1,37 @@
+"""Alembic environment: migrations run on a connection handed in by ``store.migrate``, or on the
+URL of our config when Alembic's own command line is used."""
+
+from alembic import context
+from sqlalchemy import Connection
+
+from store.models import Base
+
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+        transaction_per_migration=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def _run_from_config() -> None:
+    from ciflake.config import load_config
+    from store.engine import make_engine
+
+    engine = make_engine(load_config().database_url)
+    with engine.begin() as connection:
+        _run(connection)
+
+
+connection = context.config.attributes.get("connection")
+if connection is not None:
+    _run(connection)
+else:
+    _run_from_config()

@@ -1,0 +1,96 @@
+"""Engines and sessions: SQLite tuned for one writer and many readers, PostgreSQL for teams."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import sessionmaker
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class DatabaseURLError(ValueError):
+    """A database URL that cannot be used; the message is one line and hides any password."""
+
+
+def parse_url(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseURLError(f"not a database URL: {url!r}") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise DatabaseURLError(
+            f"unsupported database {safe_url(parsed)}: use sqlite:///FILE or postgresql+psycopg://"
+        )
+    return parsed
+
+
+def safe_url(url: URL | str) -> str:
+    """The URL as it may appear in messages and logs: never with its password."""
+    if isinstance(url, str):
+        try:
+            url = make_url(url)
+        except ArgumentError:
+            return "<unparseable URL>"
+    return url.render_as_string(hide_password=True)
+
+
+def _check_sqlite_path(url: URL, read_only: bool) -> None:
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return
+    path = Path(database)
+    if read_only:
+        if not path.is_file():
+            raise DatabaseURLError(
+                f"database file does not exist: {path} (run: ciflake db upgrade, or collect)"
+            )
+        return
+    if not path.parent.is_dir():
+        raise DatabaseURLError(f"directory does not exist for database {path}")
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode")
+    if cursor.fetchone()[0] != "wal":
+        # a read-only connection cannot switch modes; its readers work all the same
+        with contextlib.suppress(Exception):
+            cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine for ``url``. ``read_only`` opens SQLite in mode=ro, so a dashboard can never
+    write or migrate the collector's database."""
+    parsed = parse_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        _check_sqlite_path(parsed, read_only)
+        connect_args: dict[str, object] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        if read_only and parsed.database and not parsed.database.startswith("file:"):
+            path = Path(parsed.database).resolve()
+            parsed = parsed.set(database=f"file:{path}?mode=ro", query={"uri": "true"})
+        engine = create_engine(parsed, connect_args=connect_args)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    engine = create_engine(parsed, pool_pre_ping=True)
+    if read_only:
+        event.listen(
+            engine,
+            "connect",
+            lambda conn, _r: conn.execute("SET default_transaction_read_only = on"),
+        )
+    return engine
+
+
+def session_factory(engine: Engine) -> sessionmaker:
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,253 @@
+"""Typed SQLAlchemy 2 models: one table per GitHub resource, keyed by GitHub's own ids.
+
+GitHub's ids as primary keys make every write an idempotent upsert, so an interrupted
+collect can simply be run again. Times are stored in UTC (see ``UTCDateTime``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite drops the zone otherwise)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        list[Any]: JSON(),
+    }
+
+
+class Workflow(Base):
+    __tablename__ = "workflows"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    path: Mapped[str] = mapped_column(String(500))
+    name: Mapped[str] = mapped_column(String(500))
+    state: Mapped[str] = mapped_column(String(50))
+    created_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime | None]
+    html_url: Mapped[str | None] = mapped_column(String(1000))
+
+
+class WorkflowRun(Base):
+    """A workflow run as GitHub reports it now (its latest attempt)."""
+
+    __tablename__ = "workflow_runs"
+    __table_args__ = (Index(None, "workflow_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    workflow_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("workflows.id"))
+    workflow_path: Mapped[str] = mapped_column(String(500))
+    name: Mapped[str | None] = mapped_column(String(500))
+    display_title: Mapped[str | None] = mapped_column(Text)
+    event: Mapped[str] = mapped_column(String(50))
+    head_branch: Mapped[str | None] = mapped_column(String(500))
+    head_sha: Mapped[str] = mapped_column(String(40))
+    run_number: Mapped[int] = mapped_column(Integer)
+    run_attempt: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str | None] = mapped_column(String(50))
+    conclusion: Mapped[str | None] = mapped_column(String(50))
+    created_at: Mapped[datetime] = mapped_column(index=True)
+    updated_at: Mapped[datetime | None]
+    run_started_at: Mapped[datetime | None]
+    html_url: Mapped[str | None] = mapped_column(String(1000))
+
+
+class RunAttempt(Base):
+    """One attempt of a run; GitHub identifies it by (run id, attempt number)."""
+
+    __tablename__ = "run_attempts"
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    status: Mapped[str | None] = mapped_column(String(50))
+    conclusion: Mapped[str | None] = mapped_column(String(50))
+    run_started_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime | None]
+    job_count: Mapped[int | None] = mapped_column(Integer)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["run_id", "run_attempt"],
+            ["run_attempts.run_id", "run_attempts.attempt"],
+            ondelete="CASCADE",
+        ),
+        Index(None, "run_id", "run_attempt"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    run_id: Mapped[int] = mapped_column(BigInteger)
+    run_attempt: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(500))
+    status: Mapped[str | None] = mapped_column(String(50))
+    conclusion: Mapped[str | None] = mapped_column(String(50))
+    created_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    completed_at: Mapped[datetime | None]
+    runner_name: Mapped[str | None] = mapped_column(String(500))
+    runner_group_name: Mapped[str | None] = mapped_column(String(500))
+    labels: Mapped[list[Any]] = mapped_column(default=list)
+    steps: Mapped[list[Any]] = mapped_column(default=list)
+    html_url: Mapped[str | None] = mapped_column(String(1000))
+
+
+class JobLog(Base):
+    """The archived log of a failed job: GitHub deletes logs after 90 days, we keep them."""
+
+    __tablename__ = "job_logs"
+
+    job_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True
+    )
+    status: Mapped[str] = mapped_column(String(20))
+    content: Mapped[bytes | None] = mapped_column(LargeBinary)
+    compression: Mapped[str | None] = mapped_column(String(20))
+    size: Mapped[int | None] = mapped_column(BigInteger)
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    fetched_at: Mapped[datetime]
+
+
+class Failure(Base):
+    """Why a run attempt or one of its jobs failed. ``job_id`` 0 stands for the run itself
+    (a run that failed with no jobs), which keeps the key non-null on every backend."""
+
+    __tablename__ = "failures"
+    __table_args__ = (Index(None, "signature"), Index(None, "category"))
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    run_attempt: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    job_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    category: Mapped[str] = mapped_column(String(50))
+    rule: Mapped[str] = mapped_column(String(200))
+    signature: Mapped[str] = mapped_column(String(64))
+    line_number: Mapped[int | None] = mapped_column(Integer)
+    line: Mapped[str | None] = mapped_column(Text)
+    context: Mapped[list[Any]] = mapped_column(default=list)
+    env: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    classifier_version: Mapped[str] = mapped_column(String(50))
+    classified_at: Mapped[datetime]
+
+
+class ChangeEvent(Base):
+    """A dated CI change added with ``ciflake events add`` or detected by the collector;
+    the events of the config file are not copied here."""
+
+    __tablename__ = "change_events"
+    __table_args__ = (UniqueConstraint("repo", "occurred_at", "title"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    occurred_at: Mapped[datetime]
+    title: Mapped[str] = mapped_column(String(500))
+    pr: Mapped[int | None] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(20))
+    source: Mapped[str] = mapped_column(String(20))
+
+
+class SyncState(Base):
+    """Where the last collect of one workflow stopped, and the ETags that make the next one
+    free when nothing changed."""
+
+    __tablename__ = "sync_state"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    workflow_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    watermark: Mapped[datetime | None]
+    etags: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    updated_at: Mapped[datetime]
+
+
+class SyncLog(Base):
+    """One row per collect: what it did and what it cost."""
+
+    __tablename__ = "sync_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    status: Mapped[str] = mapped_column(String(20))
+    runs_new: Mapped[int] = mapped_column(Integer, default=0)
+    runs_updated: Mapped[int] = mapped_column(Integer, default=0)
+    jobs: Mapped[int] = mapped_column(Integer, default=0)
+    logs_fetched: Mapped[int] = mapped_column(Integer, default=0)
+    logs_expired: Mapped[int] = mapped_column(Integer, default=0)
+    logs_missing: Mapped[int] = mapped_column(Integer, default=0)
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+    requests_304: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[int] = mapped_column(Integer, default=0)
+    rate_limit_remaining: Mapped[int | None] = mapped_column(Integer)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    message: Mapped[str | None] = mapped_column(Text)
+
+
+class PostedComment(Base):
+    """The one summary comment per PR or issue that ``ciflake summary --post`` keeps updated."""
+
+    __tablename__ = "posted_comments"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    repo: Mapped[str] = mapped_column(String(200))
+    issue_number: Mapped[int] = mapped_column(Integer)
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    html_url: Mapped[str | None] = mapped_column(String(1000))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]

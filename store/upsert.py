@@ -1,0 +1,52 @@
+"""One upsert helper for SQLite and PostgreSQL: insert rows, or update them where the key exists.
+
+SQLAlchemy has no backend-neutral upsert; both dialects offer ``ON CONFLICT DO UPDATE`` with the
+same shape, so one function covers both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import DeclarativeBase, Session
+
+BATCH_SIZE = 500
+
+
+def _batches(rows: Sequence[Mapping[str, Any]], size: int) -> Iterable[Sequence[Mapping[str, Any]]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def upsert(
+    bind: Session | Connection,
+    model: type[DeclarativeBase],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    update: Sequence[str] | None = None,
+) -> int:
+    """Insert ``rows`` into ``model``'s table keyed by its primary key; existing rows get the
+    columns in ``update`` (default: every non-key column given) overwritten. Returns the row
+    count. Every row must carry the same keys."""
+    if not rows:
+        return 0
+    table = model.__table__  # type: ignore[attr-defined]
+    keys = [c.name for c in table.primary_key.columns]
+    given = list(rows[0].keys())
+    columns = [c for c in (update if update is not None else given) if c not in keys]
+    dialect = bind.get_bind().dialect.name if isinstance(bind, Session) else bind.dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    batch_size = BATCH_SIZE if dialect == "postgresql" else max(1, 30_000 // max(len(given), 1))
+    for batch in _batches(rows, batch_size):
+        stmt = insert(table).values(list(batch))
+        if columns:
+            stmt = stmt.on_conflict_do_update(
+                index_elements=keys, set_={c: stmt.excluded[c] for c in columns}
+            )
+        else:
+            stmt = stmt.on_conflict_do_nothing(index_elements=keys)
+        bind.execute(stmt)
+    return len(rows)

@@ -1,0 +1,126 @@
+from datetime import UTC, datetime
+
+import pytest
+
+from ciflake.cli import cli
+from ciflake.config import ConfigError, load_config
+
+
+def test_builtin_defaults_track_verl():
+    config = load_config(env={})
+    assert config.repo == "verl-project/verl"
+    paths = {w.path.rsplit("/", 1)[1] for w in config.workflows}
+    assert {
+        "e2e_fully_async_policy.yml",
+        "e2e_one_step_off_policy.yml",
+        "e2e_v1_separate_async.yml",
+        "e2e_fully_async_policy_opd.yml",
+        "e2e_v1_separate_async_opd.yml",
+        "e2e_fully_async_policy_trtllm.yml",
+        "e2e_fully_async_policy_ascend.yml",
+        "e2e_one_step_off_policy_ascend.yml",
+        "e2e_v1_separate_async_ascend.yml",
+        "e2e_ascend.yml",
+    } == paths
+    prs = {e.pr for e in config.events}
+    assert {6568, 6649, 7357, 7127, 5791, 6784, 7041, 6520, 5523} <= prs
+    migration = next(e for e in config.events if e.pr == 7357)
+    assert migration.kind == "migration"
+    assert migration.date == datetime(2026, 8, 12, 12, 44, tzinfo=UTC)
+    assert config.token is None
+
+
+def test_precedence_flag_over_env_over_file(tmp_path):
+    file = tmp_path / "c.toml"
+    file.write_text('[database]\nurl = "sqlite:///file.db"\n[github]\napi_url = "http://f"\n')
+    env = {"CIFLAKE_DB_URL": "sqlite:///env.db"}
+    assert load_config(file, env=env).database_url == "sqlite:///env.db"
+    assert (
+        load_config(file, env=env, db_url="sqlite:///flag.db").database_url == "sqlite:///flag.db"
+    )
+    assert load_config(file, env={}).database_url == "sqlite:///file.db"
+    assert load_config(file, env={}).api_url == "http://f"
+    # tables merge key by key: the file's [database] keeps the built-in [github] repo
+    assert load_config(file, env={}).repo == "verl-project/verl"
+
+
+def test_own_repository_replaces_workflows_and_events(tmp_path):
+    file = tmp_path / "c.toml"
+    file.write_text(
+        '[github]\nrepo = "acme/widgets"\n'
+        '[[workflows]]\npath = ".github/workflows/ci.yml"\nlineage = "ci"\n'
+        '[[events]]\ndate = 2026-01-02\ntitle = "new runners"\nkind = "config"\n'
+    )
+    config = load_config(file, env={})
+    assert config.repo == "acme/widgets"
+    assert [w.path for w in config.workflows] == [".github/workflows/ci.yml"]
+    assert [e.title for e in config.events] == ["new runners"]
+    assert config.events[0].date == datetime(2026, 1, 2, tzinfo=UTC)
+
+
+def test_token_from_env_or_file_never_in_repr(tmp_path):
+    token_file = tmp_path / "tok"
+    token_file.write_text("ghp_canary_from_file\n")
+    config = load_config(env={"CIFLAKE_TOKEN_FILE": str(token_file)})
+    assert config.token == "ghp_canary_from_file"
+    assert "canary" not in repr(config)
+    config = load_config(env={"GITHUB_TOKEN": "ghp_canary_env"})
+    assert config.token == "ghp_canary_env" and config.token_source == "environment GITHUB_TOKEN"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[github\nrepo=1", "not valid TOML"),
+        ("[github]\nrepository = 'x/y'\n", "unknown key 'repository'"),
+        ("[colect]\n", "unknown key 'colect'"),
+        ("[[events]]\ndate = '2026-13-45'\ntitle = 'x'\n", "bad date '2026-13-45'"),
+        ("[[events]]\ndate = '2026-01-01'\ntitle = 'x'\nkind = 'party'\n", "kind 'party'"),
+        ("[[workflows]]\npath = 'a.yml'\n", "missing key 'lineage'"),
+        ("[collect]\ninterval_minutes = 'soon'\n", "'interval_minutes' must be int"),
+        ("[collect]\ninterval_minutes = 0\n", "interval_minutes must be positive"),
+        ("[database]\nurl = 'mysql://x/y'\n", "unsupported database"),
+        ("[database]\nurl = 'not a url'\n", "not a database URL"),
+        ("[github]\nrepo = 'no-slash'\n", "OWNER/NAME"),
+        ("[summary]\nnightly_at = '25:00'\n", "HH:MM"),
+    ],
+)
+def test_bad_config_gives_one_clear_line(tmp_path, runner, content, expected):
+    file = tmp_path / "bad.toml"
+    file.write_text(content)
+    with pytest.raises(ConfigError) as info:
+        load_config(file, env={})
+    assert expected in str(info.value)
+    result = runner.invoke(cli, ["--config", str(file), "events", "list"])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ciflake: error:")
+    assert expected in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_bad_file_names_the_file(tmp_path, runner):
+    file = tmp_path / "bad.toml"
+    file.write_text("[colect]\n")
+    result = runner.invoke(cli, ["--config", str(file), "config", "show"])
+    assert result.exit_code == 2 and str(file) in result.output
+
+
+def test_missing_config_file(runner, tmp_path):
+    result = runner.invoke(cli, ["--config", str(tmp_path / "none.toml"), "config", "show"])
+    assert result.exit_code == 2
+    assert "cannot read config file" in result.output
+
+
+def test_unusable_database_url(runner, tmp_path):
+    for url, expected in [
+        (f"sqlite:///{tmp_path}/no/such/dir/x.db", "directory does not exist"),
+        ("postgresql+psycopg://nobody:secretpw@127.0.0.1:1/none", "database postgresql"),
+        ("bogus", "not a database URL"),
+    ]:
+        result = runner.invoke(cli, ["--db", url, "db", "upgrade"])
+        assert result.exit_code == 2, result.output
+        assert expected in result.output
+        assert "Traceback" not in result.output
+        assert "secretpw" not in result.output
+        assert len(result.output.strip().splitlines()) == 1

@@ -1,0 +1,34 @@
+from alembic import command
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
+
+from store.engine import make_engine
+from store.migrate import alembic_config, current_revision, head_revision, upgrade
+from store.models import Base
+
+
+def test_single_head():
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    assert len(heads) == 1
+
+
+def test_upgrade_downgrade_upgrade_and_models_match(db_url):
+    engine = make_engine(db_url)
+    with engine.begin() as conn:
+        cfg = alembic_config(conn)
+        command.upgrade(cfg, "head")
+        command.downgrade(cfg, "base")
+    assert set(inspect(engine).get_table_names()) == {"alembic_version"}
+    with engine.begin() as conn:
+        cfg = alembic_config(conn)
+        command.upgrade(cfg, "head")
+        command.check(cfg)  # raises when autogenerate would find a difference
+    assert set(Base.metadata.tables) <= set(inspect(engine).get_table_names())
+    assert current_revision(engine) == head_revision()
+
+
+def test_upgrade_twice_is_a_no_op(db_url):
+    engine = make_engine(db_url)
+    upgrade(engine)
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()

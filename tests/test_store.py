@@ -1,0 +1,60 @@
+from datetime import UTC, datetime, timedelta, timezone
+
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
+
+from store.engine import make_engine
+from store.models import Workflow
+from store.upsert import upsert
+
+
+def _wf(i: int, name: str = "wf") -> dict:
+    return {
+        "id": i,
+        "repo": "o/r",
+        "path": f".github/workflows/{i}.yml",
+        "name": name,
+        "state": "active",
+        "created_at": None,
+        "updated_at": None,
+        "html_url": None,
+    }
+
+
+def test_upsert_inserts_then_updates_without_duplicates(engine):
+    with Session(engine) as s, s.begin():
+        upsert(s, Workflow, [_wf(i) for i in range(1, 1001)])
+    with Session(engine) as s, s.begin():
+        upsert(s, Workflow, [_wf(i, "renamed") for i in range(500, 1201)])
+    with Session(engine) as s:
+        assert s.scalar(select(func.count()).select_from(Workflow)) == 1200
+        assert s.get(Workflow, 1).name == "wf"
+        assert s.get(Workflow, 700).name == "renamed"
+
+
+def test_times_come_back_as_utc(engine):
+    plus_two = timezone(timedelta(hours=2))
+    row = _wf(1) | {"created_at": datetime(2026, 6, 3, 9, 51, tzinfo=plus_two)}
+    with Session(engine) as s, s.begin():
+        upsert(s, Workflow, [row])
+    with Session(engine) as s:
+        assert s.get(Workflow, 1).created_at == datetime(2026, 6, 3, 7, 51, tzinfo=UTC)
+
+
+def test_sqlite_pragmas(engine):
+    with engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
+
+
+def test_read_only_engine_cannot_write(engine, db_url):
+    ro = make_engine(db_url, read_only=True)
+    with ro.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(Workflow)).scalar() == 0
+        try:
+            conn.execute(text("DELETE FROM workflows"))
+        except Exception as exc:  # sqlite3.OperationalError: attempt to write a readonly db
+            assert "readonly" in str(exc)
+        else:
+            raise AssertionError("a read-only engine wrote to the database")
