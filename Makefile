@@ -17,7 +17,8 @@ $(STAMP): requirements.lock pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/ciflake demo
+	$(VENV)/bin/ciflake db upgrade
+	$(VENV)/bin/ciflake db stats
 
 test: $(STAMP)
 	$(PY) -m pytest
