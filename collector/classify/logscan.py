@@ -1,0 +1,171 @@
+"""Stream a log once and keep, per rule, only its last accepted line (plus environment facts).
+
+The file is read in chunks cut at line ends, so memory stays flat whatever the log's size; a
+line longer than MAX_CARRY is scanned in pieces. Context lines are taken from the chunk being
+scanned and a small tail of the previous one, so no second pass over the file is needed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import BinaryIO
+
+from collector.classify.preprocess import clean_line
+from collector.classify.rules import Rule, RuleSet
+from collector.classify.scanner import Match, Scanner
+
+CHUNK_BYTES = 4 << 20
+MAX_CARRY = 8 << 20
+CONTEXT_LINES = 5
+CONTEXT_BYTES = 4096
+LINE_WINDOW = 4096  # bytes kept either side of a match on a very long line
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A line a rule accepted: 1-based line number in the original log, cleaned text, context."""
+
+    line_number: int | None  # None for a GitHub annotation, which is not a log line
+    line: str
+    context: tuple[str, ...]
+
+
+@dataclass
+class LogScan:
+    """What one pass over a log found."""
+
+    hits: dict[int, Hit] = field(default_factory=dict)  # rule index -> its last accepted line
+    candidates: deque[Hit] = field(default_factory=deque)  # catch-all lines, oldest first
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Block:
+    data: bytes
+    lines_before: int
+    offset: int
+    prev_tail: bytes
+
+    def line_bounds(self, end: int) -> tuple[int, int]:
+        start = self.data.rfind(b"\n", 0, end) + 1
+        stop = self.data.find(b"\n", end)
+        return start, len(self.data) if stop < 0 else stop
+
+    def line_text(self, start: int, stop: int, end: int) -> str:
+        return clean_line(self.data[max(start, end - LINE_WINDOW) : min(stop, end + LINE_WINDOW)])
+
+    def hit(self, start: int, text: str) -> Hit:
+        number = self.lines_before + self.data.count(b"\n", 0, start) + 1
+        return Hit(number, text, self._context(start))
+
+    def _context(self, start: int) -> tuple[str, ...]:
+        window = self.data[max(0, start - CONTEXT_BYTES) : start]
+        if start < CONTEXT_BYTES:
+            window = self.prev_tail + window
+        pieces = window.split(b"\n")[:-1]
+        if self.offset + start > len(window):  # the window begins mid-line
+            pieces = pieces[1:]
+        return tuple(clean_line(p) for p in pieces[-CONTEXT_LINES:])
+
+
+def _blocks(stream: BinaryIO) -> Iterator[_Block]:
+    """Chunks of whole lines (a giant line is cut at MAX_CARRY), with running line counts."""
+    carry, lines, offset, tail = b"", 0, 0, b""
+    while True:
+        data = stream.read(CHUNK_BYTES)
+        if not data:
+            if carry:
+                yield _Block(carry, lines, offset, tail)
+            return
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0 and len(buf) < MAX_CARRY:
+            carry = buf
+            continue
+        cut = cut or len(buf)
+        block, carry = (buf, b"") if cut == len(buf) else (buf[:cut], buf[cut:])
+        yield _Block(block, lines, offset, tail)
+        lines += block.count(b"\n")
+        offset += len(block)
+        tail = block[-CONTEXT_BYTES:]
+
+
+class LogScanner:
+    """One compiled scanner per rule set; `scan` is reentrant."""
+
+    def __init__(self, ruleset: RuleSet) -> None:
+        self.ruleset = ruleset
+        patterns: list[str] = []
+        self._owner: list[tuple[bool, int, int]] = []  # (is_fact, rule or fact index, pattern)
+        for ri, rule in enumerate(ruleset.rules):
+            for pi, p in enumerate(rule.patterns):
+                patterns.append(p)
+                self._owner.append((False, ri, pi))
+        for fi, fact in enumerate(ruleset.facts):
+            for pi, p in enumerate(fact.patterns):
+                patterns.append(p)
+                self._owner.append((True, fi, pi))
+        self.scanner = Scanner(patterns)
+        self._catch_all = len(ruleset.rules) - 1
+
+    def scan(self, stream: BinaryIO, keep_candidates: int = 1) -> LogScan:
+        """One pass; keeps the last `keep_candidates` catch-all lines (for green-log diffs)."""
+        result = LogScan(candidates=deque(maxlen=keep_candidates))
+        for block in _blocks(stream):
+            matches = self.scanner.scan(block.data)
+            if matches:
+                self._take_facts(block, matches, result.env)
+                self._take_rule_hits(block, matches, result, keep_candidates)
+        return result
+
+    def _take_facts(self, block: _Block, matches: list[Match], env: dict[str, str]) -> None:
+        if len(env) == len(self.ruleset.facts):
+            return
+        for pid, end in matches:
+            is_fact, fi, pi = self._owner[pid]
+            fact = self.ruleset.facts[fi] if is_fact else None
+            if fact is None or fact.name in env:
+                continue
+            found = fact.extractors[pi].search(block.line_text(*block.line_bounds(end), end))
+            if found:
+                env[fact.name] = found.group(1).strip()
+
+    def _take_rule_hits(
+        self, block: _Block, matches: list[Match], result: LogScan, keep_candidates: int
+    ) -> None:
+        """Walk matches backwards: the first acceptable line per rule is its last in the block."""
+        done: set[int] = set()
+        seen: set[tuple[int, int]] = set()
+        fresh_candidates: list[Hit] = []
+        for pid, end in reversed(matches):
+            is_fact, ri, _ = self._owner[pid]
+            if is_fact or ri in done:
+                continue
+            start, stop = block.line_bounds(end)
+            if (ri, start) in seen:
+                continue
+            seen.add((ri, start))
+            text = block.line_text(start, stop, end)
+            rule = self.ruleset.rules[ri]
+            if not self._accepts(rule, text):
+                continue
+            if ri != self._catch_all:
+                result.hits[ri] = block.hit(start, text)
+                done.add(ri)
+                continue
+            fresh_candidates.append(block.hit(start, text))
+            if len(fresh_candidates) >= keep_candidates:
+                done.add(ri)
+        result.candidates.extend(reversed(fresh_candidates))
+
+    def _accepts(self, rule: Rule, text: str) -> bool:
+        return bool(text) and not self.ruleset.is_boilerplate(text) and not rule.excludes(text)
+
+
+@cache
+def log_scanner(ruleset: RuleSet) -> LogScanner:
+    """The compiled scanner for `ruleset`, built once (compiling Hyperscan takes ~100 ms)."""
+    return LogScanner(ruleset)
