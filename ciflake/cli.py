@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from ciflake.config import Config, ConfigError, load_config, parse_datetime
+from collector.classify.command import classify_command
 from store.engine import DatabaseURLError, make_engine, safe_url
 from store.vocabulary import EVENT_KINDS
 
@@ -196,6 +197,9 @@ def _db_exists(state: State) -> bool:
         return current_revision(state.engine(read_only=True)) is not None
     except (DatabaseURLError, OperationalError):
         return False
+
+
+cli.add_command(classify_command)
 
 
 def main() -> None:
