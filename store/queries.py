@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, func, select
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from store.models import Base
+import pandas as pd
+from sqlalchemy import Engine, Select, func, select
+from sqlalchemy.orm import Session
+
+from store.models import (
+    Base,
+    Failure,
+    Job,
+    JobLog,
+    RunAttempt,
+    SyncLog,
+    SyncState,
+    Workflow,
+    WorkflowRun,
+)
 
 
 def table_counts(engine: Engine) -> dict[str, int]:
@@ -13,3 +30,233 @@ def table_counts(engine: Engine) -> dict[str, int]:
             name: conn.scalar(select(func.count()).select_from(table)) or 0
             for name, table in sorted(Base.metadata.tables.items())
         }
+
+
+# ---- analytics frames -----------------------------------------------------------------------
+# One loader per frame the analytics need. Filters run in SQL on the run (repo, creation time,
+# workflow path), so a page asks only for the runs it shows. Times come back tz-aware UTC.
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs to load: ``since`` inclusive, ``until`` exclusive, ``paths`` = workflow files."""
+
+    repo: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    paths: tuple[str, ...] = ()
+
+
+def _filtered(stmt: Select[Any], where: RunFilter) -> Select[Any]:
+    run = WorkflowRun
+    if where.repo is not None:
+        stmt = stmt.where(run.repo == where.repo)
+    if where.since is not None:
+        stmt = stmt.where(run.created_at >= where.since)
+    if where.until is not None:
+        stmt = stmt.where(run.created_at < where.until)
+    if where.paths:
+        stmt = stmt.where(run.workflow_path.in_(where.paths))
+    return stmt
+
+
+def _frame(engine: Engine, stmt: Select[Any], times: tuple[str, ...] = ()) -> pd.DataFrame:
+    with engine.connect() as conn:
+        result = conn.execute(stmt)
+        frame = pd.DataFrame(result.all(), columns=list(result.keys()))
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True)
+    return frame
+
+
+def load_runs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """One row per run as GitHub reports it now (its latest attempt), with the workflow's name.
+
+    Columns: run_id, repo, workflow_id, workflow_path, workflow_name, event, head_branch,
+    head_sha, run_number, run_attempt, status, conclusion, created_at, html_url."""
+    run = WorkflowRun
+    stmt = (
+        select(
+            run.id.label("run_id"),
+            run.repo,
+            run.workflow_id,
+            run.workflow_path,
+            func.coalesce(Workflow.name, run.name).label("workflow_name"),
+            run.event,
+            run.head_branch,
+            run.head_sha,
+            run.run_number,
+            run.run_attempt,
+            run.status,
+            run.conclusion,
+            run.created_at,
+            run.html_url,
+        )
+        .outerjoin(Workflow, Workflow.id == run.workflow_id)
+        .order_by(run.created_at, run.id)
+    )
+    return _frame(engine, _filtered(stmt, where), ("created_at",))
+
+
+def load_attempts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Every stored attempt of the selected runs. Columns: run_id, attempt, status, conclusion."""
+    att = RunAttempt
+    stmt = (
+        select(att.run_id, att.attempt, att.status, att.conclusion)
+        .join(WorkflowRun, WorkflowRun.id == att.run_id)
+        .order_by(att.run_id, att.attempt)
+    )
+    return _frame(engine, _filtered(stmt, where))
+
+
+def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Every job of every attempt of the selected runs.
+
+    Columns: job_id, run_id, run_attempt, name, status, conclusion, created_at, started_at,
+    completed_at, runner_name, runner_group_name, labels (list of str)."""
+    stmt = (
+        select(
+            Job.id.label("job_id"),
+            Job.run_id,
+            Job.run_attempt,
+            Job.name,
+            Job.status,
+            Job.conclusion,
+            Job.created_at,
+            Job.started_at,
+            Job.completed_at,
+            Job.runner_name,
+            Job.runner_group_name,
+            Job.labels,
+        )
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        .order_by(Job.run_id, Job.run_attempt, Job.id)
+    )
+    return _frame(engine, _filtered(stmt, where), ("created_at", "started_at", "completed_at"))
+
+
+def load_failures(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """The classified failures of the selected runs (``job_id`` 0: the run itself).
+
+    Columns: run_id, run_attempt, job_id, category, rule, signature, line, env (dict)."""
+    fail = Failure
+    stmt = (
+        select(
+            fail.run_id,
+            fail.run_attempt,
+            fail.job_id,
+            fail.category,
+            fail.rule,
+            fail.signature,
+            fail.line,
+            fail.env,
+        )
+        .join(WorkflowRun, WorkflowRun.id == fail.run_id)
+        .order_by(fail.run_id, fail.run_attempt, fail.job_id)
+    )
+    return _frame(engine, _filtered(stmt, where))
+
+
+def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Runs per workflow, day and conclusion of the latest attempt, counted in SQL: the cheap
+    overview (activity, staleness) that needs no attempt or job rows.
+
+    Columns: workflow_path, day (tz-aware UTC midnight), conclusion, runs."""
+    run = WorkflowRun
+    day = func.date(run.created_at).label("day")
+    stmt = (
+        select(run.workflow_path, day, run.conclusion, func.count().label("runs"))
+        .group_by(run.workflow_path, day, run.conclusion)
+        .order_by(run.workflow_path, day)
+    )
+    return _frame(engine, _filtered(stmt, where), ("day",))
+
+
+# ---- collector bookkeeping ------------------------------------------------------------------
+# What the collector must know about what it stored before, to ask GitHub only for news.
+
+
+def run_fingerprints(session: Session, run_ids: list[int]) -> dict[int, tuple[Any, ...]]:
+    """(run_attempt, status, conclusion, updated_at) of the stored runs among ``run_ids``."""
+    found: dict[int, tuple[Any, ...]] = {}
+    run = WorkflowRun
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        stmt = select(run.id, run.run_attempt, run.status, run.conclusion, run.updated_at).where(
+            run.id.in_(chunk)
+        )
+        for row in session.execute(stmt):
+            found[row[0]] = tuple(row[1:])
+    return found
+
+
+def incomplete_run_ids(session: Session, workflow_id: int, before: datetime) -> list[int]:
+    """Stored runs of a workflow created before ``before`` that had not completed."""
+    run = WorkflowRun
+    stmt = select(run.id).where(
+        run.workflow_id == workflow_id,
+        run.created_at < before,
+        (run.status.is_(None)) | (run.status != "completed"),
+    )
+    return list(session.scalars(stmt))
+
+
+def settled_log_job_ids(session: Session, job_ids: list[int]) -> set[int]:
+    """Jobs whose log is archived, expired or missing: never asked for again."""
+    settled: set[int] = set()
+    for start in range(0, len(job_ids), 500):
+        chunk = job_ids[start : start + 500]
+        stmt = select(JobLog.job_id).where(JobLog.job_id.in_(chunk), JobLog.status != "error")
+        settled.update(session.scalars(stmt))
+    return settled
+
+
+def jobs_with_log_errors(session: Session, repo: str) -> list[Job]:
+    """Failed jobs whose log download failed last time, to try again."""
+    stmt = (
+        select(Job)
+        .join(JobLog, JobLog.job_id == Job.id)
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        .where(JobLog.status == "error", WorkflowRun.repo == repo)
+    )
+    return list(session.scalars(stmt))
+
+
+def sync_states(session: Session, repo: str) -> dict[int, SyncState]:
+    return {
+        s.workflow_id: s for s in session.scalars(select(SyncState).where(SyncState.repo == repo))
+    }
+
+
+def stored_workflows(session: Session, repo: str) -> list[Workflow]:
+    return list(session.scalars(select(Workflow).where(Workflow.repo == repo)))
+
+
+def archived_logs(session: Session, batch: int = 200) -> Iterator[tuple[Job, JobLog]]:
+    """Every archived log with its job, in batches, for ``reclassify``."""
+    stmt = (
+        select(Job, JobLog)
+        .join(JobLog, JobLog.job_id == Job.id)
+        .where(JobLog.status == "ok")
+        .order_by(Job.id)
+        .execution_options(yield_per=batch)
+    )
+    for row in session.execute(stmt):
+        yield row.tuple()
+
+
+def jobs_without_logs(session: Session) -> list[Job]:
+    """Failed jobs with an expired or missing log: classified from job-level evidence."""
+    stmt = select(Job).join(JobLog, JobLog.job_id == Job.id).where(JobLog.status != "ok")
+    return list(session.scalars(stmt))
+
+
+def last_sync(engine: Engine, repo: str) -> SyncLog | None:
+    with Session(engine) as session:
+        stmt = (
+            select(SyncLog)
+            .where(SyncLog.repo == repo, SyncLog.status == "ok")
+            .order_by(SyncLog.id.desc())
+            .limit(1)
+        )
+        return session.scalar(stmt)

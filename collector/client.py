@@ -1,0 +1,296 @@
+"""The GitHub client: PyGithub's HTTP stack with conditional requests, pagination that keeps
+ETags, rate-limit waits that say what they wait for, and errors worded for the user.
+
+PyGithub's ``PaginatedList`` cannot send ``If-None-Match``, so list endpoints go through
+``Requester.requestJson`` (PyGithub's own connection, retries and auth) page by page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import requests
+from github import Auth, Github
+from urllib3.util.retry import Retry
+
+# Transient failures retried inside urllib3: connection errors and 5xx. Rate limits (403/429)
+# are handled here instead, so that every wait is announced and bounded.
+TRANSIENT_STATUS = (500, 502, 503, 504)
+BAD_BODY_RETRIES = 4
+SECONDARY_MESSAGE = re.compile(r"secondary rate limit|abuse", re.IGNORECASE)
+
+
+class CollectError(RuntimeError):
+    """A problem that stops a collect; the message is one line for the user, token-free."""
+
+
+class BadCredentials(CollectError):
+    pass
+
+
+class NotFound(CollectError):
+    pass
+
+
+@dataclass
+class RequestStats:
+    """What a collect cost, from our side of the wire."""
+
+    requests: int = 0
+    not_modified: int = 0
+    rate_limit_remaining: int | None = None
+    rate_limit_reset: int | None = None
+    waits: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, status: int, headers: dict[str, str]) -> None:
+        with self.lock:
+            self.requests += 1
+            if status == 304:
+                self.not_modified += 1
+            remaining = headers.get("x-ratelimit-remaining")
+            if remaining is not None and remaining.isdigit():
+                self.rate_limit_remaining = int(remaining)
+            reset = headers.get("x-ratelimit-reset")
+            if reset is not None and reset.isdigit():
+                self.rate_limit_reset = int(reset)
+
+
+@dataclass(frozen=True)
+class Page:
+    status: int  # 200 or 304
+    body: Any
+    etag: str | None
+    next_url: str | None
+
+
+def _next_link(link: str | None) -> str | None:
+    if not link:
+        return None
+    for part in link.split(", "):
+        url, _, rel = part.partition("; ")
+        if rel.strip() == 'rel="next"':
+            return url.strip()[1:-1]
+    return None
+
+
+class GitHubClient:
+    """Sequential API calls (GitHub's secondary limits punish concurrency) plus token-free
+    downloads of log blobs, which may run in parallel."""
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str | None,
+        *,
+        timeout: float = 30,
+        max_wait: float = 3600,
+        secondary_wait: float = 60,
+        on_wait: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        retry = Retry(
+            total=5,
+            connect=5,
+            read=5,
+            status=5,
+            backoff_factor=0.5,
+            status_forcelist=TRANSIENT_STATUS,
+            allowed_methods=None,
+            respect_retry_after_header=False,
+            raise_on_status=False,
+        )
+        auth = Auth.Token(token) if token else None
+        self._github = Github(
+            base_url=api_url,
+            auth=auth,
+            per_page=100,
+            timeout=int(timeout),
+            retry=retry,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+            lazy=True,
+        )
+        self._prefix = urlsplit(api_url).path.rstrip("/")
+        self.timeout = timeout
+        self.max_wait = max_wait
+        self.secondary_wait = secondary_wait
+        self.on_wait = on_wait or (lambda message: None)
+        self.sleep = sleep
+        self.stats = RequestStats()
+        self._blob_session = requests.Session()
+        self._blob_session.mount("http://", requests.adapters.HTTPAdapter(max_retries=retry))
+        self._blob_session.mount("https://", requests.adapters.HTTPAdapter(max_retries=retry))
+
+    @property
+    def github(self) -> Github:
+        return self._github
+
+    # ---- requests -------------------------------------------------------------------------
+
+    def request(
+        self, method: str, path: str, *, etag: str | None = None, body: Any = None
+    ) -> tuple[int, dict[str, str], Any]:
+        """One API call with rate-limit handling; returns (status, headers, parsed JSON).
+        Raises ``BadCredentials`` on 401 and ``CollectError`` on other failures."""
+        headers = {"If-None-Match": etag} if etag else {}
+        secondary_backoff = self.secondary_wait
+        bad_bodies = 0
+        while True:
+            try:
+                status, hdrs, raw = self._github.requester.requestJson(
+                    method, path, input=body, headers=headers
+                )
+            except requests.exceptions.RequestException as exc:
+                raise CollectError(f"{method} {path}: {type(exc).__name__}") from None
+            hdrs = {k.lower(): v for k, v in hdrs.items()}
+            self.stats.count(status, hdrs)
+            if status == 401:
+                raise BadCredentials(
+                    "GitHub rejected the token (401 Bad credentials): set GITHUB_TOKEN or "
+                    "CIFLAKE_TOKEN_FILE to a valid token"
+                )
+            if status in (403, 429):
+                wait = self._rate_limit_wait(status, hdrs, raw, secondary_backoff)
+                if wait is None:
+                    raise CollectError(f"{method} {path}: {status} {_message(raw)}")
+                if _is_secondary(hdrs, raw) and "retry-after" not in hdrs:
+                    secondary_backoff *= 2
+                continue
+            if status == 304:
+                return status, hdrs, None
+            if status == 404:
+                raise NotFound(f"{method} {path}: 404 not found")
+            if status >= 400:
+                raise CollectError(f"{method} {path}: HTTP {status} {_message(raw)}")
+            try:
+                return status, hdrs, json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                bad_bodies += 1
+                if bad_bodies > BAD_BODY_RETRIES:
+                    raise CollectError(f"{method} {path}: truncated or invalid JSON") from None
+                self._announce(f"incomplete answer from {path}; retrying", 0.2 * bad_bodies)
+
+    def _rate_limit_wait(
+        self, status: int, hdrs: dict[str, str], raw: str, secondary_backoff: float
+    ) -> float | None:
+        """Wait as GitHub asks; None when the 403 is not a rate limit at all."""
+        retry_after = hdrs.get("retry-after")
+        remaining = hdrs.get("x-ratelimit-remaining")
+        if retry_after is not None and retry_after.strip().isdigit():
+            wait, why = float(retry_after), f"rate limit ({status}), Retry-After"
+        elif remaining == "0":
+            reset = int(hdrs.get("x-ratelimit-reset", "0") or 0)
+            wait, why = max(1.0, reset - time.time() + 1), "primary rate limit exhausted; reset"
+        elif _is_secondary(hdrs, raw) or status == 429:
+            wait, why = secondary_backoff, f"secondary rate limit ({status}); backing off"
+        else:
+            return None
+        if wait > self.max_wait:
+            raise CollectError(
+                f"rate limit: GitHub asks to wait {wait:.0f}s, more than the {self.max_wait:.0f}s "
+                "allowed; run collect again later"
+            )
+        self._announce(f"{why}: waiting {wait:.0f}s", wait)
+        return wait
+
+    def _announce(self, message: str, wait: float) -> None:
+        self.stats.waits.append(message)
+        self.on_wait(message)
+        self.sleep(wait)
+
+    def get(self, path: str, params: dict[str, Any] | None = None, *, etag: str | None = None):
+        return self.request("GET", _with_query(path, params), etag=etag)
+
+    def pages(
+        self, path: str, params: dict[str, Any], etags: dict[str, str]
+    ) -> Iterator[tuple[str, Page]]:
+        """Every page of a list endpoint, following ``Link`` URLs, each asked with the ETag
+        stored for its URL in ``etags``. Yields (url, page)."""
+        url: str | None = _with_query(path, params)
+        while url is not None:
+            status, hdrs, body = self.get(url, etag=etags.get(url))
+            next_url = _next_link(hdrs.get("link"))
+            if next_url is not None:
+                next_url = self._relative(next_url)
+            yield url, Page(status, body, hdrs.get("etag"), next_url)
+            if status == 304:
+                return  # unchanged first page: the following pages are unchanged too
+            url = next_url
+
+    def _relative(self, url: str) -> str:
+        parts = urlsplit(url)
+        path = parts.path
+        if self._prefix and path.startswith(self._prefix):
+            path = path[len(self._prefix) :]
+        return path + (f"?{parts.query}" if parts.query else "")
+
+    # ---- logs -----------------------------------------------------------------------------
+
+    def log_location(self, repo: str, job_id: int) -> tuple[int, str | None]:
+        """Ask the API where a job's log is: (302, url), (410, None) expired, (404, None)."""
+        path = f"/repos/{repo}/actions/jobs/{job_id}/logs"
+        while True:
+            try:
+                status, hdrs, raw = self._github.requester.requestBlob("GET", path)
+            except requests.exceptions.RequestException as exc:
+                raise CollectError(f"GET {path}: {type(exc).__name__}") from None
+            hdrs = {k.lower(): v for k, v in hdrs.items()}
+            self.stats.count(status, hdrs)
+            if status == 401:
+                raise BadCredentials(
+                    "GitHub rejected the token (401 Bad credentials): set GITHUB_TOKEN or "
+                    "CIFLAKE_TOKEN_FILE to a valid token"
+                )
+            if status in (403, 429):
+                if self._rate_limit_wait(status, hdrs, raw, self.secondary_wait) is None:
+                    raise CollectError(f"GET {path}: {status} {_message(raw)}")
+                continue
+            if status in (301, 302, 303, 307):
+                return 302, hdrs.get("location")
+            if status in (404, 410):
+                return status, None
+            if status == 200:  # a server that answers with the log directly
+                return 200, None
+            raise CollectError(f"GET {path}: HTTP {status}")
+
+    def download(self, url: str) -> bytes:
+        """Fetch a log blob: a signed URL on another host, fetched without the token."""
+        for attempt in range(BAD_BODY_RETRIES + 1):
+            try:
+                response = self._blob_session.get(url, timeout=self.timeout)
+                response.raise_for_status()
+                expected = response.headers.get("content-length")
+                encoded = "content-encoding" in response.headers
+                if expected is not None and not encoded and int(expected) != len(response.content):
+                    raise requests.exceptions.ContentDecodingError("short read")
+                return response.content
+            except requests.exceptions.RequestException as exc:
+                if attempt == BAD_BODY_RETRIES:
+                    raise CollectError(f"log download failed: {type(exc).__name__}") from None
+                time.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+
+def _with_query(path: str, params: dict[str, Any] | None) -> str:
+    if not params:
+        return path
+    return f"{path}{'&' if '?' in path else '?'}{urlencode(params)}"
+
+
+def _message(raw: str | None) -> str:
+    try:
+        return str(json.loads(raw or "{}").get("message", ""))[:200]
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+
+
+def _is_secondary(hdrs: dict[str, str], raw: str | None) -> bool:
+    return bool(SECONDARY_MESSAGE.search(_message(raw)))

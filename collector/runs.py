@@ -1,0 +1,113 @@
+"""Workflows and their runs: resolve the tracked workflows, list runs in ``created`` windows that
+stay under GitHub's 1,000-result cap, and save them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from collector.client import GitHubClient
+from collector.payloads import run_row, workflow_row
+from store.models import Workflow, WorkflowRun
+from store.upsert import upsert
+
+RESULT_CAP = 1000
+MIN_WINDOW = timedelta(minutes=1)
+
+
+def fetch_workflows(
+    client: GitHubClient, repo: str, etags: dict[str, str]
+) -> tuple[list[dict[str, Any]] | None, dict[str, str]]:
+    """All workflows of ``repo``; None when GitHub says nothing changed since ``etags``."""
+    found: list[dict[str, Any]] = []
+    new_etags: dict[str, str] = {}
+    for url, page in client.pages(f"/repos/{repo}/actions/workflows", {"per_page": 100}, etags):
+        if page.status == 304:
+            return None, etags
+        found.extend(page.body.get("workflows", []))
+        if page.etag:
+            new_etags[url] = page.etag
+    return found, new_etags
+
+
+def save_workflows(session: Session, repo: str, workflows: Sequence[dict[str, Any]]) -> None:
+    upsert(session, Workflow, [workflow_row(repo, wf) for wf in workflows])
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _list(
+    client: GitHubClient, path: str, created: str, etags: dict[str, str], new_etags: dict[str, str]
+) -> tuple[int, list[dict[str, Any]] | None]:
+    """One ``created`` query, every page: (total_count, runs), runs None if unchanged."""
+    runs: list[dict[str, Any]] = []
+    total = 0
+    for index, (url, page) in enumerate(
+        client.pages(path, {"created": created, "per_page": 100}, etags)
+    ):
+        if page.status == 304:
+            new_etags[url] = etags[url]
+            return -1, None
+        if index == 0:
+            total = int(page.body.get("total_count", 0))
+            if total >= RESULT_CAP:
+                return total, []  # the caller splits the window; later pages would be capped
+        runs.extend(page.body.get("workflow_runs", []))
+        if page.etag:
+            new_etags[url] = page.etag
+    return total, runs
+
+
+def fetch_runs(
+    client: GitHubClient,
+    repo: str,
+    workflow_id: int,
+    since: datetime,
+    until: datetime,
+    etags: dict[str, str],
+) -> tuple[list[dict[str, Any]] | None, dict[str, str]]:
+    """Every run of a workflow created in [since, ...): first as one open-ended query (which an
+    ETag makes free when nothing changed), split into closed windows while a window reaches
+    the cap. Returns (runs or None when unchanged, the ETags to keep)."""
+    path = f"/repos/{repo}/actions/workflows/{workflow_id}/runs"
+    new_etags: dict[str, str] = {}
+    total, runs = _list(client, path, f">={_stamp(since)}", etags, new_etags)
+    if runs is None:
+        return None, new_etags
+    if total < RESULT_CAP:
+        return runs, new_etags
+    found: dict[int, dict[str, Any]] = {}
+    pending = [(since, until)]
+    while pending:
+        start, end = pending.pop()
+        total, window = _list(client, path, f"{_stamp(start)}..{_stamp(end)}", {}, new_etags)
+        if total >= RESULT_CAP and end - start > MIN_WINDOW:
+            middle = start + (end - start) / 2
+            pending += [(start, middle), (middle + timedelta(seconds=1), end)]
+            continue
+        for run in window or []:
+            found[run["id"]] = run
+    return list(found.values()), new_etags
+
+
+def fetch_run(
+    client: GitHubClient, repo: str, run_id: int, etag: str | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """One run by id, conditionally: (None, etag) when unchanged."""
+    status, hdrs, body = client.get(f"/repos/{repo}/actions/runs/{run_id}", etag=etag)
+    if status == 304:
+        return None, etag
+    return body, hdrs.get("etag")
+
+
+def save_runs(session: Session, repo: str, paths: dict[int, str], runs: Sequence[dict]) -> None:
+    upsert(
+        session,
+        WorkflowRun,
+        [run_row(repo, paths.get(run["workflow_id"], run.get("path", "")), run) for run in runs],
+    )
