@@ -190,6 +190,72 @@ def events_add(state: State, date: str, title: str, pr: int | None, kind: str) -
     click.echo(("added" if created else "already recorded") + f": {when:%Y-%m-%d} {title}")
 
 
+# ---- collect --------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--once", is_flag=True, help="Collect once and exit (for cron and tests).")
+@click.option(
+    "--since",
+    metavar="DATE",
+    help="First sync from DATE (default: 30 days before the earliest configured event).",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Ignore watermarks and ETags: list and re-fetch "
+    "every run and its jobs (archived logs are kept).",
+)
+@click.option("--repo", metavar="OWNER/NAME", help="Repository (default: the config's).")
+@click.option(
+    "--api-url",
+    metavar="URL",
+    help="GitHub API URL (default: $CIFLAKE_API_URL, "
+    "else https://api.github.com); a fakehub URL works the same.",
+)
+@click.option("--no-logs", is_flag=True, help="Do not download logs of failed jobs.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar: only the one-line report.")
+@click.pass_obj
+def collect(
+    state: State,
+    once: bool,
+    since: str | None,
+    full: bool,
+    repo: str | None,
+    api_url: str | None,
+    no_logs: bool,
+    quiet: bool,
+) -> None:
+    """Fetch new and changed runs, jobs and failed-job logs, and classify each failure.
+
+    Incremental: a second collect with nothing new costs no rate limit (ETags). Without
+    --once it collects again every [collect] interval_minutes until interrupted.
+    """
+    from collector.command import run_collect
+
+    state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
+    options_since = parse_datetime(since, "--since") if since else None
+    run_collect(
+        state.config,
+        state.migrated_engine(),
+        since=options_since,
+        full=full,
+        logs=not no_logs,
+        quiet=quiet,
+        once=once,
+    )
+
+
+@cli.command()
+@click.pass_obj
+def reclassify(state: State) -> None:
+    """Re-run the classification rules over the archived logs (no download needed)."""
+    from collector.reclassify import reclassify_all
+
+    changed, total, version = reclassify_all(state.migrated_engine())
+    click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
+
+
 def _db_exists(state: State) -> bool:
     from store.migrate import current_revision
 

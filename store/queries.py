@@ -260,3 +260,8 @@ def last_sync(engine: Engine, repo: str) -> SyncLog | None:
             .limit(1)
         )
         return session.scalar(stmt)
+
+
+def job_failures(session: Session) -> list[Failure]:
+    """Failures of jobs (not of whole runs), for comparing a reclassification."""
+    return list(session.scalars(select(Failure).where(Failure.job_id != 0)))

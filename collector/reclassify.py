@@ -1,0 +1,64 @@
+"""``ciflake reclassify``: the rules changed, the archived logs did not; no download needed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from collector.classify import RULES_VERSION
+from collector.logs import LogResult, decompress, failure_row
+from store import queries
+from store.models import Failure, Job
+from store.upsert import upsert
+
+FLUSH_EVERY = 200
+
+
+def _payload(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "run_id": job.run_id,
+        "run_attempt": job.run_attempt,
+        "name": job.name,
+        "runner_name": job.runner_name,
+        "steps": job.steps,
+    }
+
+
+def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None]]:
+    """Each failed job with its archived log, one at a time; then those whose log is gone."""
+    for job, log in queries.archived_logs(reader):
+        yield job, decompress(log.content or b"", log.compression)
+    for job in queries.jobs_without_logs(reader):
+        yield job, None
+
+
+def reclassify_all(engine: Engine) -> tuple[int, int, str]:
+    """Classify every failed job again. Returns (failures whose category, rule or signature
+    changed, total, rules version)."""
+    changed = total = 0
+    now = datetime.now(UTC)
+    pending: list[dict[str, Any]] = []
+    with Session(engine) as reader, Session(engine) as writer:
+        before = {
+            (f.run_id, f.run_attempt, f.job_id): (f.category, f.rule, f.signature)
+            for f in queries.job_failures(reader)
+        }
+        for job, content in _failed_jobs(reader):
+            status = "ok" if content is not None else "missing"
+            result = LogResult(_payload(job), status, content=content).classification
+            key = (job.run_id, job.run_attempt, job.id)
+            changed += before.get(key) != (result.category, result.rule, result.signature)
+            pending.append(failure_row(job.run_id, job.run_attempt, job.id, result, now))
+            total += 1
+            if len(pending) >= FLUSH_EVERY:
+                with writer.begin():
+                    upsert(writer, Failure, pending)
+                pending = []
+        with writer.begin():
+            upsert(writer, Failure, pending)
+    return changed, total, RULES_VERSION

@@ -1,0 +1,336 @@
+"""``ciflake collect``: an incremental, resumable sync of the tracked workflows.
+
+Order of work per workflow: list runs created since (watermark - trailing window), compare each
+with what is stored, and for every new or changed run fetch the jobs of all its attempts and the
+logs of its failed jobs. Runs are processed oldest first in batches; each batch (runs, attempts,
+jobs, logs, failures) commits in one transaction and only then moves the watermark, so a killed
+collect resumes where it stopped. ETags are saved once a workflow is complete, so a collect with
+nothing new costs only 304s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from ciflake.config import Config
+from collector.client import CollectError, GitHubClient
+from collector.jobs import fetch_jobs, save_jobs
+from collector.logs import LogFetcher, save_logs_and_failures, save_run_failure
+from collector.payloads import FAILED_CONCLUSIONS, parse_time, run_fingerprint
+from collector.progress import CollectProgress
+from collector.runs import fetch_run, fetch_runs, fetch_workflows, save_runs, save_workflows
+from store import queries
+from store.models import SyncLog, SyncState
+from store.upsert import upsert
+
+BATCH_RUNS = 25
+REPO_STATE_ID = 0  # sync_state row of the repository itself: the workflow list's ETags
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    since: datetime | None = None
+    full: bool = False
+    logs: bool = True
+    quiet: bool = False
+
+
+@dataclass
+class CollectReport:
+    runs_new: int = 0
+    runs_updated: int = 0
+    jobs: int = 0
+    logs_fetched: int = 0
+    logs_expired: int = 0
+    logs_missing: int = 0
+    log_errors: int = 0
+    requests: int = 0
+    requests_304: int = 0
+    rate_limit_remaining: int | None = None
+    duration_s: float = 0.0
+    missing_workflows: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        left = "?" if self.rate_limit_remaining is None else str(self.rate_limit_remaining)
+        text = (
+            f"runs {self.runs_new} new / {self.runs_updated} updated, jobs {self.jobs}, "
+            f"logs {self.logs_fetched} fetched / {self.logs_expired} expired / "
+            f"{self.logs_missing} missing"
+            + (f" / {self.log_errors} failed" if self.log_errors else "")
+            + f", API requests {self.requests} ({self.requests_304} not modified), "
+            f"rate limit left {left}, {self.duration_s:.1f}s"
+        )
+        if self.missing_workflows:
+            text += f"; not found on GitHub: {', '.join(self.missing_workflows)}"
+        return text
+
+
+def default_since(config: Config) -> datetime:
+    """Far enough back that every before/after window of the configured events is covered."""
+    first = min((e.date for e in config.events), default=datetime.now(UTC))
+    return first - timedelta(days=config.since_days_before_first_event)
+
+
+class Collector:
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        client: GitHubClient,
+        options: CollectOptions,
+        progress: CollectProgress,
+    ) -> None:
+        self.config = config
+        self.repo = config.repo
+        self.engine = engine
+        self.client = client
+        self.options = options
+        self.progress = progress
+        self.report = CollectReport()
+        self.fetcher = LogFetcher(client, config.repo, config.log_workers)
+
+    # ---- the whole collect ----------------------------------------------------------------
+
+    def run(self) -> CollectReport:
+        started = time.monotonic()
+        log_id = self._open_sync_log()
+        try:
+            self._collect()
+        except BaseException as exc:
+            self._close_sync_log(log_id, started, "error", _reason(exc))
+            raise
+        finally:
+            self.fetcher.close()
+        self._close_sync_log(log_id, started, "ok", None)
+        return self.report
+
+    def _collect(self) -> None:
+        with Session(self.engine) as session:
+            states = queries.sync_states(session, self.repo)
+        workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
+        for workflow in workflows:
+            self._collect_workflow(workflow, states.get(workflow["id"]))
+        if self.options.logs:
+            self._retry_failed_logs()
+
+    def _resolve_workflows(self, state: SyncState | None) -> list[dict[str, Any]]:
+        etags = {} if (self.options.full or state is None) else dict(state.etags)
+        listed, new_etags = fetch_workflows(self.client, self.repo, etags)
+        with Session(self.engine) as session, session.begin():
+            if listed is not None:
+                save_workflows(session, self.repo, listed)
+            self._save_state(session, REPO_STATE_ID, None, new_etags)
+            stored = {wf.path: wf for wf in queries.stored_workflows(session, self.repo)}
+        tracked = []
+        for wf_config in self.config.workflows:
+            wf = stored.get(wf_config.path)
+            if wf is None:
+                self.report.missing_workflows.append(wf_config.path)
+                continue
+            tracked.append({"id": wf.id, "path": wf.path})
+        return tracked
+
+    # ---- one workflow ---------------------------------------------------------------------
+
+    def _collect_workflow(self, workflow: dict[str, Any], state: SyncState | None) -> None:
+        now = datetime.now(UTC)
+        fresh = self.options.full or state is None or state.watermark is None
+        since = self.options.since or default_since(self.config)
+        if not fresh:
+            assert state is not None and state.watermark is not None
+            since = max(since, state.watermark - timedelta(days=self.config.trailing_days))
+        etags = {} if (self.options.full or state is None) else dict(state.etags)
+        listing_etags = {k: v for k, v in etags.items() if not k.startswith("run:")}
+        runs, new_etags = fetch_runs(
+            self.client, self.repo, workflow["id"], since, now, listing_etags
+        )
+        run_etags = {k: v for k, v in etags.items() if k.startswith("run:")}
+        polled = self._poll_incomplete(workflow["id"], since, run_etags)
+        changed = self._changed(runs or []) + polled
+        changed.sort(key=lambda r: (r.get("created_at") or "", r["id"]))
+        self.progress.add_runs(len(changed))
+        watermark = state.watermark if (state is not None and not self.options.full) else None
+        for start in range(0, len(changed), BATCH_RUNS):
+            batch = changed[start : start + BATCH_RUNS]
+            newest = max(parse_time(r["created_at"]) for r in batch)
+            watermark = newest if watermark is None else max(watermark, newest)
+            self._process_batch(workflow, batch, watermark)
+        if watermark is None and runs:
+            watermark = max(parse_time(r["created_at"]) for r in runs)
+        with Session(self.engine) as session, session.begin():
+            self._save_state(session, workflow["id"], watermark, {**new_etags, **run_etags})
+
+    def _changed(self, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        with Session(self.engine) as session:
+            stored = queries.run_fingerprints(session, [r["id"] for r in runs])
+        changed = []
+        for run in runs:
+            before = stored.get(run["id"])
+            if before is None:
+                self.report.runs_new += 1
+            elif tuple(before) != run_fingerprint(run) or self.options.full:
+                self.report.runs_updated += 1
+            else:
+                continue
+            changed.append(run)
+        return changed
+
+    def _poll_incomplete(
+        self, workflow_id: int, listed_since: datetime, run_etags: dict[str, str]
+    ) -> list[dict[str, Any]]:
+        """Runs older than the listing window that had not completed: ask for each by id."""
+        with Session(self.engine) as session:
+            ids = queries.incomplete_run_ids(session, workflow_id, listed_since)
+        changed = []
+        for run_id in ids:
+            key = f"run:{run_id}"
+            run, etag = fetch_run(self.client, self.repo, run_id, run_etags.get(key))
+            if etag:
+                run_etags[key] = etag
+            if run is not None and run.get("status") == "completed":
+                run_etags.pop(key, None)
+            if run is not None:
+                self.report.runs_updated += 1
+                changed.append(run)
+        return changed
+
+    def _process_batch(
+        self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime
+    ) -> None:
+        jobs_by_run = {}
+        for run in runs:
+            jobs_by_run[run["id"]] = fetch_jobs(self.client, self.repo, run["id"])
+            self.progress.advance_runs()
+        all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
+        self.progress.add_jobs(len(all_jobs))
+        failed = [job for job in all_jobs if job.get("conclusion") in FAILED_CONCLUSIONS]
+        results = []
+        if self.options.logs and failed:
+            with Session(self.engine) as session:
+                settled = queries.settled_log_job_ids(session, [j["id"] for j in failed])
+            todo = [job for job in failed if job["id"] not in settled]
+            self.progress.add_logs(len(todo))
+            results = self.fetcher.fetch(todo, self.progress.advance_logs)
+        with Session(self.engine) as session, session.begin():
+            save_runs(session, self.repo, {workflow["id"]: workflow["path"]}, runs)
+            self.report.jobs += save_jobs(session, runs, jobs_by_run)
+            if results:
+                save_logs_and_failures(session, results)
+            for run in runs:
+                if run.get("conclusion") == "failure" and not jobs_by_run[run["id"]]:
+                    save_run_failure(session, run)
+            self._save_state(session, workflow["id"], watermark, None)
+        self._count_logs(results)
+
+    def _retry_failed_logs(self) -> None:
+        with Session(self.engine) as session:
+            jobs = queries.jobs_with_log_errors(session, self.repo)
+        if not jobs:
+            return
+        payloads = [
+            {
+                "id": j.id,
+                "run_id": j.run_id,
+                "run_attempt": j.run_attempt,
+                "name": j.name,
+                "runner_name": j.runner_name,
+                "steps": j.steps,
+            }
+            for j in jobs
+        ]
+        self.progress.add_logs(len(payloads))
+        results = self.fetcher.fetch(payloads, self.progress.advance_logs)
+        with Session(self.engine) as session, session.begin():
+            save_logs_and_failures(session, results)
+        self._count_logs(results)
+
+    # ---- bookkeeping ----------------------------------------------------------------------
+
+    def _count_logs(self, results: Sequence[Any]) -> None:
+        for result in results:
+            if result.status == "ok":
+                self.report.logs_fetched += 1
+            elif result.status == "expired":
+                self.report.logs_expired += 1
+            elif result.status == "missing":
+                self.report.logs_missing += 1
+            else:
+                self.report.log_errors += 1
+
+    def _save_state(
+        self,
+        session: Session,
+        workflow_id: int,
+        watermark: datetime | None,
+        etags: dict[str, str] | None,
+    ) -> None:
+        row: dict[str, Any] = {
+            "repo": self.repo,
+            "workflow_id": workflow_id,
+            "watermark": watermark,
+            "updated_at": datetime.now(UTC),
+        }
+        if etags is not None:
+            row["etags"] = etags
+            upsert(session, SyncState, [row])
+        else:  # a batch moves the watermark and keeps the ETags of the last complete collect
+            upsert(session, SyncState, [row | {"etags": {}}], update=["watermark", "updated_at"])
+
+    def _open_sync_log(self) -> int:
+        with Session(self.engine) as session, session.begin():
+            entry = SyncLog(repo=self.repo, started_at=datetime.now(UTC), status="running")
+            session.add(entry)
+            session.flush()
+            return entry.id
+
+    def _close_sync_log(
+        self, log_id: int, started: float, status: str, message: str | None
+    ) -> None:
+        stats = self.client.stats
+        self.report.requests = stats.requests
+        self.report.requests_304 = stats.not_modified
+        self.report.rate_limit_remaining = stats.rate_limit_remaining
+        self.report.duration_s = time.monotonic() - started
+        report = self.report
+        with Session(self.engine) as session, session.begin():
+            entry = session.get(SyncLog, log_id)
+            assert entry is not None
+            entry.finished_at = datetime.now(UTC)
+            entry.status = status
+            entry.runs_new, entry.runs_updated = report.runs_new, report.runs_updated
+            entry.jobs, entry.logs_fetched = report.jobs, report.logs_fetched
+            entry.logs_expired, entry.logs_missing = report.logs_expired, report.logs_missing
+            entry.requests, entry.requests_304 = report.requests, report.requests_304
+            entry.errors = report.log_errors + (1 if status == "error" else 0)
+            entry.rate_limit_remaining = report.rate_limit_remaining
+            entry.duration_s = report.duration_s
+            entry.message = message
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, CollectError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return type(exc).__name__
+
+
+def collect(
+    config: Config,
+    engine: Engine,
+    client: GitHubClient,
+    options: CollectOptions,
+    progress: CollectProgress | None = None,
+) -> CollectReport:
+    """Run one collect; the database must be migrated. Raises ``CollectError`` with a one-line
+    message when it cannot go on (bad token, a wait longer than allowed, ...)."""
+    progress = progress or CollectProgress(enabled=not options.quiet)
+    with progress:
+        return Collector(config, engine, client, options, progress).run()
