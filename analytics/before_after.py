@@ -1,0 +1,148 @@
+"""Before/after each change event, per lineage it touches: what changed, with honest intervals.
+
+For every event and lineage (the event's ``lineages``, or all): the logical runs in the W days
+before the event, the W days after it, and the first N non-excluded runs after it; counts,
+rates with Wilson intervals, a two-sided Fisher exact test of pass vs not-pass (flaky + fail:
+the success rate's split), and the shift in the mix of failure categories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import fisher_exact
+
+from analytics.outcomes import in_scope
+from analytics.rates import OUTCOMES, stability
+
+SIDES = ("before", "after", "first")
+RED_OUTCOMES = ("fail", "flaky")
+
+
+def event_pairs(events: pd.DataFrame, lineages: Sequence[str]) -> pd.DataFrame:
+    """One row per (event, lineage it touches), numbered by ``pair``: the event's lineages, or
+    all of ``lineages`` when it names none. ``events``: analytics.setup.event_table."""
+    touched = events.assign(
+        lineage=[list(ls) if ls is not None else list(lineages) for ls in events["event_lineages"]]
+    ).explode("lineage")
+    touched = touched.dropna(subset=["lineage"]).drop(columns="event_lineages")
+    return touched.reset_index(drop=True).rename_axis("pair").reset_index()
+
+
+def event_windows(
+    runs: pd.DataFrame, pairs: pd.DataFrame, window_days: int = 14, first_runs: int = 10
+) -> pd.DataFrame:
+    """Runs tagged with each (event, lineage) ``pair`` they fall around, one row per run and
+    side: before = [date - W, date), after = [date, date + W), first = the first N
+    non-excluded runs at or after the date, however late. ``runs`` need lineage, created_at,
+    logical_outcome."""
+    tagged = runs.merge(pairs[["pair", "lineage", "event_date"]], on="lineage")
+    offset = tagged["created_at"] - tagged.pop("event_date")
+    window = pd.Timedelta(days=window_days)
+    zero = pd.Timedelta(0)
+    before = tagged[(offset >= -window) & (offset < zero)].assign(side="before")
+    after = tagged[(offset >= zero) & (offset < window)].assign(side="after")
+    later = tagged[(offset >= zero) & (tagged["logical_outcome"] != "excluded")]
+    later = later.sort_values(["created_at", "run_id"])
+    first = later[later.groupby("pair").cumcount() < first_runs].assign(side="first")
+    return pd.concat([before, after, first], ignore_index=True)
+
+
+def _scoped_windows(
+    runs: pd.DataFrame,
+    events: pd.DataFrame,
+    lineages: Sequence[str] | None,
+    scope: str,
+    default_branch: str,
+    window_days: int,
+    first_runs: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    known = lineages if lineages is not None else sorted(runs["lineage"].dropna().unique())
+    pairs = event_pairs(events, known)
+    scoped = runs[in_scope(runs, scope, default_branch)]
+    return pairs, event_windows(scoped, pairs, window_days, first_runs)
+
+
+def before_after(
+    runs: pd.DataFrame,
+    events: pd.DataFrame,
+    *,
+    window_days: int = 14,
+    first_runs: int = 10,
+    scope: str = "default",
+    default_branch: str = "main",
+    min_runs: int = 5,
+    lineages: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """One row per (event, lineage): event_date, event_pr, event_title, event_kind, lineage,
+    scope, window_days; for each side in before / after / first the columns ``<side>_<c>`` for
+    c in runs (= pass + flaky + fail), pass, flaky, fail, excluded, success_rate(_low, _high),
+    eventual_success(_low, _high), flake_rate(_low, _high), enough_data; then ``p_value``
+    (before vs after) and ``first_p_value`` (before vs the first N)."""
+    pairs, tagged = _scoped_windows(
+        runs, events, lineages, scope, default_branch, window_days, first_runs
+    )
+    table = pairs.assign(scope=scope, window_days=window_days)
+    for side in SIDES:
+        rates = stability(tagged[tagged["side"] == side], ["pair"], min_runs)
+        table = table.merge(
+            rates.add_prefix(f"{side}_"), left_on="pair", right_on=f"{side}_pair", how="left"
+        )
+    count_columns = [f"{s}_{c}" for s in SIDES for c in ["runs", *OUTCOMES]]
+    table[count_columns] = table[count_columns].fillna(0).astype(int)
+    for side in SIDES:
+        table[f"{side}_enough_data"] = table[f"{side}_runs"] >= min_runs
+    table["p_value"] = fisher_p_values(table, "before", "after")
+    table["first_p_value"] = fisher_p_values(table, "before", "first")
+    return table.drop(columns="pair")
+
+
+def fisher_p_values(table: pd.DataFrame, left: str, right: str) -> np.ndarray:
+    """Two-sided Fisher exact p of pass vs (flaky + fail) between two sides, per row; NaN when
+    a side has no runs (nothing to compare)."""
+    a, c = table[f"{left}_pass"], table[f"{right}_pass"]
+    b, d = table[f"{left}_runs"] - a, table[f"{right}_runs"] - c
+    return np.array(
+        [
+            fisher_exact([[w, x], [y, z]]).pvalue if (w + x) and (y + z) else np.nan
+            for w, x, y, z in zip(a, b, c, d, strict=True)
+        ],
+        dtype=float,
+    )
+
+
+def category_shift(
+    runs: pd.DataFrame,
+    events: pd.DataFrame,
+    *,
+    window_days: int = 14,
+    scope: str = "default",
+    default_branch: str = "main",
+    lineages: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The mix of failure categories of red logical runs (fail or flaky) in the W days before
+    and after each (event, lineage). One row per category seen on either side: the event
+    columns, lineage, failure_category, ``<side>_count``, ``<side>_share`` (of the side's red
+    runs), ``<side>_per_run`` (of its non-excluded runs), ``shift`` = after - before share.
+    ``runs`` need failure_category (a red run without one counts as ``unknown``)."""
+    pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, window_days, 0)
+    tagged = tagged[tagged["logical_outcome"] != "excluded"]
+    tagged = tagged.assign(red=tagged["logical_outcome"].isin(RED_OUTCOMES))
+    totals = tagged.groupby(["pair", "side"]).agg(runs=("run_id", "size"), red=("red", "sum"))
+    totals = totals.unstack("side").reindex(
+        columns=pd.MultiIndex.from_product([["runs", "red"], ["before", "after"]])
+    )
+    red = tagged[tagged["red"]].fillna({"failure_category": "unknown"})
+    counts = red.groupby(["pair", "failure_category", "side"]).size().unstack("side")
+    counts = counts.reindex(columns=["before", "after"]).fillna(0).astype(int).reset_index()
+    out = pairs.merge(counts, on="pair")
+    for side in ("before", "after"):
+        red_n = out["pair"].map(totals[("red", side)])
+        runs_n = out["pair"].map(totals[("runs", side)])
+        out[f"{side}_share"] = out[side] / red_n.where(red_n > 0)
+        out[f"{side}_per_run"] = out[side] / runs_n.where(runs_n > 0)
+    out = out.rename(columns={"before": "before_count", "after": "after_count"})
+    out["shift"] = out["after_share"].fillna(0) - out["before_share"].fillna(0)
+    return out.drop(columns=["pair", "event_lineages"], errors="ignore")

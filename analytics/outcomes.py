@@ -1,0 +1,160 @@
+"""Logical runs and logical jobs: attempts collapsed into pass / flaky / fail / excluded.
+
+DESIGN.md: ``pass`` = attempt 1 green; ``flaky`` = an earlier attempt red, the latest green;
+``fail`` = the latest attempt red; ``excluded`` = cancelled, skipped, neutral, action_required
+or still running. A green latest attempt after only cancelled earlier ones is a ``pass``:
+nothing failed. Everything here is vectorised (groupby, merge), never a loop over rows.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from store.vocabulary import CATEGORIES
+
+GREEN = frozenset({"success"})
+# ``startup_failure``: GitHub's conclusion for a run whose workflow file is invalid.
+RED = frozenset({"failure", "timed_out", "startup_failure"})
+
+# Failure categories by priority when one attempt failed for several reasons: the vocabulary's
+# order, which puts the specific causes before ``test_failure`` and ``unknown``.
+_CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}
+
+
+def outcome_of(latest: pd.Series, red_before_latest: pd.Series) -> pd.Series:
+    """The logical outcome from the latest attempt's conclusion and whether an earlier attempt
+    was red (both aligned Series)."""
+    outcome = np.select(
+        [latest.isin(RED), latest.isin(GREEN) & red_before_latest, latest.isin(GREEN)],
+        ["fail", "flaky", "pass"],
+        default="excluded",
+    )
+    return pd.Series(outcome, index=latest.index, dtype="object")
+
+
+def logical_runs(runs: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` (store.queries.load_runs) with ``first_attempt_conclusion``, ``red_attempts``
+    and ``logical_outcome`` added. ``attempts`` (run_id, attempt, conclusion) may lack some runs:
+    a run with no stored earlier attempt is judged by its own conclusion alone."""
+    earlier = attempts.merge(runs[["run_id", "run_attempt"]], on="run_id")
+    earlier = earlier[earlier["attempt"] < earlier["run_attempt"]]
+    red = earlier[earlier["conclusion"].isin(RED)].groupby("run_id").size().rename("red_attempts")
+    first = attempts[attempts["attempt"] == 1].set_index("run_id")["conclusion"]
+    out = runs.copy()
+    out["red_attempts"] = out["run_id"].map(red).fillna(0).astype(int)
+    out["first_attempt_conclusion"] = out["conclusion"].where(
+        out["run_attempt"] == 1, out["run_id"].map(first)
+    )
+    out["logical_outcome"] = outcome_of(out["conclusion"], out["red_attempts"] > 0)
+    return out
+
+
+def normalise_job_names(names: pd.Series, strip: str) -> pd.Series:
+    """Logical job names: the config's ``job_name_strip`` regex removed (matrix values, shard
+    suffixes), computed once per distinct name."""
+    if not strip:
+        return names
+    pattern = re.compile(strip)
+    unique = pd.Series(names.unique())
+    mapping = dict(zip(unique, unique.map(lambda n: pattern.sub("", n).strip()), strict=True))
+    return names.map(mapping)
+
+
+def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataFrame:
+    """One row per (run, logical job) across the run's attempts and shards.
+
+    ``jobs``: store.queries.load_jobs. ``runs``: runs with at least run_id, workflow_path,
+    event, head_branch, head_sha, created_at (lineage/tags are carried when present). In one
+    attempt a logical job is red if any shard is red, green if every shard is green.
+
+    Columns: the run columns, logical_job, attempts, last_attempt, first_conclusion,
+    conclusion, logical_outcome, runner_name, labels, started_at, completed_at (of the latest
+    attempt), red_attempts (red attempts before the latest), red_attempt and red_job_id (the
+    last red attempt and its red shard, for joining failures; NaN when never red)."""
+    frame = jobs.assign(logical_job=normalise_job_names(jobs["name"], strip))
+    frame["red"] = frame["conclusion"].isin(RED)
+    frame["green"] = frame["conclusion"].isin(GREEN)
+    # Red shards first, so the first row of an attempt carries the red job's id and runner.
+    frame = frame.sort_values(["run_id", "logical_job", "run_attempt", "red"], ascending=False)
+    per_attempt = frame.groupby(["run_id", "logical_job", "run_attempt"], sort=False).agg(
+        red=("red", "any"),
+        green=("green", "all"),
+        job_id=("job_id", "first"),
+        runner_name=("runner_name", "first"),
+        labels=("labels", "first"),
+        started_at=("started_at", "min"),
+        completed_at=("completed_at", "max"),
+    )
+    per_attempt["conclusion"] = np.select(
+        [per_attempt["red"], per_attempt["green"]], ["failure", "success"], default="other"
+    )
+    per_attempt = per_attempt.reset_index().sort_values(["run_id", "logical_job", "run_attempt"])
+    keys = ["run_id", "logical_job"]
+    grouped = per_attempt.groupby(keys, sort=False)
+    latest = grouped.tail(1).set_index(keys)
+    summary = pd.DataFrame(
+        {
+            "attempts": grouped.size(),
+            "first_conclusion": grouped["conclusion"].first(),
+            "red_attempts": grouped["red"].sum() - latest["red"].astype(int),
+        }
+    )
+    reds = per_attempt[per_attempt["red"]].groupby(keys, sort=False).tail(1).set_index(keys)
+    summary["red_attempt"] = reds["run_attempt"]
+    summary["red_job_id"] = reds["job_id"]
+    latest = latest.rename(columns={"run_attempt": "last_attempt"})
+    latest = latest.drop(columns=["red", "green", "job_id"]).join(summary)
+    latest["logical_outcome"] = outcome_of(latest["conclusion"], latest["red_attempts"] > 0)
+    return runs.merge(latest.reset_index(), on="run_id", how="inner")
+
+
+def attach_lineage(frame: pd.DataFrame, workflows: pd.DataFrame) -> pd.DataFrame:
+    """``lineage``, ``tags`` and ``accelerator`` from ``workflows`` (analytics.setup
+    .workflow_table); a workflow not listed there is its own lineage, named after its file."""
+    out = frame.drop(columns=["lineage", "tags", "accelerator"], errors="ignore")
+    out = out.merge(workflows, on="workflow_path", how="left")
+    stem = out["workflow_path"].str.extract(r"([^/]+?)(?:\.ya?ml)?$", expand=False)
+    out["lineage"] = out["lineage"].fillna(stem)
+    out["tags"] = out["tags"].fillna("")
+    out["accelerator"] = out["accelerator"].fillna("")
+    return out
+
+
+def run_categories(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
+    """The failure category of each red logical run, indexed by run_id: that of its last
+    classified attempt (the latest for ``fail``, the last red one for ``flaky``), and of its
+    highest-priority category when several jobs failed for different reasons."""
+    red = runs.loc[runs["logical_outcome"].isin(["fail", "flaky"]), ["run_id", "run_attempt"]]
+    matched = failures.merge(red, on="run_id", suffixes=("", "_latest"))
+    matched = matched[matched["run_attempt"] <= matched["run_attempt_latest"]]
+    matched = matched.assign(
+        rank=matched["category"].map(_CATEGORY_RANK).fillna(len(_CATEGORY_RANK)),
+        newest=-matched["run_attempt"],
+    )
+    best = matched.sort_values(["newest", "rank"]).drop_duplicates("run_id")
+    return best.set_index("run_id")["category"].rename("failure_category")
+
+
+def with_run_categories(runs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` (logical) with ``failure_category`` (empty for runs that did not go red)."""
+    return runs.assign(failure_category=runs["run_id"].map(run_categories(failures, runs)))
+
+
+SCOPES = ("default", "pr", "all")
+DEFAULT_BRANCH_EVENTS = frozenset({"push", "schedule", "workflow_dispatch"})
+PR_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
+def in_scope(runs: pd.DataFrame, scope: str, default_branch: str) -> pd.Series:
+    """DESIGN.md scope: ``default`` = push/schedule/workflow_dispatch runs on the default
+    branch; ``pr`` = pull-request runs; ``all`` = both (and anything else)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope {scope!r} not in {', '.join(SCOPES)}")
+    if scope == "all":
+        return pd.Series(True, index=runs.index)
+    if scope == "pr":
+        return runs["event"].isin(PR_EVENTS)
+    return runs["event"].isin(DEFAULT_BRANCH_EVENTS) & (runs["head_branch"] == default_branch)

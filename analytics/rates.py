@@ -1,0 +1,110 @@
+"""Rates with their sample size and a 95% Wilson interval, grouped by any key.
+
+DESIGN.md: success = pass / (pass + flaky + fail); eventual success = (pass + flaky) / (same);
+flake rate = flaky / (pass + flaky). Excluded runs count in no denominator. Under ``min_runs``
+a group gets no verdict ("not enough data"); ranking uses the Wilson lower bound, so a group
+with 1 failure in 2 runs does not outrank one with 30 in 100 (PyTorch's flakiness ranking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+Z_95 = 1.959963984540054
+OUTCOMES = ["pass", "flaky", "fail", "excluded"]
+NOT_ENOUGH_DATA = "not enough data"
+
+# rate name -> (numerator outcomes, denominator outcomes)
+RATES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "success_rate": (("pass",), ("pass", "flaky", "fail")),
+    "eventual_success": (("pass", "flaky"), ("pass", "flaky", "fail")),
+    "flake_rate": (("flaky",), ("pass", "flaky")),
+}
+
+
+def wilson_interval(
+    successes: np.ndarray | pd.Series | float, n: np.ndarray | pd.Series | float, z: float = Z_95
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson score interval (low, high) for ``successes`` out of ``n``; NaN where n = 0."""
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        denom = 1 + z**2 / n
+        centre = (p + z**2 / (2 * n)) / denom
+        half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
+    low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+    high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    # At p = 0 or 1 the bound equals the estimate; rounding must not put it outside.
+    return np.minimum(low, np.nan_to_num(p, nan=1.0)), np.maximum(high, np.nan_to_num(p))
+
+
+def outcome_counts(
+    frame: pd.DataFrame, by: Sequence[str], outcome: str = "logical_outcome"
+) -> pd.DataFrame:
+    """Counts of pass, flaky, fail and excluded per group, plus ``runs`` = pass + flaky + fail.
+    An empty frame gives an empty table with these columns."""
+    counts = (
+        pd.crosstab([frame[c] for c in by], frame[outcome])
+        if len(frame)
+        else pd.DataFrame(columns=OUTCOMES, index=pd.MultiIndex.from_tuples([], names=by))
+    )
+    counts = counts.reindex(columns=OUTCOMES, fill_value=0).astype(int)
+    counts.columns.name = None
+    counts.insert(0, "runs", counts["pass"] + counts["flaky"] + counts["fail"])
+    return counts.reset_index()
+
+
+def add_rates(counts: pd.DataFrame, min_runs: int = 5) -> pd.DataFrame:
+    """``counts`` (outcome_counts) with every rate, its Wilson interval (``<rate>_low``,
+    ``<rate>_high``), and ``enough_data`` (runs >= min_runs); rates are NaN when undefined."""
+    out = counts.copy()
+    for name, (numerator, denominator) in RATES.items():
+        k = out[list(numerator)].sum(axis=1)
+        n = out[list(denominator)].sum(axis=1)
+        out[name] = (k / n.where(n > 0)).astype(float)
+        out[f"{name}_low"], out[f"{name}_high"] = wilson_interval(k, n)
+    out["enough_data"] = out["runs"] >= min_runs
+    return out
+
+
+def stability(frame: pd.DataFrame, by: Sequence[str], min_runs: int = 5) -> pd.DataFrame:
+    """Counts and rates of logical runs (or logical jobs) per group of ``by`` columns."""
+    return add_rates(outcome_counts(frame, by), min_runs)
+
+
+def with_period(frame: pd.DataFrame, freq: str = "D", column: str = "created_at") -> pd.DataFrame:
+    """``frame`` with ``period``: the UTC day (``"D"``) or ISO week starting Monday (``"W"``)
+    of ``column``, for grouping by day or week."""
+    times = frame[column].dt.tz_convert("UTC").dt.tz_localize(None)
+    starts = times.dt.to_period("W-SUN" if freq == "W" else freq).dt.start_time
+    return frame.assign(period=starts.dt.tz_localize("UTC"))
+
+
+def rank_by_lower_bound(table: pd.DataFrame, rate: str = "flake_rate") -> pd.DataFrame:
+    """Groups with enough data first, by the Wilson lower bound of ``rate``, highest first: the
+    groups surely the most flaky (or successful) lead, small samples sink. Ties: more runs first."""
+    return (
+        table.assign(_short=~table["enough_data"], _bound=-table[f"{rate}_low"], _n=-table["runs"])
+        .sort_values(["_short", "_bound", "_n"], na_position="last", kind="stable")
+        .drop(columns=["_short", "_bound", "_n"])
+        .reset_index(drop=True)
+    )
+
+
+def verdict_label(table: pd.DataFrame, rate: str = "success_rate") -> pd.Series:
+    """``"0.83 [0.61, 0.94] n=24"``, or ``"not enough data (n=3)"`` under min_runs."""
+    text = (
+        table[rate].map("{:.2f}".format)
+        + " ["
+        + table[f"{rate}_low"].map("{:.2f}".format)
+        + ", "
+        + table[f"{rate}_high"].map("{:.2f}".format)
+        + "] n="
+        + table["runs"].astype(str)
+    )
+    short = NOT_ENOUGH_DATA + " (n=" + table["runs"].astype(str) + ")"
+    return text.where(table["enough_data"], short)

@@ -1,0 +1,112 @@
+"""A verdict for every failed logical job, with the evidence that decided it.
+
+PyTorch's trunk logic adapted to push and nightly CI (DESIGN.md), first rule that holds wins:
+
+1. ``flaky``: it passed on a rerun of the same run, or the same logical job passed in
+   another run of the same commit;
+2. ``infra``: its category is an infra one (store.vocabulary.INFRA_CATEGORIES);
+3. ``persistent``: the previous or next run of the same job on the same branch also failed hard;
+4. ``one_off``: an isolated red between greens, with no rerun evidence;
+5. ``unclassified``: no neighbour on one side to compare with.
+
+Runs that failed with no jobs (invalid workflow files, category ``ci_config``) have no logical
+job and so no verdict: they are never flakiness.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from store.vocabulary import INFRA_CATEGORIES
+
+SEQUENCE = ["workflow_path", "logical_job", "head_branch"]
+GREEN_OUTCOMES = ("pass", "flaky")
+
+
+def job_categories(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.Series:
+    """The category of each logical job's last red shard (``red_job_id``), aligned on jobs."""
+    by_job = failures.drop_duplicates("job_id").set_index("job_id")["category"]
+    return jobs["red_job_id"].map(by_job)
+
+
+def job_verdicts(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
+    """One row per failed logical job (``logical_outcome`` flaky or fail) of ``jobs``
+    (analytics.outcomes.logical_jobs), with ``category``, ``verdict`` and ``evidence``, and
+    the runs that gave it: ``prev_run_id``/``next_run_id`` (neighbours on the branch, NaN when
+    none) and ``same_sha_run_id`` (a green run of the same commit)."""
+    seq = jobs[jobs["logical_outcome"] != "excluded"].sort_values([*SEQUENCE, "created_at"])
+    grouped = seq.groupby(SEQUENCE, sort=False, dropna=False)
+    seq = seq.assign(
+        prev_run_id=grouped["run_id"].shift(1),
+        prev_outcome=grouped["logical_outcome"].shift(1),
+        next_run_id=grouped["run_id"].shift(-1),
+        next_outcome=grouped["logical_outcome"].shift(-1),
+        category=job_categories(seq, failures),
+    )
+    greens = seq[seq["logical_outcome"].isin(GREEN_OUTCOMES)]
+    green_by_sha = greens.groupby(["head_sha", "logical_job"])["run_id"].min()
+    failed = seq[seq["logical_outcome"].isin(("flaky", "fail"))].copy()
+    failed["same_sha_run_id"] = pd.MultiIndex.from_frame(failed[["head_sha", "logical_job"]]).map(
+        green_by_sha
+    )
+    failed["same_sha_run_id"] = failed["same_sha_run_id"].where(
+        failed["same_sha_run_id"] != failed["run_id"]
+    )
+    failed["verdict"], failed["evidence"] = _decide(failed)
+    return failed.drop(columns=["prev_outcome", "next_outcome"]).reset_index(drop=True)
+
+
+def _run(ids: pd.Series) -> pd.Series:
+    return "run " + ids.astype("Int64").astype(str)
+
+
+def _decide(failed: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    prev_fail = failed["prev_outcome"] == "fail"
+    next_fail = failed["next_outcome"] == "fail"
+    prev_green = failed["prev_outcome"].isin(GREEN_OUTCOMES)
+    next_green = failed["next_outcome"].isin(GREEN_OUTCOMES)
+    attempts = failed["red_attempt"].astype("Int64").astype(str)
+    rules = [
+        (
+            failed["logical_outcome"] == "flaky",
+            "flaky",
+            "failed on attempt "
+            + attempts
+            + ", passed on attempt "
+            + failed["last_attempt"].astype(str)
+            + " of "
+            + _run(failed["run_id"]),
+        ),
+        (
+            failed["same_sha_run_id"].notna(),
+            "flaky",
+            "passed in " + _run(failed["same_sha_run_id"]) + " on the same commit",
+        ),
+        (
+            failed["category"].isin(INFRA_CATEGORIES),
+            "infra",
+            "category " + failed["category"].astype(str),
+        ),
+        (prev_fail, "persistent", "previous " + _run(failed["prev_run_id"]) + " also failed"),
+        (next_fail, "persistent", "next " + _run(failed["next_run_id"]) + " also failed"),
+        (
+            prev_green & next_green,
+            "one_off",
+            "isolated: previous "
+            + _run(failed["prev_run_id"])
+            + " and next "
+            + _run(failed["next_run_id"])
+            + " passed",
+        ),
+    ]
+    conditions = [rule[0].to_numpy() for rule in rules]
+    verdict = np.select(conditions, [rule[1] for rule in rules], default="unclassified")
+    evidence = np.select(
+        conditions,
+        [rule[2].to_numpy() for rule in rules],
+        default=np.where(
+            prev_green | next_green, "no run on one side to compare with", "no neighbour run"
+        ),
+    )
+    return verdict, evidence

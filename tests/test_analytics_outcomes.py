@@ -1,0 +1,216 @@
+"""Logical runs, logical jobs, lineage and verdicts on small hand-computed tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from analytics_frames import attempts_frame, day, failures_frame, jobs_frame, runs_frame
+
+from analytics.outcomes import (
+    attach_lineage,
+    in_scope,
+    logical_jobs,
+    logical_runs,
+    normalise_job_names,
+    with_run_categories,
+)
+from analytics.setup import workflow_table
+from analytics.verdicts import job_verdicts
+from ciflake.config import load_config
+
+STRIP = r"\s*\([^)]*\)$|\s*/\s*shard[-_ ]?\d+$"
+
+
+def _runs() -> pd.DataFrame:
+    return runs_frame(
+        [
+            {"run_id": 1, "created_at": day(0), "conclusion": "success"},
+            {"run_id": 2, "created_at": day(1), "conclusion": "success", "run_attempt": 2},
+            {"run_id": 3, "created_at": day(2), "conclusion": "failure", "run_attempt": 2},
+            {"run_id": 4, "created_at": day(3), "conclusion": "cancelled"},
+            {"run_id": 5, "created_at": day(4), "conclusion": None, "status": "in_progress"},
+            {"run_id": 6, "created_at": day(5), "conclusion": "success", "run_attempt": 2},
+            {"run_id": 7, "created_at": day(6), "conclusion": "startup_failure"},
+        ]
+    )
+
+
+def test_logical_runs_collapse_attempts():
+    attempts = attempts_frame(
+        [
+            (1, 1, "success"),
+            (2, 1, "failure"),
+            (2, 2, "success"),
+            (3, 1, "failure"),
+            (3, 2, "failure"),
+            (4, 1, "cancelled"),
+            (6, 1, "cancelled"),
+            (6, 2, "success"),
+        ]
+    )
+    out = logical_runs(_runs(), attempts).set_index("run_id")
+    assert out["logical_outcome"].to_dict() == {
+        1: "pass",
+        2: "flaky",
+        3: "fail",
+        4: "excluded",
+        5: "excluded",
+        6: "pass",  # cancelled then green: nothing failed
+        7: "fail",
+    }
+    assert out.loc[3, "first_attempt_conclusion"] == "failure"
+    assert out.loc[7, "first_attempt_conclusion"] == "startup_failure"
+    assert out.loc[3, "red_attempts"] == 1
+
+
+def test_logical_runs_without_attempt_rows_use_the_run_alone():
+    runs = runs_frame([{"run_id": 1, "created_at": day(0), "conclusion": "failure"}])
+    out = logical_runs(runs, attempts_frame([]))
+    assert out["logical_outcome"].tolist() == ["fail"]
+
+
+def test_normalise_job_names_strips_matrix_and_shards():
+    names = pd.Series(["e2e (fsdp2, 8)", "unit / shard-2", "plain", "unit / shard_10"])
+    assert normalise_job_names(names, STRIP).tolist() == ["e2e", "unit", "plain", "unit"]
+    assert normalise_job_names(names, "").tolist() == names.tolist()
+
+
+def test_logical_jobs_across_attempts_and_shards():
+    runs = runs_frame(
+        [
+            {"run_id": 1, "created_at": day(0), "conclusion": "success", "run_attempt": 2},
+            {"run_id": 2, "created_at": day(1), "conclusion": "failure"},
+        ]
+    )
+    jobs = jobs_frame(
+        [
+            (10, 1, 1, "unit / shard-1", "success"),
+            (11, 1, 1, "unit / shard-2", "failure", "gpu-a"),
+            (12, 1, 2, "unit / shard-1", "success"),
+            (13, 1, 2, "unit / shard-2", "success", "gpu-b"),
+            (14, 1, 1, "lint", "success"),
+            (20, 2, 1, "unit / shard-1", "failure", "gpu-c"),
+            (21, 2, 1, "unit / shard-2", "success"),
+            (22, 2, 1, "lint", "skipped"),
+        ]
+    )
+    out = logical_jobs(jobs, runs, STRIP).set_index(["run_id", "logical_job"])
+    assert len(out) == 4
+    assert out.loc[(1, "unit"), "logical_outcome"] == "flaky"
+    assert out.loc[(1, "unit"), "red_job_id"] == 11
+    assert out.loc[(1, "unit"), "red_attempt"] == 1
+    assert out.loc[(1, "unit"), "attempts"] == 2
+    assert out.loc[(1, "lint"), "logical_outcome"] == "pass"
+    assert out.loc[(2, "unit"), "logical_outcome"] == "fail"
+    assert out.loc[(2, "unit"), "runner_name"] == "gpu-c"
+    assert out.loc[(2, "lint"), "logical_outcome"] == "excluded"
+    assert pd.isna(out.loc[(1, "lint"), "red_job_id"])
+
+
+def test_attach_lineage_from_config_and_fallback():
+    config = load_config()
+    frame = pd.DataFrame(
+        {
+            "workflow_path": [
+                ".github/workflows/e2e_fully_async_policy.yml",
+                ".github/workflows/other.yaml",
+            ]
+        }
+    )
+    out = attach_lineage(frame, workflow_table(config.workflows))
+    assert out["lineage"].tolist() == ["e2e_v1_separate_async", "other"]
+    assert out["tags"].tolist() == ["fully_async", ""]
+    assert out["accelerator"].tolist() == ["gpu", ""]
+
+
+def test_run_category_takes_the_deciding_attempt_and_priority():
+    runs = logical_runs(
+        _runs(),
+        attempts_frame([(2, 1, "failure"), (2, 2, "success"), (3, 1, "failure")]),
+    )
+    failures = failures_frame(
+        [
+            (2, 1, 20, "network"),
+            (3, 1, 30, "oom"),
+            (3, 2, 31, "unknown"),
+            (3, 2, 32, "oom"),
+            (7, 1, 0, "ci_config"),
+        ]
+    )
+    out = with_run_categories(runs, failures).set_index("run_id")["failure_category"]
+    assert out[2] == "network"
+    assert out[3] == "oom"  # the latest attempt; oom outranks unknown
+    assert out[7] == "ci_config"
+    assert pd.isna(out[1])
+
+
+def test_scope():
+    runs = runs_frame(
+        [
+            {"run_id": 1, "created_at": day(0), "conclusion": "success"},
+            {"run_id": 2, "created_at": day(0), "conclusion": "success", "event": "schedule"},
+            {"run_id": 3, "created_at": day(0), "conclusion": "success", "head_branch": "dev"},
+            {"run_id": 4, "created_at": day(0), "conclusion": "success", "event": "pull_request"},
+        ]
+    )
+    assert runs[in_scope(runs, "default", "main")]["run_id"].tolist() == [1, 2]
+    assert runs[in_scope(runs, "pr", "main")]["run_id"].tolist() == [4]
+    assert len(runs[in_scope(runs, "all", "main")]) == 4
+    with pytest.raises(ValueError):
+        in_scope(runs, "nightly", "main")
+
+
+def _sequence(outcomes: list[str], shas: list[str] | None = None) -> pd.DataFrame:
+    """One logical job 'e2e' over runs 1..n on main, one per day."""
+    n = len(outcomes)
+    frame = runs_frame(
+        [{"run_id": i + 1, "created_at": day(i), "conclusion": "x"} for i in range(n)]
+    )
+    frame["head_sha"] = shas or [f"sha{i}" for i in range(n)]
+    return frame.assign(
+        logical_job="e2e",
+        logical_outcome=outcomes,
+        last_attempt=[2 if o == "flaky" else 1 for o in outcomes],
+        red_attempt=[1.0 if o in ("flaky", "fail") else None for o in outcomes],
+        red_job_id=[100.0 + i if o in ("flaky", "fail") else None for i, o in enumerate(outcomes)],
+    )
+
+
+def test_verdicts_hand_computed():
+    #            1       2       3       4       5       6        7       8       9
+    outcomes = ["pass", "fail", "pass", "fail", "fail", "flaky", "pass", "fail", "fail"]
+    jobs = _sequence(outcomes)
+    failures = failures_frame([(8, 1, 107, "npu_env")])
+    out = job_verdicts(jobs, failures).set_index("run_id")
+    assert out["verdict"].to_dict() == {
+        2: "one_off",
+        4: "persistent",
+        5: "persistent",
+        6: "flaky",
+        8: "infra",
+        9: "persistent",
+    }
+    assert out.loc[2, "evidence"] == "isolated: previous run 1 and next run 3 passed"
+    assert out.loc[4, "evidence"] == "next run 5 also failed"
+    assert out.loc[5, "evidence"] == "previous run 4 also failed"
+    assert out.loc[6, "evidence"] == "failed on attempt 1, passed on attempt 2 of run 6"
+    assert out.loc[8, "evidence"] == "category npu_env"
+
+
+def test_verdicts_same_commit_and_no_neighbour():
+    jobs = _sequence(["fail", "pass"], shas=["abc", "abc"])
+    out = job_verdicts(jobs, failures_frame([])).set_index("run_id")
+    assert out.loc[1, "verdict"] == "flaky"
+    assert out.loc[1, "evidence"] == "passed in run 2 on the same commit"
+    alone = job_verdicts(_sequence(["fail"]), failures_frame([]))
+    assert alone["verdict"].tolist() == ["unclassified"]
+    assert alone["evidence"].tolist() == ["no neighbour run"]
+    edge = job_verdicts(_sequence(["pass", "fail"]), failures_frame([]))
+    assert edge["verdict"].tolist() == ["unclassified"]
+
+
+def test_verdicts_skip_excluded_neighbours():
+    jobs = _sequence(["pass", "fail", "excluded", "pass"])
+    out = job_verdicts(jobs, failures_frame([]))
+    assert out["verdict"].tolist() == ["one_off"]
+    assert out["next_run_id"].tolist() == [4]
