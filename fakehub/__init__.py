@@ -1,0 +1,5 @@
+"""fakehub: a local replica of the GitHub Actions REST API with a simulated verl CI history."""
+
+from fakehub.server import DEMO_SCALE, Hub, running
+
+__all__ = ["DEMO_SCALE", "Hub", "running"]

@@ -1,0 +1,153 @@
+"""Admin endpoints under `/_admin` (no auth, no rate limit, no faults) for tests and the demo.
+
+    GET  /_admin/counters            request counters (total, 304s, counted, by route, by status)
+    POST /_admin/counters/reset      zero them; answers the zeroed counters
+    GET  /_admin/faults              {"spec", "fired"}
+    POST /_admin/faults {"spec"}     replace the fault rules (syntax in fakehub.faults)
+    POST /_admin/rerun {"run_id", "conclusion"?, "category"?}   append an attempt to a run
+    POST /_admin/new_runs {"workflow", "count"?, "event"?, "conclusion"?, "category"?}
+    GET  /_admin/truth               generated category and log line of every failed job, events
+    GET  /_admin/inventory           counts and ids of runs, attempts, jobs and logs by status
+    POST /_admin/rate_limit {"limit"?, "used"?}   set the primary budget
+
+Every endpoint takes `?repo=owner/name` (default: the first repository).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fakehub.api import RepoApi
+from fakehub.faults import Faults
+from fakehub.logs import render
+from fakehub.payloads import iso
+from fakehub.web import Request, Response, error, json_response
+
+
+class Admin:
+    """Answers `/_admin/...` for an `ApiApp` (typed loosely to avoid an import cycle)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def answer(self, request: Request) -> Response:
+        name = request.path.removeprefix("/_admin/").strip("/")
+        handler = getattr(self, f"{request.method.lower()}_{name.replace('/', '_')}", None)
+        if handler is None:
+            return error(404, "Not Found")
+        repo = request.arg("repo") or next(iter(self.app.repos))
+        api = self.app.repos.get(repo.lower())
+        if api is None:
+            return error(404, f"unknown repository {repo}")
+        try:
+            return json_response(200, handler(request, api))
+        except (KeyError, ValueError, TypeError) as exc:
+            return error(422, f"{type(exc).__name__}: {exc}")
+
+    def get_counters(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        return {**self.app.counters.snapshot(), "rate": self.app.rate.snapshot()}
+
+    def post_counters_reset(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        self.app.counters.reset()
+        return self.get_counters(request, api)
+
+    def get_faults(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        return {"spec": self.app.faults.spec, "fired": dict(self.app.faults.fired)}
+
+    def post_faults(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        spec = str(request.json().get("spec", ""))
+        self.app.set_faults(Faults.parse(spec, self.app.faults.seed))
+        return self.get_faults(request, api)
+
+    def post_rate_limit(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body = request.json()
+        rate = self.app.rate
+        rate.limit = int(body.get("limit", rate.limit))
+        rate.used = int(body.get("used", rate.used))
+        return rate.snapshot()
+
+    def post_rerun(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body = request.json()
+        run = api.history.rerun(int(body["run_id"]), body.get("conclusion"), body.get("category"))
+        return api.shapes.run(run, run.latest)
+
+    def post_new_runs(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body = request.json()
+        workflow = api.find_workflow(str(body["workflow"]))
+        if workflow is None:
+            raise KeyError(f"unknown workflow {body['workflow']}")
+        runs = api.history.add_runs(
+            workflow,
+            int(body.get("count", 1)),
+            body.get("event", "push"),
+            body.get("conclusion"),
+            body.get("category"),
+        )
+        return {"run_ids": [run.id for run in runs], "now": iso(api.history.now)}
+
+    def get_truth(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        history = api.history
+        failures = []
+        for job in history.job_by_id.values():
+            if job.category is None:
+                continue
+            run = history.run_by_id[job.run_id]
+            rendered = render(job, run, api.shapes.full)
+            failures.append(
+                {
+                    "job_id": job.id,
+                    "run_id": run.id,
+                    "run_attempt": job.attempt,
+                    "workflow": run.workflow.path,
+                    "job_name": job.spec.name,
+                    "conclusion": job.conclusion,
+                    "category": job.category,
+                    "line_number": rendered.line_number,
+                    "line": rendered.line,
+                    "log_status": api.log_status(job),
+                }
+            )
+        invalid_runs = [run.id for run in history.runs if run.invalid]
+        return {
+            "now": iso(history.now),
+            "failures": failures,
+            "invalid_runs": invalid_runs,
+            "events": list(history.catalog.events),
+            "workflows": [
+                {
+                    "id": w.id,
+                    "path": w.path,
+                    "name": w.name,
+                    "family": w.family,
+                    "present": [[iso(a), None if b.year >= 2100 else iso(b)] for a, b in w.present],
+                    "invalid": [[iso(a), iso(b), why] for a, b, why in w.invalid],
+                }
+                for w in history.workflows
+            ],
+        }
+
+    def get_inventory(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        history = api.history
+        logs: dict[str, list[int]] = {"ok": [], "expired": [], "missing": []}
+        for job in history.job_by_id.values():
+            logs[api.log_status(job)].append(job.id)
+        by_workflow: dict[str, dict[str, int]] = {}
+        for run in history.runs:
+            entry = by_workflow.setdefault(run.workflow.path, Counter())
+            entry["runs"] += 1
+            entry["attempts"] += len(run.attempts)
+            entry["jobs"] += sum(len(a.jobs) for a in run.attempts)
+        conclusions = Counter(str(j.conclusion) for j in history.job_by_id.values())
+        return {
+            "now": iso(history.now),
+            "runs": len(history.runs),
+            "attempts": sum(len(r.attempts) for r in history.runs),
+            "jobs": len(history.job_by_id),
+            "failed_jobs": sum(1 for j in history.job_by_id.values() if j.category),
+            "run_ids": [run.id for run in history.runs],
+            "attempts_by_run": {str(r.id): len(r.attempts) for r in history.runs},
+            "jobs_by_conclusion": dict(sorted(conclusions.items())),
+            "logs": {status: {"count": len(ids), "job_ids": ids} for status, ids in logs.items()},
+            "by_workflow": {path: dict(c) for path, c in sorted(by_workflow.items())},
+        }

@@ -1,0 +1,268 @@
+"""GitHub REST routes for one repository: workflows, runs, attempts, jobs, logs, comments.
+
+Each handler returns a `Response`; rate limits, ETags, faults and auth are the app's business.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from fakehub.catalog import WorkflowSpec, parse_time
+from fakehub.history import History, Job, Run
+from fakehub.payloads import Shapes, iso
+from fakehub.web import Request, Response, error, json_response, paginate
+
+RETENTION = timedelta(days=90)
+CAPPED_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "head_sha", "status")
+RUN_STATUSES = ("completed", "in_progress", "queued", "requested", "waiting", "pending")
+LOG_DOCS = "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run"
+Handler = Callable[..., Response]
+
+
+def log_signature(secret: str, job_id: int) -> str:
+    return hmac.new(secret.encode(), str(job_id).encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def created_range(text: str) -> tuple[datetime | None, datetime | None]:
+    """GitHub search syntax for `created`: >=, >, <=, <, a..b, a..*, *..b or a single day."""
+    day = timedelta(days=1)
+
+    def bound(value: str, upper: bool) -> datetime | None:
+        if value == "*":
+            return None
+        at = parse_time(value)
+        return at + day - timedelta(microseconds=1) if upper and "T" not in value else at
+
+    if ".." in text:
+        lo, hi = text.split("..", 1)
+        return bound(lo, False), bound(hi, True)
+    for op in (">=", "<=", ">", "<"):
+        if text.startswith(op):
+            value = text[len(op) :]
+            at = parse_time(value)
+            whole = "T" not in value
+            return {
+                ">=": (at, None),
+                "<=": (None, bound(value, True)),
+                ">": ((at + day if whole else at + timedelta(seconds=1)), None),
+                "<": (None, at - timedelta(microseconds=1)),
+            }[op]
+    return bound(text, False), bound(text, True)
+
+
+class RepoApi:
+    """The routes of one repository, backed by its simulated history."""
+
+    def __init__(self, history: History, shapes: Shapes, blob_base: str, secret: str) -> None:
+        self.history, self.shapes, self.blob_base, self.secret = history, shapes, blob_base, secret
+        self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.comment_by_id: dict[int, dict[str, Any]] = {}
+        self.next_comment_id = 3_500_000_000
+        self.routes: list[tuple[str, str, re.Pattern[str], Handler]] = [
+            ("repo", "GET", re.compile(r""), self.repo),
+            ("workflows", "GET", re.compile(r"/actions/workflows"), self.workflows),
+            ("workflow", "GET", re.compile(r"/actions/workflows/([^/]+)"), self.workflow),
+            ("workflow_runs", "GET", re.compile(r"/actions/workflows/([^/]+)/runs"), self.runs),
+            ("runs", "GET", re.compile(r"/actions/runs"), self.runs),
+            ("run", "GET", re.compile(r"/actions/runs/(\d+)"), self.run),
+            ("attempt", "GET", re.compile(r"/actions/runs/(\d+)/attempts/(\d+)"), self.run),
+            ("run_jobs", "GET", re.compile(r"/actions/runs/(\d+)/jobs"), self.jobs),
+            (
+                "attempt_jobs",
+                "GET",
+                re.compile(r"/actions/runs/(\d+)/attempts/(\d+)/jobs"),
+                self.jobs,
+            ),
+            ("job", "GET", re.compile(r"/actions/jobs/(\d+)"), self.job),
+            ("job_logs", "GET", re.compile(r"/actions/jobs/(\d+)/logs"), self.job_logs),
+            ("issue", "GET", re.compile(r"/issues/(\d+)"), self.issue),
+            ("issue_comments", "GET", re.compile(r"/issues/(\d+)/comments"), self.list_comments),
+            ("create_comment", "POST", re.compile(r"/issues/(\d+)/comments"), self.create_comment),
+            ("comment", "GET", re.compile(r"/issues/comments/(\d+)"), self.get_comment),
+            ("edit_comment", "PATCH", re.compile(r"/issues/comments/(\d+)"), self.edit_comment),
+        ]
+
+    def dispatch(self, request: Request, rest: str) -> tuple[str, Response]:
+        """(route name, response) for a path relative to /repos/{owner}/{repo}."""
+        for name, method, pattern, handler in self.routes:
+            match = pattern.fullmatch(rest)
+            if match and method == request.method:
+                return name, handler(request, *match.groups())
+        return "unknown", error(404, "Not Found")
+
+    # ---- repository and workflows ---------------------------------------------------------
+
+    def repo(self, request: Request) -> Response:
+        return json_response(200, self.shapes.repository(full=True))
+
+    def workflows(self, request: Request) -> Response:
+        items = [self.shapes.workflow(w) for w in self.history.workflows]
+        page, link = paginate(items, request, f"{self.shapes.api}/actions/workflows")
+        return json_response(200, {"total_count": len(items), "workflows": page}, link)
+
+    def find_workflow(self, ref: str) -> WorkflowSpec | None:
+        return next(
+            (
+                w
+                for w in self.history.workflows
+                if str(w.id) == ref or w.path.rsplit("/", 1)[1] == ref or w.path == ref
+            ),
+            None,
+        )
+
+    def workflow(self, request: Request, ref: str) -> Response:
+        wf = self.find_workflow(ref)
+        return json_response(200, self.shapes.workflow(wf)) if wf else error(404, "Not Found")
+
+    # ---- runs -----------------------------------------------------------------------------
+
+    def runs(self, request: Request, ref: str | None = None) -> Response:
+        wf = self.find_workflow(ref) if ref is not None else None
+        if ref is not None and wf is None:
+            return error(404, "Not Found")
+        lo = hi = None
+        if request.arg("created"):
+            try:
+                lo, hi = created_range(request.arg("created") or "")
+            except ValueError:
+                return error(422, "Invalid created parameter")
+        runs = self.history.between(wf.id if wf else None, lo, hi)
+        filters = {k: request.arg(k) for k in CAPPED_FILTERS if request.arg(k) and k != "created"}
+        if filters:
+            runs = [r for r in runs if self._matches(r, filters)]
+        runs = runs[::-1]
+        exclude = request.arg("exclude_pull_requests") == "true"
+        capped = any(request.arg(k) for k in CAPPED_FILTERS)
+        base = f"{self.shapes.api}/actions/" + (f"workflows/{ref}/runs" if ref else "runs")
+        page, link = paginate(runs, request, base, cap=1000 if capped else None)
+        body = [self.shapes.run(r, r.latest, exclude) for r in page]
+        return json_response(200, {"total_count": len(runs), "workflow_runs": body}, link)
+
+    @staticmethod
+    def _matches(run: Run, filters: dict[str, str | None]) -> bool:
+        attempt = run.latest
+        fields = {
+            "branch": run.branch,
+            "event": run.event,
+            "actor": run.actor,
+            "head_sha": run.sha,
+            "check_suite_id": str(run.id * 3 + 11),
+        }
+        for key, value in filters.items():
+            if key == "status":
+                actual = attempt.status if value in RUN_STATUSES else attempt.conclusion
+            else:
+                actual = fields[key]
+            if actual != value:
+                return False
+        return True
+
+    def run(self, request: Request, run_id: str, number: str | None = None) -> Response:
+        run = self.history.run_by_id.get(int(run_id))
+        if run is None or (number is not None and not 1 <= int(number) <= len(run.attempts)):
+            return error(404, "Not Found")
+        attempt = run.attempts[int(number) - 1] if number else run.latest
+        exclude = request.arg("exclude_pull_requests") == "true"
+        return json_response(200, self.shapes.run(run, attempt, exclude, number is not None))
+
+    # ---- jobs and logs --------------------------------------------------------------------
+
+    def jobs(self, request: Request, run_id: str, number: str | None = None) -> Response:
+        run = self.history.run_by_id.get(int(run_id))
+        if run is None or (number is not None and not 1 <= int(number) <= len(run.attempts)):
+            return error(404, "Not Found")
+        if number is not None:
+            jobs = run.attempts[int(number) - 1].jobs
+            url = f"{self.shapes.api}/actions/runs/{run.id}/attempts/{number}/jobs"
+        else:
+            every = request.arg("filter", "latest") == "all"
+            jobs = [j for a in run.attempts for j in a.jobs] if every else run.latest.jobs
+            url = f"{self.shapes.api}/actions/runs/{run.id}/jobs"
+        page, link = paginate(jobs, request, url)
+        body = [self.shapes.job(j, run) for j in page]
+        return json_response(200, {"total_count": len(jobs), "jobs": body}, link)
+
+    def job(self, request: Request, job_id: str) -> Response:
+        job = self.history.job_by_id.get(int(job_id))
+        if job is None:
+            return error(404, "Not Found")
+        return json_response(200, self.shapes.job(job, self.history.run_by_id[job.run_id]))
+
+    def log_status(self, job: Job) -> str:
+        """ok, expired (410) or missing (no runner ever took the job: BlobNotFound)."""
+        if (job.completed_at or job.created_at) < self.history.now - RETENTION:
+            return "expired"
+        return "ok" if job.ran and job.status == "completed" else "missing"
+
+    def job_logs(self, request: Request, job_id: str) -> Response:
+        job = self.history.job_by_id.get(int(job_id))
+        if job is None:
+            return error(404, "Not Found")
+        if self.log_status(job) == "expired":
+            return json_response(
+                410, {"message": "Server Error", "documentation_url": LOG_DOCS, "status": "410"}
+            )
+        expires = iso(self.history.now + timedelta(minutes=1))
+        location = (
+            f"{self.blob_base}/actions-results/{job.run_id:x}/workflow-job-run-{job.id}/logs/job/"
+            f"job-logs.txt?rsct=text%2Fplain&se={expires}&sig={log_signature(self.secret, job.id)}"
+            "&sp=r&spr=http&sr=b&sv=2025-05-05"
+        )
+        return Response(
+            302, b"", [("Content-Type", "text/html;charset=utf-8"), ("Location", location)]
+        )
+
+    # ---- issues and comments --------------------------------------------------------------
+
+    def issue(self, request: Request, number: str) -> Response:
+        n = int(number)
+        return json_response(
+            200, self.shapes.issue(n, len(self.comments.get(n, [])), iso(self.history.now) or "")
+        )
+
+    def list_comments(self, request: Request, number: str) -> Response:
+        items = self.comments.get(int(number), [])
+        since = request.arg("since")
+        if since:
+            items = [c for c in items if c["updated_at"] >= since]
+        page, link = paginate(items, request, f"{self.shapes.api}/issues/{number}/comments")
+        return json_response(200, [self.shapes.issue_comment(c) for c in page], link)
+
+    def create_comment(self, request: Request, number: str) -> Response:
+        body = request.json().get("body")
+        if not isinstance(body, str):
+            return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
+        self.next_comment_id += 1
+        at = iso(self.history.tick(1.0))
+        comment = {
+            "id": self.next_comment_id,
+            "issue": int(number),
+            "body": body,
+            "created_at": at,
+            "updated_at": at,
+        }
+        self.comments.setdefault(int(number), []).append(comment)
+        self.comment_by_id[comment["id"]] = comment
+        payload = self.shapes.issue_comment(comment)
+        return json_response(201, payload, [("Location", payload["url"])])
+
+    def get_comment(self, request: Request, comment_id: str) -> Response:
+        comment = self.comment_by_id.get(int(comment_id))
+        if comment is None:
+            return error(404, "Not Found")
+        return json_response(200, self.shapes.issue_comment(comment))
+
+    def edit_comment(self, request: Request, comment_id: str) -> Response:
+        comment = self.comment_by_id.get(int(comment_id))
+        body = request.json().get("body")
+        if comment is None:
+            return error(404, "Not Found")
+        if not isinstance(body, str):
+            return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
+        comment["body"], comment["updated_at"] = body, iso(self.history.tick(1.0))
+        return json_response(200, self.shapes.issue_comment(comment))

@@ -1,0 +1,214 @@
+"""The verl CI description fakehub simulates, loaded from `data/verl_ci.json` into typed records.
+
+The JSON is condensed by hand from the shared research notes, so that fakehub carries its own
+facts (workflows, jobs, runners, windows, events, failure processes) and imports nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).with_name("data") / "verl_ci.json"
+FAR_PAST = datetime(2000, 1, 1, tzinfo=UTC)
+FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def parse_time(text: str | None, default: datetime = FAR_PAST) -> datetime:
+    """An ISO date or time (UTC) from the data file; None gives the default."""
+    if text is None:
+        return default
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def dated(pairs: list[list[Any]], at: datetime) -> Any:
+    """The value of a `[[since, value], ...]` timeline at a moment (the last one started)."""
+    current = pairs[0][1]
+    for since, value in pairs:
+        if parse_time(since) <= at:
+            current = value
+    return current
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job of a workflow file, with when it existed and how it behaves."""
+
+    id: str
+    name: str
+    kind: str  # setup | cleanup | gpu_test | npu_test
+    tags: frozenset[str]
+    algo: str
+    strategy: str
+    timeouts: list[list[Any]]
+    minutes: tuple[float, float]
+    runners: list[list[Any]]
+    start: datetime
+    end: datetime
+    needs_from: datetime
+    absent: tuple[tuple[datetime, datetime], ...]
+
+    def exists(self, at: datetime) -> bool:
+        return self.start <= at < self.end and not any(a <= at < b for a, b in self.absent)
+
+    def timeout_minutes(self, at: datetime) -> int:
+        return int(dated(self.timeouts, at))
+
+    def runner_label(self, at: datetime) -> str:
+        return str(dated(self.runners, at))
+
+
+@dataclass(frozen=True)
+class WorkflowSpec:
+    """A workflow file: its id, name, active windows, invalid windows and jobs."""
+
+    id: int
+    path: str
+    name: str
+    family: str
+    accelerator: str
+    push_share: float
+    pr_share: float
+    present: tuple[tuple[datetime, datetime], ...]
+    invalid: tuple[tuple[datetime, datetime, str], ...]
+    jobs: tuple[JobSpec, ...]
+    broken_steps: tuple[tuple[datetime, datetime, str, str], ...]
+
+    def active(self, at: datetime) -> bool:
+        return any(a <= at < b for a, b in self.present)
+
+    def invalid_at(self, at: datetime) -> bool:
+        return any(a <= at < b for a, b, _ in self.invalid)
+
+    def jobs_at(self, at: datetime) -> list[JobSpec]:
+        return [job for job in self.jobs if job.exists(at)]
+
+    def broken_step(self, job_id: str, at: datetime) -> str | None:
+        return next((k for a, b, j, k in self.broken_steps if j == job_id and a <= at < b), None)
+
+
+@dataclass(frozen=True)
+class RateChange:
+    """A failure-rate contribution: a regime (flat between two times) or a decaying burst."""
+
+    kind: str
+    tags: frozenset[str]
+    category: str
+    start: datetime
+    end: datetime
+    rate: float
+    decays: bool
+    why: str
+
+    def applies(self, job: JobSpec, at: datetime) -> bool:
+        return job.kind == self.kind and self.tags <= job.tags and self.start <= at < self.end
+
+    def value(self, at: datetime) -> float:
+        if not self.decays:
+            return self.rate
+        share = (at - self.start) / (self.end - self.start)
+        return self.rate * (1.0 - share)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Everything the simulation reads from the data file."""
+
+    repository: dict[str, Any]
+    start: datetime
+    traffic: dict[str, Any]
+    reruns: dict[str, float]
+    rerun_pass: dict[str, float]
+    workflows: tuple[WorkflowSpec, ...]
+    base_rates: dict[str, dict[str, float]]
+    changes: tuple[RateChange, ...]
+    events: tuple[dict[str, Any], ...]
+
+
+def _job(raw: dict[str, Any]) -> JobSpec:
+    kind = raw["kind"]
+    default_runner = "ubuntu-latest" if kind in ("setup", "cleanup") else "L20x8"
+    return JobSpec(
+        id=raw["id"],
+        name=raw.get("name", raw["id"]),
+        kind=kind,
+        tags=frozenset(raw.get("tags", ())) | {kind},
+        algo=raw.get("algo", ""),
+        strategy=raw.get("strategy", ""),
+        timeouts=raw.get("timeout", [["2000-01-01", 360]]),
+        minutes=tuple(raw.get("minutes", [0.6, 2.5])),  # type: ignore[arg-type]
+        runners=raw.get("runners", [["2000-01-01", default_runner]]),
+        start=parse_time(raw.get("from")),
+        end=parse_time(raw.get("to"), FAR_FUTURE),
+        needs_from=parse_time(raw.get("needs_from"), FAR_FUTURE),
+        absent=tuple((parse_time(a), parse_time(b)) for a, b in raw.get("absent", ())),
+    )
+
+
+def _workflow(raw: dict[str, Any]) -> WorkflowSpec:
+    npu = all(job["kind"] == "npu_test" for job in raw["jobs"])
+    return WorkflowSpec(
+        id=raw["id"],
+        path=raw["path"],
+        name=raw["name"],
+        family=raw["family"],
+        accelerator="npu" if npu else "gpu",
+        push_share=raw["push_share"],
+        pr_share=raw["pr_share"],
+        present=tuple((parse_time(a), parse_time(b, FAR_FUTURE)) for a, b in raw["present"]),
+        invalid=tuple((parse_time(a), parse_time(b), why) for a, b, why in raw["invalid"]),
+        jobs=tuple(_job(job) for job in raw["jobs"]),
+        broken_steps=tuple(
+            (parse_time(a), parse_time(b), job, kind)
+            for a, b, job, kind in raw.get("broken_steps", ())
+        ),
+    )
+
+
+def _regime(raw: dict[str, Any]) -> RateChange:
+    return RateChange(
+        kind=raw["kind"],
+        tags=frozenset(raw["tags"]),
+        category=raw["category"],
+        start=parse_time(raw["from"]),
+        end=parse_time(raw["to"], FAR_FUTURE),
+        rate=raw["rate"],
+        decays=False,
+        why=raw["why"],
+    )
+
+
+def _burst(raw: dict[str, Any]) -> RateChange:
+    start = parse_time(raw["at"])
+    return RateChange(
+        kind=raw["kind"],
+        tags=frozenset(raw["tags"]),
+        category=raw["category"],
+        start=start,
+        end=start + timedelta(days=raw["days"]),
+        rate=raw["peak"],
+        decays=True,
+        why=raw["event"],
+    )
+
+
+@cache
+def load() -> Catalog:
+    """The catalog from the packaged data file (parsed once per process)."""
+    raw = json.loads(DATA.read_text())
+    return Catalog(
+        repository=raw["repository"],
+        start=parse_time(raw["start"]),
+        traffic=raw["traffic"],
+        reruns=raw["reruns"],
+        rerun_pass=raw["rerun_pass"],
+        workflows=tuple(_workflow(w) for w in raw["workflows"]),
+        base_rates={entry["kind"]: entry["rates"] for entry in raw["base_rates"]},
+        changes=tuple(_regime(r) for r in raw["regimes"]) + tuple(_burst(b) for b in raw["bursts"]),
+        events=tuple(raw["events"]),
+    )

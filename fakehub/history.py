@@ -1,0 +1,506 @@
+"""The simulated verl CI history: runs, attempts and jobs, generated deterministically from a seed.
+
+Main-branch commits and pull-request pushes arrive as Poisson processes (scaled by `scale`); each
+one triggers the workflows whose files are active at that moment, with the share of commits their
+path filters let through. Jobs follow the real job lists, `needs` edges and runner pools of the
+catalog; failures come from `failures.FailureModel`; failed runs are sometimes re-run (reruns keep
+`created_at`). Logs and step lists are not stored: `steps` and `logs` rebuild them from `Job.seed`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from random import Random
+
+from fakehub.catalog import Catalog, JobSpec, WorkflowSpec, load
+from fakehub.failures import FailureModel
+
+DEFAULT_END = datetime(2026, 11, 28, tzinfo=UTC)
+RUN_ID_BASE = 17_600_000_000
+JOB_ID_BASE = 49_000_000_000
+ACTORS = (
+    "wuxibin-dev",
+    "vermouth-ai",
+    "eric-haibin",
+    "hiyouga-bot",
+    "ccclyu",
+    "tongyx",
+    "zhaochenyang",
+    "PeterSH6",
+    "ETOgaosion",
+    "Begunner",
+    "chenhaiq",
+    "lllzzz-npu",
+    "ascend-ci-robot",
+    "yyDing1",
+)
+AREAS = (
+    "trainer",
+    "rollout",
+    "fsdp",
+    "megatron",
+    "ci",
+    "vllm",
+    "sglang",
+    "ray",
+    "data",
+    "npu",
+    "algo",
+    "ckpt",
+    "recipe",
+    "perf",
+    "misc",
+)
+VERBS = ("fix", "feat", "refactor", "chore", "perf", "doc", "test")
+TOPICS = (
+    "weight sync between trainer and rollout",
+    "fully async rollouter restart",
+    "dynamic batch size",
+    "checkpoint engine bucket size",
+    "agent loop timeout",
+    "TransferQueue client init",
+    "log_prob micro batch",
+    "GRPO advantage normalisation",
+    "rollout tensor parallel sharding",
+    "reward manager registry",
+    "Ascend device mesh",
+    "mbridge weight conversion",
+    "LoRA merge",
+    "sequence packing on NPU",
+    "validation generation config",
+    "Ray placement group ordering",
+    "vLLM sleep mode",
+    "entropy coefficient schedule",
+    "dataset preprocessing cache",
+    "uv lock",
+)
+
+
+def _id_hex(*parts: object) -> str:
+    return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
+
+
+def _poisson(rng: Random, lam: float) -> int:
+    """Knuth's method; lam stays below ~30 per day here."""
+    limit, k, p = pow(2.718281828459045, -lam), 0, rng.random()
+    while p > limit:
+        k += 1
+        p *= rng.random()
+    return k
+
+
+@dataclass(slots=True)
+class Job:
+    """One job of one attempt. `started_at` is None when no runner ever took it."""
+
+    id: int
+    run_id: int
+    attempt: int
+    spec: JobSpec
+    status: str
+    conclusion: str | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    runner_label: str
+    runner_name: str | None
+    runner_id: int | None
+    category: str | None
+    seed: int
+
+    @property
+    def ran(self) -> bool:
+        return self.started_at is not None and self.runner_name is not None
+
+
+@dataclass(slots=True)
+class Attempt:
+    number: int
+    created_at: datetime
+    updated_at: datetime
+    status: str
+    conclusion: str | None
+    jobs: list[Job] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Run:
+    """A workflow run; `attempts[-1]` is what the runs list shows."""
+
+    id: int
+    number: int
+    workflow: WorkflowSpec
+    event: str
+    branch: str
+    sha: str
+    title: str
+    pr: int | None
+    actor: str
+    created_at: datetime
+    invalid: bool
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def latest(self) -> Attempt:
+        return self.attempts[-1]
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A push to main or to a pull-request branch."""
+
+    at: datetime
+    event: str
+    branch: str
+    sha: str
+    title: str
+    pr: int | None
+    actor: str
+
+
+class History:
+    """All runs of one repository plus the indexes the routes need; grows via admin calls."""
+
+    def __init__(self, seed: int, scale: float, end: datetime, catalog: Catalog | None = None):
+        self.seed, self.scale, self.now = seed, scale, end
+        self.catalog = catalog or load()
+        self.workflows = self.catalog.workflows
+        self.failures = FailureModel(self.catalog)
+        self.runs: list[Run] = []
+        self.run_by_id: dict[int, Run] = {}
+        self.job_by_id: dict[int, Job] = {}
+        self._run_numbers: dict[int, int] = {}
+        self._next_run_id = RUN_ID_BASE
+        self._next_job_id = JOB_ID_BASE
+        self._admin_calls = 0
+        rng = Random(seed)
+        for trigger in self._triggers(rng):
+            for workflow in self.workflows:
+                share = workflow.push_share if trigger.event == "push" else workflow.pr_share
+                if workflow.active(trigger.at) and rng.random() < share:
+                    self._add_run(rng, workflow, trigger, forced=None)
+        self._reindex()
+
+    # ---- triggers -------------------------------------------------------------------------
+
+    def _pr_number(self, at: datetime) -> int:
+        anchors = self.catalog.traffic["pr_number_anchors"]
+        points = [(datetime.fromisoformat(t.replace("Z", "+00:00")), n) for t, n in anchors]
+        for (t0, n0), (t1, n1) in zip(points, points[1:], strict=False):
+            if at <= t1 or (t1, n1) == points[-1]:
+                return int(n0 + (n1 - n0) * ((at - t0) / (t1 - t0)))
+        return points[-1][1]
+
+    def _triggers(self, rng: Random) -> list[Trigger]:
+        traffic = self.catalog.traffic
+        per_day = {
+            "push": traffic["main_commits_per_week"] / 7 * self.scale,
+            "pull_request": traffic["pr_pushes_per_week"] / 7 * self.scale,
+        }
+        out: list[Trigger] = []
+        day = self.catalog.start
+        while day < self.now:
+            weekday = 1.2 if day.weekday() < 5 else 0.5
+            for event, lam in per_day.items():
+                for _ in range(_poisson(rng, lam * weekday)):
+                    # verl merges cluster in Asian working hours (UTC 01-12), with a long tail.
+                    hour = rng.choice((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 19, 22))
+                    at = day + timedelta(hours=hour, seconds=rng.randrange(3600))
+                    if at < self.now:
+                        out.append(self._trigger(rng, event, at))
+            day += timedelta(days=1)
+        out.sort(key=lambda t: t.at)
+        return out
+
+    def _trigger(self, rng: Random, event: str, at: datetime) -> Trigger:
+        number = self._pr_number(at) - (0 if event == "push" else rng.randrange(1, 60))
+        title = f"[{rng.choice(AREAS)}] {rng.choice(VERBS)}: {rng.choice(TOPICS)}"
+        actor = rng.choice(ACTORS)
+        if event == "push":
+            return Trigger(
+                at,
+                event,
+                "main",
+                _id_hex(self.seed, at, title),
+                f"{title} (#{number})",
+                None,
+                actor,
+            )
+        branch = f"{actor.lower()}/{title.split(': ')[1].replace(' ', '-')[:28]}-{number % 97}"
+        return Trigger(at, event, branch, _id_hex(self.seed, at, branch), title, number, actor)
+
+    # ---- runs and attempts ----------------------------------------------------------------
+
+    def _add_run(
+        self, rng: Random, workflow: WorkflowSpec, trigger: Trigger, forced: str | None
+    ) -> Run:
+        self._next_run_id += rng.randint(2_000, 90_000)
+        number = self._run_numbers.get(workflow.id, 0) + 1
+        self._run_numbers[workflow.id] = number
+        created = trigger.at + timedelta(seconds=rng.randint(2, 25))
+        run = Run(
+            id=self._next_run_id,
+            number=number,
+            workflow=workflow,
+            event=trigger.event,
+            branch=trigger.branch,
+            sha=trigger.sha,
+            title=trigger.title,
+            pr=trigger.pr,
+            actor=trigger.actor,
+            created_at=created,
+            invalid=workflow.invalid_at(created),
+        )
+        if run.invalid:
+            end = created + timedelta(seconds=rng.randint(1, 4))
+            run.attempts.append(Attempt(1, created, end, "completed", "failure"))
+        else:
+            cancel = (
+                trigger.event == "pull_request"
+                and rng.random() < self.catalog.reruns["pr_cancelled"]
+            )
+            imposed = None if forced == "drawn" else forced
+            self._add_attempt(rng, run, created, previous=None, forced=imposed, cancel=cancel)
+            if forced is None:
+                self._maybe_rerun(rng, run)
+        self.runs.append(run)
+        self.run_by_id[run.id] = run
+        return run
+
+    def _maybe_rerun(self, rng: Random, run: Run) -> None:
+        policy = self.catalog.reruns
+        while (
+            run.latest.conclusion == "failure"
+            and len(run.attempts) < policy["max_attempt"]
+            and rng.random() < policy[run.event]
+        ):
+            at = run.latest.updated_at + timedelta(minutes=rng.randint(8, 20 * 60))
+            if at >= self.now:
+                return
+            self._add_attempt(rng, run, at, previous=run.latest, forced=None, cancel=False)
+
+    def _add_attempt(
+        self,
+        rng: Random,
+        run: Run,
+        created: datetime,
+        previous: Attempt | None,
+        forced: str | None,
+        cancel: bool,
+    ) -> Attempt:
+        attempt = Attempt(len(run.attempts) + 1, created, created, "completed", None)
+        before = {job.spec.id: job.category for job in previous.jobs} if previous else {}
+        specs = run.workflow.jobs_at(run.created_at)
+        has_setup = any(spec.kind == "setup" for spec in specs)
+        cancel_at = created + timedelta(minutes=rng.uniform(2, 15)) if cancel else None
+        done: dict[str, Job] = {}
+        for spec in specs:
+            ready = created
+            if spec.kind != "setup" and has_setup:
+                ready = done["setup"].completed_at or created
+            needs = self._needs(spec, specs, run.created_at)
+            if needs and needs in done:
+                ready = max(ready, done[needs].completed_at or ready)
+            if spec.kind == "cleanup":
+                ready = max((j.completed_at or ready) for j in done.values())
+            blocked = spec.kind != "cleanup" and (
+                (has_setup and spec.kind != "setup" and done["setup"].conclusion != "success")
+                or (needs in done and done[needs].conclusion != "success")
+            )
+            category = self._category(rng, run, spec, created, before, forced)
+            job = self._job(rng, run, attempt.number, spec, ready, category, blocked, cancel_at)
+            done[spec.id] = job
+            attempt.jobs.append(job)
+        self._finish(attempt, cancel)
+        run.attempts.append(attempt)
+        for job in attempt.jobs:
+            self.job_by_id[job.id] = job
+        return attempt
+
+    @staticmethod
+    def _needs(spec: JobSpec, specs: list[JobSpec], at: datetime) -> str | None:
+        """The fsdp2 job a Megatron job waits for (after #7066), if any."""
+        if at < spec.needs_from:
+            return None
+        return next((s.id for s in specs if "fsdp2" in s.tags and s.kind == spec.kind), None)
+
+    def _category(
+        self,
+        rng: Random,
+        run: Run,
+        spec: JobSpec,
+        at: datetime,
+        before: dict[str, str | None],
+        forced: str | None,
+    ) -> str | None:
+        if forced is not None:
+            test_job = spec.kind in ("gpu_test", "npu_test")
+            return forced if test_job and forced != "success" else None
+        if run.workflow.broken_step(spec.id, run.created_at):
+            return "ci_config"
+        if before.get(spec.id):
+            return self.failures.redraw_after_rerun(rng, before[spec.id])  # type: ignore[arg-type]
+        return self.failures.draw(rng, spec, at)
+
+    def _job(
+        self,
+        rng: Random,
+        run: Run,
+        attempt: int,
+        spec: JobSpec,
+        ready: datetime,
+        category: str | None,
+        blocked: bool,
+        cancel_at: datetime | None,
+    ) -> Job:
+        self._next_job_id += rng.randint(3, 4_000)
+        label = spec.runner_label(ready)
+        seed = rng.getrandbits(32)
+        job = Job(
+            id=self._next_job_id,
+            run_id=run.id,
+            attempt=attempt,
+            spec=spec,
+            status="completed",
+            conclusion="skipped",
+            created_at=ready,
+            started_at=None,
+            completed_at=ready,
+            runner_label=label,
+            runner_name=None,
+            runner_id=None,
+            category=None,
+            seed=seed,
+        )
+        if blocked:
+            return job
+        queue = rng.uniform(3, 40) if spec.kind in ("setup", "cleanup") else rng.uniform(15, 240)
+        if spec.kind == "npu_test":
+            queue += rng.expovariate(1 / 240)
+        start = ready + timedelta(seconds=queue)
+        if cancel_at is not None and start >= cancel_at:
+            job.conclusion = "cancelled"
+            return job
+        minutes = rng.uniform(*spec.minutes)
+        limit = spec.timeout_minutes(start)
+        if category == "timeout":
+            minutes = limit + rng.uniform(0.05, 0.4)
+        elif category is not None:
+            minutes *= rng.uniform(0.15, 0.9)
+        else:
+            minutes = min(minutes, limit - 0.3)
+        end = start + timedelta(minutes=minutes)
+        job.started_at, job.completed_at = start, end
+        job.runner_name, job.runner_id = _runner(rng, label)
+        job.category = category
+        job.conclusion = "success" if category is None else "failure"
+        if category == "timeout":
+            job.conclusion = "cancelled"
+        if cancel_at is not None and end > cancel_at:
+            job.completed_at, job.conclusion, job.category = cancel_at, "cancelled", None
+        return job
+
+    def _finish(self, attempt: Attempt, cancelled: bool) -> None:
+        """Derive the attempt's status/conclusion; jobs still running at `now` become live."""
+        for job in attempt.jobs:
+            if job.completed_at is not None and job.completed_at > self.now:
+                job.conclusion, job.completed_at, job.category = None, None, None
+                job.status = (
+                    "in_progress" if job.started_at and job.started_at <= self.now else ("queued")
+                )
+                if job.status == "queued":
+                    job.started_at, job.runner_name, job.runner_id = None, None, None
+        ends = [job.completed_at for job in attempt.jobs if job.completed_at]
+        attempt.updated_at = max([attempt.created_at, *ends])
+        live = [job for job in attempt.jobs if job.status != "completed"]
+        conclusions = {job.conclusion for job in attempt.jobs}
+        if live:
+            started = any(job.started_at for job in attempt.jobs)
+            attempt.status, attempt.conclusion = ("in_progress" if started else "queued"), None
+        elif cancelled and "cancelled" in conclusions:
+            attempt.conclusion = "cancelled"
+        elif conclusions & {"failure", "cancelled"}:
+            attempt.conclusion = "failure"
+        else:
+            attempt.conclusion = "success"
+
+    # ---- indexes and admin growth ---------------------------------------------------------
+
+    def _reindex(self) -> None:
+        self.runs.sort(key=lambda r: (r.created_at, r.id))
+        self.keys = [r.created_at for r in self.runs]
+        self.by_workflow: dict[int, list[Run]] = {w.id: [] for w in self.workflows}
+        for run in self.runs:
+            self.by_workflow[run.workflow.id].append(run)
+        self.workflow_keys = {
+            wid: [r.created_at for r in runs] for wid, runs in self.by_workflow.items()
+        }
+
+    def between(
+        self, workflow_id: int | None, lo: datetime | None, hi: datetime | None
+    ) -> list[Run]:
+        """Runs created in [lo, hi], oldest first, for one workflow or all."""
+        runs = self.runs if workflow_id is None else self.by_workflow[workflow_id]
+        keys = self.keys if workflow_id is None else self.workflow_keys[workflow_id]
+        start = 0 if lo is None else bisect.bisect_left(keys, lo)
+        stop = len(runs) if hi is None else bisect.bisect_right(keys, hi)
+        return runs[start:stop]
+
+    def _admin_rng(self) -> Random:
+        self._admin_calls += 1
+        return Random(f"{self.seed}:admin:{self._admin_calls}")
+
+    def tick(self, minutes: float = 5.0) -> datetime:
+        """Advance the simulation clock (admin calls happen 'now')."""
+        self.now += timedelta(minutes=minutes)
+        return self.now
+
+    def rerun(self, run_id: int, conclusion: str | None, category: str | None = None) -> Run:
+        """Append a completed attempt to a run; conclusion 'success', 'failure' or None (drawn)."""
+        run = self.run_by_id[run_id]
+        failed = next((j.category for j in run.latest.jobs if j.category), "test_failure")
+        forced = _forced(conclusion, category or failed)
+        at = max(self.tick(), run.latest.updated_at + timedelta(minutes=1))
+        self.now = at + timedelta(hours=3)  # the attempt completes before anyone looks
+        self._add_attempt(self._admin_rng(), run, at, run.latest, forced, cancel=False)
+        return run
+
+    def add_runs(
+        self,
+        workflow: WorkflowSpec,
+        count: int,
+        event: str = "push",
+        conclusion: str | None = None,
+        category: str | None = None,
+    ) -> list[Run]:
+        """`count` completed runs created at the advancing clock, without automatic reruns."""
+        rng = self._admin_rng()
+        times = [self.tick(2.0) for _ in range(count)]
+        self.now += timedelta(hours=3)
+        forced = _forced(conclusion, category or "test_failure")
+        runs = [
+            self._add_run(rng, workflow, self._trigger(rng, event, at), forced or "drawn")
+            for at in times
+        ]
+        self._reindex()
+        return runs
+
+
+def _forced(conclusion: str | None, category: str) -> str | None:
+    """The category admin calls impose on test jobs: None (draw), 'success' or a category."""
+    if conclusion is None:
+        return None
+    return "success" if conclusion == "success" else category
+
+
+def _runner(rng: Random, label: str) -> tuple[str, int]:
+    """A runner name and id in the style of each pool."""
+    if label.startswith("ubuntu"):
+        return f"GitHub Actions {rng.randint(1, 999_999)}", rng.randint(1_000_000, 9_999_999)
+    tag = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(5))
+    if label == "L20x8":
+        return f"vemlp-l20x8-{tag}-runner", rng.randint(10_000, 99_999)
+    return f"{label}-{tag}-runner-{rng.randint(10, 99)}", rng.randint(100, 9_999)

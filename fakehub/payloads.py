@@ -1,0 +1,360 @@
+"""GitHub's JSON shapes for the objects fakehub serves, with absolute URLs on its own address.
+
+Field names and required fields follow GitHub's OpenAPI description (see `openapi/`); every
+field PyGithub may read is present (null where GitHub has no value), so lazy objects never
+trigger a completion request.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from typing import Any
+
+from fakehub.catalog import WorkflowSpec
+from fakehub.history import Attempt, Job, Run
+from fakehub.steps import plan
+
+BOT_LOGIN = "ciflake-bot"
+
+
+def iso(at: datetime | None) -> str | None:
+    return None if at is None else at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node_id(prefix: str, number: int) -> str:
+    return prefix + base64.b64encode(f"0:{number}".encode()).decode().rstrip("=")
+
+
+class Shapes:
+    """Builds payloads for one repository served at `base` (e.g. http://127.0.0.1:PORT)."""
+
+    def __init__(self, base: str, owner: str, name: str, repo_id: int, created: str) -> None:
+        self.base, self.owner, self.name, self.repo_id, self.created = (
+            base,
+            owner,
+            name,
+            repo_id,
+            created,
+        )
+        self.full = f"{owner}/{name}"
+        self.api = f"{base}/repos/{owner}/{name}"
+        self.html = f"{base}/{owner}/{name}"
+
+    def user(self, login: str, user_id: int) -> dict[str, Any]:
+        url = f"{self.base}/users/{login}"
+        return {
+            "login": login,
+            "id": user_id,
+            "node_id": node_id("U_", user_id),
+            "avatar_url": f"{self.base}/avatars/u/{user_id}?v=4",
+            "gravatar_id": "",
+            "url": url,
+            "html_url": f"{self.base}/{login}",
+            "followers_url": f"{url}/followers",
+            "following_url": f"{url}/following{{/other_user}}",
+            "gists_url": f"{url}/gists{{/gist_id}}",
+            "starred_url": f"{url}/starred{{/owner}}{{/repo}}",
+            "subscriptions_url": f"{url}/subscriptions",
+            "organizations_url": f"{url}/orgs",
+            "repos_url": f"{url}/repos",
+            "events_url": f"{url}/events{{/privacy}}",
+            "received_events_url": f"{url}/received_events",
+            "type": "User",
+            "user_view_type": "public",
+            "site_admin": False,
+        }
+
+    def actor(self, login: str) -> dict[str, Any]:
+        return self.user(login, 1_000_000 + sum(map(ord, login)) * 7919)
+
+    def repository(self, full: bool = False) -> dict[str, Any]:
+        a = self.api
+        repo: dict[str, Any] = {
+            "id": self.repo_id,
+            "node_id": node_id("R_", self.repo_id),
+            "name": self.name,
+            "full_name": self.full,
+            "private": False,
+            "owner": {**self.user(self.owner, 175_000_000), "type": "Organization"},
+            "html_url": self.html,
+            "description": "verl: Volcano Engine Reinforcement Learning for LLMs",
+            "fork": False,
+            "url": a,
+            "forks_url": f"{a}/forks",
+            "keys_url": f"{a}/keys{{/key_id}}",
+            "collaborators_url": f"{a}/collaborators{{/collaborator}}",
+            "teams_url": f"{a}/teams",
+            "hooks_url": f"{a}/hooks",
+            "issue_events_url": f"{a}/issues/events{{/number}}",
+            "events_url": f"{a}/events",
+            "assignees_url": f"{a}/assignees{{/user}}",
+            "branches_url": f"{a}/branches{{/branch}}",
+            "tags_url": f"{a}/tags",
+            "blobs_url": f"{a}/git/blobs{{/sha}}",
+            "git_tags_url": f"{a}/git/tags{{/sha}}",
+            "git_refs_url": f"{a}/git/refs{{/sha}}",
+            "trees_url": f"{a}/git/trees{{/sha}}",
+            "statuses_url": f"{a}/statuses/{{sha}}",
+            "languages_url": f"{a}/languages",
+            "stargazers_url": f"{a}/stargazers",
+            "contributors_url": f"{a}/contributors",
+            "subscribers_url": f"{a}/subscribers",
+            "subscription_url": f"{a}/subscription",
+            "commits_url": f"{a}/commits{{/sha}}",
+            "git_commits_url": f"{a}/git/commits{{/sha}}",
+            "comments_url": f"{a}/comments{{/number}}",
+            "issue_comment_url": f"{a}/issues/comments{{/number}}",
+            "contents_url": f"{a}/contents/{{+path}}",
+            "compare_url": f"{a}/compare/{{base}}...{{head}}",
+            "merges_url": f"{a}/merges",
+            "archive_url": f"{a}/{{archive_format}}{{/ref}}",
+            "downloads_url": f"{a}/downloads",
+            "issues_url": f"{a}/issues{{/number}}",
+            "pulls_url": f"{a}/pulls{{/number}}",
+            "milestones_url": f"{a}/milestones{{/number}}",
+            "notifications_url": f"{a}/notifications{{?since,all,participating}}",
+            "labels_url": f"{a}/labels{{/name}}",
+            "releases_url": f"{a}/releases{{/id}}",
+            "deployments_url": f"{a}/deployments",
+        }
+        if not full:
+            return repo
+        return {
+            **repo,
+            "created_at": self.created,
+            "updated_at": self.created,
+            "pushed_at": self.created,
+            "git_url": f"git://127.0.0.1/{self.full}.git",
+            "ssh_url": f"git@127.0.0.1:{self.full}.git",
+            "clone_url": f"{self.html}.git",
+            "svn_url": self.html,
+            "homepage": None,
+            "size": 48213,
+            "stargazers_count": 17000,
+            "watchers_count": 17000,
+            "language": "Python",
+            "has_issues": True,
+            "has_projects": True,
+            "has_downloads": True,
+            "has_wiki": True,
+            "has_pages": False,
+            "has_discussions": False,
+            "forks_count": 2900,
+            "mirror_url": None,
+            "archived": False,
+            "disabled": False,
+            "open_issues_count": 1500,
+            "license": None,
+            "allow_forking": True,
+            "is_template": False,
+            "web_commit_signoff_required": False,
+            "topics": [],
+            "visibility": "public",
+            "forks": 2900,
+            "open_issues": 1500,
+            "watchers": 17000,
+            "default_branch": "main",
+            "network_count": 2900,
+            "subscribers_count": 120,
+            "permissions": {
+                "admin": False,
+                "maintain": False,
+                "push": False,
+                "triage": False,
+                "pull": True,
+            },
+        }
+
+    def workflow(self, wf: WorkflowSpec) -> dict[str, Any]:
+        created = iso(wf.present[0][0])
+        file = wf.path.rsplit("/", 1)[1]
+        return {
+            "id": wf.id,
+            "node_id": node_id("W_", wf.id),
+            "name": wf.name,
+            "path": wf.path,
+            "state": "active",
+            "created_at": created,
+            "updated_at": iso(wf.present[-1][0]),
+            "url": f"{self.api}/actions/workflows/{wf.id}",
+            "html_url": f"{self.html}/blob/main/{wf.path}",
+            "badge_url": f"{self.html}/workflows/{file}/badge.svg",
+        }
+
+    def run(
+        self, run: Run, attempt: Attempt, exclude_prs: bool = False, via_attempt: bool = False
+    ) -> dict[str, Any]:
+        """A workflow run as the runs list and `/runs/{id}` show it, or as one attempt."""
+        url = f"{self.api}/actions/runs/{run.id}"
+        at = f"{url}/attempts/{attempt.number}"
+        latest = not via_attempt
+        suite = run.id * 3 + 11
+        return {
+            "id": run.id,
+            "name": run.workflow.path if run.invalid else run.workflow.name,
+            "node_id": node_id("WFR_", run.id),
+            "head_branch": run.branch,
+            "head_sha": run.sha,
+            "path": run.workflow.path,
+            "display_title": run.title,
+            "run_number": run.number,
+            "event": run.event,
+            "status": attempt.status,
+            "conclusion": attempt.conclusion,
+            "workflow_id": run.workflow.id,
+            "check_suite_id": suite,
+            "check_suite_node_id": node_id("CS_", suite),
+            "url": url,
+            "html_url": f"{self.html}/actions/runs/{run.id}"
+            + ("" if latest else f"/attempts/{attempt.number}"),
+            "pull_requests": [] if exclude_prs or run.pr is None else [self._pr_minimal(run)],
+            "created_at": iso(run.created_at),
+            "updated_at": iso(attempt.updated_at),
+            "actor": self.actor(run.actor),
+            "run_attempt": attempt.number,
+            "referenced_workflows": [],
+            "run_started_at": iso(attempt.created_at),
+            "triggering_actor": self.actor(run.actor),
+            "jobs_url": f"{at}/jobs" if not latest else f"{url}/jobs",
+            "logs_url": f"{at}/logs" if not latest else f"{url}/logs",
+            "check_suite_url": f"{self.api}/check-suites/{suite}",
+            "artifacts_url": f"{url}/artifacts",
+            "cancel_url": f"{url}/cancel",
+            "rerun_url": f"{url}/rerun",
+            "previous_attempt_url": f"{url}/attempts/{attempt.number - 1}"
+            if attempt.number > 1
+            else None,
+            "workflow_url": f"{self.api}/actions/workflows/{run.workflow.id}",
+            "head_commit": {
+                "id": run.sha,
+                "tree_id": run.sha[::-1],
+                "message": run.title,
+                "timestamp": iso(run.created_at),
+                "author": {"name": run.actor, "email": f"{run.actor}@users.noreply.github.com"},
+                "committer": {"name": "GitHub", "email": "noreply@github.com"},
+            },
+            "repository": self.repository(),
+            "head_repository": self.repository(),
+            "head_repository_id": self.repo_id,
+        }
+
+    def _pr_minimal(self, run: Run) -> dict[str, Any]:
+        repo = {"id": self.repo_id, "url": self.api, "name": self.name}
+        return {
+            "url": f"{self.api}/pulls/{run.pr}",
+            "id": 2_800_000_000 + (run.pr or 0),
+            "number": run.pr,
+            "head": {"ref": run.branch, "sha": run.sha, "repo": repo},
+            "base": {"ref": "main", "sha": run.sha[::-1], "repo": repo},
+        }
+
+    def job(self, job: Job, run: Run) -> dict[str, Any]:
+        url = f"{self.api}/actions/jobs/{job.id}"
+        hosted = job.runner_label.startswith("ubuntu")
+        group = (
+            (None, None)
+            if job.runner_name is None
+            else ((0, "GitHub Actions") if hosted else (1, "Default"))
+        )
+        return {
+            "id": job.id,
+            "run_id": job.run_id,
+            "workflow_name": run.workflow.name,
+            "head_branch": run.branch,
+            "run_url": f"{self.api}/actions/runs/{run.id}",
+            "run_attempt": job.attempt,
+            "node_id": node_id("CR_", job.id),
+            "head_sha": run.sha,
+            "url": url,
+            "html_url": f"{self.html}/actions/runs/{run.id}/job/{job.id}",
+            "status": job.status,
+            "conclusion": job.conclusion,
+            "created_at": iso(job.created_at),
+            "started_at": iso(job.started_at or job.created_at),
+            "completed_at": iso(job.completed_at),
+            "name": job.spec.name,
+            "steps": [
+                {
+                    "name": s.name,
+                    "status": s.status,
+                    "conclusion": s.conclusion,
+                    "number": s.number,
+                    "started_at": iso(s.started_at),
+                    "completed_at": iso(s.completed_at),
+                }
+                for s in plan(job)
+            ],
+            "check_run_url": f"{self.api}/check-runs/{job.id}",
+            "labels": [job.runner_label]
+            if not job.runner_label.startswith("npu")
+            else ["self-hosted", job.runner_label],
+            "runner_id": job.runner_id,
+            "runner_name": job.runner_name,
+            "runner_group_id": group[0],
+            "runner_group_name": group[1],
+        }
+
+    def issue_comment(self, comment: dict[str, Any]) -> dict[str, Any]:
+        cid = comment["id"]
+        return {
+            "id": cid,
+            "node_id": node_id("IC_", cid),
+            "url": f"{self.api}/issues/comments/{cid}",
+            "html_url": f"{self.html}/issues/{comment['issue']}#issuecomment-{cid}",
+            "body": comment["body"],
+            "user": self.user(BOT_LOGIN, 190_000_001),
+            "created_at": comment["created_at"],
+            "updated_at": comment["updated_at"],
+            "issue_url": f"{self.api}/issues/{comment['issue']}",
+            "author_association": "NONE",
+            "performed_via_github_app": None,
+        }
+
+    def issue(self, number: int, comments: int, at: str) -> dict[str, Any]:
+        url = f"{self.api}/issues/{number}"
+        return {
+            "id": 3_100_000_000 + number,
+            "node_id": node_id("I_", number),
+            "url": url,
+            "repository_url": self.api,
+            "labels_url": f"{url}/labels{{/name}}",
+            "comments_url": f"{url}/comments",
+            "events_url": f"{url}/events",
+            "html_url": f"{self.html}/pull/{number}",
+            "number": number,
+            "state": "open",
+            "title": f"Pull request #{number}",
+            "body": None,
+            "user": self.actor("Begunner"),
+            "labels": [],
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "locked": False,
+            "active_lock_reason": None,
+            "comments": comments,
+            "closed_at": None,
+            "created_at": at,
+            "updated_at": at,
+            "author_association": "MEMBER",
+            "pull_request": {
+                "url": f"{self.api}/pulls/{number}",
+                "html_url": f"{self.html}/pull/{number}",
+                "diff_url": f"{self.html}/pull/{number}.diff",
+                "patch_url": f"{self.html}/pull/{number}.patch",
+                "merged_at": None,
+            },
+        }
+
+    @staticmethod
+    def rate_limit(limit: int, remaining: int, reset: int) -> dict[str, Any]:
+        core = {"limit": limit, "remaining": remaining, "reset": reset, "used": limit - remaining}
+        return {
+            "resources": {
+                "core": core,
+                "search": {"limit": 30, "remaining": 30, "reset": reset, "used": 0},
+                "graphql": {"limit": 5000, "remaining": 5000, "reset": reset, "used": 0},
+            },
+            "rate": core,
+        }
