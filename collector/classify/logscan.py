@@ -47,7 +47,7 @@ class _Block:
     data: bytes
     lines_before: int
     offset: int
-    prev_tail: bytes
+    prev_tail: bytes  # the last CONTEXT_BYTES of the log before this block
 
     def line_bounds(self, end: int) -> tuple[int, int]:
         start = self.data.rfind(b"\n", 0, end) + 1
@@ -64,7 +64,7 @@ class _Block:
     def _context(self, start: int) -> tuple[str, ...]:
         window = self.data[max(0, start - CONTEXT_BYTES) : start]
         if start < CONTEXT_BYTES:
-            window = self.prev_tail + window
+            window = (self.prev_tail + window)[-CONTEXT_BYTES:]
         pieces = window.split(b"\n")[:-1]
         if self.offset + start > len(window):  # the window begins mid-line
             pieces = pieces[1:]
@@ -90,7 +90,7 @@ def _blocks(stream: BinaryIO) -> Iterator[_Block]:
         yield _Block(block, lines, offset, tail)
         lines += block.count(b"\n")
         offset += len(block)
-        tail = block[-CONTEXT_BYTES:]
+        tail = (tail + block[-CONTEXT_BYTES:])[-CONTEXT_BYTES:]
 
 
 class LogScanner:

@@ -1,0 +1,37 @@
+"""`ciflake classify FILE... [--json]` through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from ciflake.cli import cli
+from tests.classify_corpus import CORPUS_DIR
+
+
+def test_json_lines_have_exactly_the_documented_keys() -> None:
+    files = [str(CORPUS_DIR / "oom_cuda_torch.log"), str(CORPUS_DIR / "net_connection_reset.log")]
+    result = CliRunner().invoke(cli, ["classify", "--json", *files])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert [list(row) for row in rows] == [
+        ["path", "category", "rule", "signature", "line_number", "line"]
+    ] * 2
+    assert [row["category"] for row in rows] == ["oom", "network"]
+
+
+def test_missing_file_reported_after_the_others_with_status_2(tmp_path) -> None:
+    good = CORPUS_DIR / "dep_megatron_module.log"
+    result = CliRunner().invoke(cli, ["classify", "--json", str(tmp_path / "nope.log"), str(good)])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["category"] == "missing_dependency"
+    assert "nope.log" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_table_output_shows_markup_like_text_verbatim(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("[/bold] RuntimeError: [rank0] broke\n")
+    result = CliRunner().invoke(cli, ["classify", str(log)])
+    assert result.exit_code == 0, result.output
+    assert "[/bold] RuntimeError: [rank0] broke" in result.output
