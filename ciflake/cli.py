@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from ciflake.config import Config, ConfigError, load_config, parse_datetime
 from collector.classify.command import classify_command
+from fakehub.cli import fakehub_command
 from store.engine import DatabaseURLError, make_engine, safe_url
 from store.vocabulary import EVENT_KINDS
 
@@ -266,6 +267,7 @@ def _db_exists(state: State) -> bool:
 
 
 cli.add_command(classify_command)
+cli.add_command(fakehub_command)
 
 
 def main() -> None:

@@ -1,0 +1,66 @@
+"""`ciflake fakehub`: serve the simulated verl CI history on 127.0.0.1 until Ctrl-C."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import click
+
+from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
+
+
+@click.command("fakehub")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=0, show_default=True, help="API port (0 picks a free one).")
+@click.option("--seed", default=1, show_default=True, help="Simulation and fault seed.")
+@click.option(
+    "--scale",
+    default=DEMO_SCALE,
+    show_default=True,
+    help="1 is about verl's real volume; the default is the demo's scale.",
+)
+@click.option("--token", default=DEFAULT_TOKEN, show_default=True, help="Accepted token.")
+@click.option(
+    "--faults",
+    default="",
+    help="Fault spec, e.g. '500=0.05,slow=0.05:2.0' (syntax: python -m pydoc fakehub.faults).",
+)
+@click.option(
+    "--end", default="2026-11-28", show_default=True, help="Simulation 'now' (YYYY-MM-DD, UTC)."
+)
+@click.option("--rate-limit", default=5000, show_default=True, help="Requests per hour.")
+def fakehub_command(
+    host: str,
+    port: int,
+    seed: int,
+    scale: float,
+    token: str,
+    faults: str,
+    end: str,
+    rate_limit: int,
+) -> None:
+    """Serve a local GitHub Actions API replica with a simulated verl CI history."""
+    end_at = datetime.strptime(end, "%Y-%m-%d").replace(tzinfo=UTC)
+    hub = Hub(
+        seed=seed,
+        scale=scale,
+        token=token,
+        faults=faults,
+        end=end_at,
+        host=host,
+        port=port,
+        rate_limit=rate_limit,
+    ).start()
+    history = hub.history()
+    click.echo(f"fakehub serving {', '.join(hub.repos)} at {hub.base_url}")
+    click.echo(f"  token:  {hub.token}")
+    click.echo(f"  logs:   {hub.blob_url}")
+    click.echo(f"  runs:   {len(history.runs)} (seed {seed}, scale {scale}, now {end})")
+    click.echo(f"  admin:  {hub.base_url}/_admin/inventory")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        click.echo("stopping")
+    finally:
+        hub.stop()
