@@ -1,0 +1,90 @@
+"""Coverage diff at a migration: which logical jobs ran before it and have no successor after.
+
+A predecessor's job name is mapped through its lineage's ``job_renames`` (a stem at the start
+of the name, e.g. e2e_fully_async_policy_fsdp2 -> e2e_v1_separate_async_fsdp2); a job whose
+mapped name does not run in the W days after the event is ``lost``. A lineage with no workflow
+running after the event (verl's trtllm workflow after #7357) loses every job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import pandas as pd
+
+from analytics.before_after import event_pairs
+
+MIGRATION_KINDS = ("migration",)
+
+
+def successor_names(
+    names: pd.Series, lineages: pd.Series, renames: Mapping[str, Mapping[str, str]]
+) -> pd.Series:
+    """Each job name with its lineage's longest matching stem replaced by the successor stem;
+    computed once per distinct (lineage, name)."""
+    pairs = pd.DataFrame({"lineage": lineages, "name": names})
+    distinct = pairs.drop_duplicates()
+    mapped = [
+        _rename(name, renames.get(lineage, {}))
+        for lineage, name in zip(distinct["lineage"], distinct["name"], strict=True)
+    ]
+    lookup = distinct.assign(successor=mapped)
+    return pairs.merge(lookup, on=["lineage", "name"], how="left")["successor"].set_axis(
+        names.index
+    )
+
+
+def _rename(name: str, stems: Mapping[str, str]) -> str:
+    for stem in sorted(stems, key=len, reverse=True):
+        if re.match(re.escape(stem) + r"(?![A-Za-z0-9])", name):
+            return stems[stem] + name[len(stem) :]
+    return name
+
+
+def coverage_diff(
+    jobs: pd.DataFrame,
+    events: pd.DataFrame,
+    renames: Mapping[str, Mapping[str, str]],
+    *,
+    window_days: int = 14,
+    kinds: tuple[str, ...] = MIGRATION_KINDS,
+) -> pd.DataFrame:
+    """One row per (event, lineage, job) for the events of ``kinds``: event_date, event_pr,
+    event_title, lineage, logical_job (as it ran before), successor_job, before_runs,
+    after_runs, last_workflow_path, last_run_at, and ``status``: kept, lost (ran before, no
+    successor after) or added (new after). ``jobs``: logical jobs (non-excluded are counted)
+    with lineage, workflow_path, created_at; ``events``: analytics.setup.event_table."""
+    chosen = events[events["event_kind"].isin(kinds)]
+    pairs = event_pairs(chosen, sorted(jobs["lineage"].dropna().unique()))
+    ran = jobs[jobs["logical_outcome"] != "excluded"]
+    ran = ran.assign(successor_job=successor_names(ran["logical_job"], ran["lineage"], renames))
+    tagged = ran.merge(pairs[["pair", "lineage", "event_date"]], on="lineage")
+    offset = tagged["created_at"] - tagged["event_date"]
+    window = pd.Timedelta(days=window_days)
+    before = tagged[(offset >= -window) & (offset < pd.Timedelta(0))]
+    after = tagged[(offset >= pd.Timedelta(0)) & (offset < window)]
+    seen_before = (
+        before.sort_values("created_at")
+        .groupby(["pair", "successor_job", "logical_job"])
+        .agg(
+            before_runs=("run_id", "nunique"),
+            last_workflow_path=("workflow_path", "last"),
+            last_run_at=("created_at", "last"),
+        )
+        .reset_index()
+    )
+    seen_after = after.groupby(["pair", "successor_job"])["run_id"].nunique().rename("after_runs")
+    diff = seen_before.merge(seen_after.reset_index(), on=["pair", "successor_job"], how="outer")
+    diff["logical_job"] = diff["logical_job"].fillna(diff["successor_job"])
+    diff[["before_runs", "after_runs"]] = diff[["before_runs", "after_runs"]].fillna(0).astype(int)
+    diff["status"] = "kept"
+    diff.loc[diff["after_runs"] == 0, "status"] = "lost"
+    diff.loc[diff["before_runs"] == 0, "status"] = "added"
+    out = pairs.drop(columns="event_kind").merge(diff, on="pair")
+    return out.drop(columns="pair").sort_values(["event_date", "lineage", "status", "logical_job"])
+
+
+def lost_jobs(diff: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a coverage diff whose job ran before and has no successor after."""
+    return diff[diff["status"] == "lost"].reset_index(drop=True)

@@ -1,0 +1,220 @@
+"""Coverage diff, changepoints and operational health on small hand-computed tables."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pytest
+from analytics_frames import day, failures_frame, jobs_frame, runs_frame
+
+from analytics.changepoints import changepoints, daily_failures, nearest_events
+from analytics.coverage import coverage_diff, lost_jobs, successor_names
+from analytics.health import (
+    devices,
+    failures_by_environment,
+    mttr,
+    rates_with_elsewhere,
+    repair_times,
+    retry_tax,
+    stale_workflows,
+    timing,
+)
+from analytics.setup import event_table
+
+
+class _Event:
+    def __init__(self, when, kind="migration", lineages=None, pr=7357):
+        self.date, self.title, self.pr, self.kind, self.lineages = when, "t", pr, kind, lineages
+
+
+RENAMES = {"v1": {"e2e_fully_async_policy": "e2e_v1_separate_async"}, "trt": {}}
+
+
+def test_successor_names_replace_the_longest_stem_at_a_word_boundary():
+    names = pd.Series(
+        ["e2e_fully_async_policy_fsdp2", "e2e_fully_async_policy_opd_x", "e2e_fully_async_policyX"]
+    )
+    renames = {"L": {"e2e_fully_async_policy": "v1", "e2e_fully_async_policy_opd": "v1_opd"}}
+    out = successor_names(names, pd.Series(["L"] * 3), renames)
+    assert out.tolist() == ["v1_fsdp2", "v1_opd_x", "e2e_fully_async_policyX"]
+
+
+def _coverage_jobs() -> pd.DataFrame:
+    rows = [
+        # before the event (day 10): the old workflow of lineage v1, and trt
+        (1, day(5), "old.yml", "v1", "e2e_fully_async_policy_fsdp2"),
+        (1, day(5), "old.yml", "v1", "e2e_fully_async_policy_megatron"),
+        (2, day(6), "trt.yml", "trt", "trtllm_async_unit_tests"),
+        (2, day(6), "trt.yml", "trt", "e2e_fully_async_policy_trtllm_megatron_multi_replica"),
+        # after: only the fsdp2 successor runs, plus a new job
+        (3, day(11), "new.yml", "v1", "e2e_v1_separate_async_fsdp2"),
+        (3, day(11), "new.yml", "v1", "e2e_v1_separate_async_new"),
+    ]
+    frame = pd.DataFrame(
+        rows, columns=["run_id", "created_at", "workflow_path", "lineage", "logical_job"]
+    )
+    return frame.assign(logical_outcome="pass")
+
+
+def test_coverage_diff_hand_computed():
+    events = event_table(
+        [_Event(datetime(2026, 6, 11, tzinfo=UTC)), _Event(day(3), kind="fix", pr=1)]
+    )
+    diff = coverage_diff(_coverage_jobs(), events, RENAMES, window_days=14)
+    status = dict(zip(diff["logical_job"], diff["status"], strict=True))
+    assert status == {
+        "e2e_fully_async_policy_fsdp2": "kept",
+        "e2e_fully_async_policy_megatron": "lost",
+        "trtllm_async_unit_tests": "lost",
+        "e2e_fully_async_policy_trtllm_megatron_multi_replica": "lost",
+        "e2e_v1_separate_async_new": "added",
+    }
+    lost = lost_jobs(diff).set_index("logical_job")
+    assert lost.loc["e2e_fully_async_policy_megatron", "successor_job"] == (
+        "e2e_v1_separate_async_megatron"
+    )
+    assert lost.loc["trtllm_async_unit_tests", "last_workflow_path"] == "trt.yml"
+    assert (diff["event_pr"] == 7357).all()  # the fix event is not a migration
+
+
+def test_coverage_diff_empty_window():
+    events = event_table([_Event(datetime(2027, 1, 1, tzinfo=UTC))])
+    assert coverage_diff(_coverage_jobs(), events, RENAMES).empty
+
+
+def _daily(rates: list[float], runs_per_day: int = 10) -> pd.DataFrame:
+    days = pd.date_range("2026-05-01", periods=len(rates), freq="D", tz="UTC")
+    red = np.round(np.array(rates) * runs_per_day).astype(int)
+    return pd.DataFrame({"lineage": "L", "day": days, "runs": runs_per_day, "red": red})
+
+
+def test_changepoint_found_at_the_true_date_with_an_interval():
+    found = changepoints(_daily([0.5] * 20 + [0.0] * 20))
+    assert len(found) == 1
+    row = found.iloc[0]
+    assert row["date"] == pd.Timestamp("2026-05-21", tz="UTC")
+    assert row["date_low"] <= row["date"] <= row["date_high"]
+    assert row["before_rate"] == pytest.approx(0.5) and row["after_rate"] == 0.0
+    assert (row["before_runs"], row["after_runs"]) == (200, 200)
+
+
+def test_changepoints_two_shifts_and_none_in_a_flat_series():
+    found = changepoints(_daily([0.1] * 15 + [0.6] * 15 + [0.1] * 15))
+    assert found["date"].dt.strftime("%m-%d").tolist() == ["05-16", "05-31"]
+    assert changepoints(_daily([0.2] * 40)).empty
+    assert changepoints(_daily([])).empty
+
+
+def test_daily_failures_and_nearest_event():
+    runs = runs_frame(
+        [
+            {"run_id": 1, "created_at": day(0.2), "conclusion": "x"},
+            {"run_id": 2, "created_at": day(0.7), "conclusion": "x"},
+            {"run_id": 3, "created_at": day(1.1), "conclusion": "x"},
+        ]
+    ).assign(lineage="L", logical_outcome=["fail", "flaky", "excluded"])
+    daily = daily_failures(runs)
+    assert daily[["runs", "red"]].values.tolist() == [[2, 2]]
+    found = changepoints(_daily([0.5] * 20 + [0.0] * 20))
+    events = event_table(
+        [
+            _Event(pd.Timestamp("2026-05-19T12:00Z"), lineages=("L",), pr=1),
+            _Event(pd.Timestamp("2026-05-21T06:00Z"), lineages=("other",), pr=2),
+            _Event(pd.Timestamp("2026-06-20T00:00Z"), pr=3),
+        ]
+    )
+    near = nearest_events(found, events).iloc[0]
+    assert near["event_pr"] == 1 and near["distance_days"] == pytest.approx(1.5)
+
+
+def test_repair_times_and_mttr():
+    runs = runs_frame(
+        [{"run_id": i, "created_at": day(i), "conclusion": "x"} for i in range(1, 8)]
+    ).assign(logical_outcome=["pass", "fail", "fail", "excluded", "flaky", "fail", "fail"])
+    streaks = repair_times(runs)
+    assert streaks["red_run_id"].tolist() == [2, 6]
+    assert streaks["green_run_id"].tolist()[0] == 5
+    assert streaks["hours"].tolist()[0] == pytest.approx(72.0)
+    assert math.isnan(streaks["hours"].tolist()[1])
+    summary = mttr(streaks).iloc[0]
+    assert (summary["mttr_hours"], summary["repaired"], summary["open"]) == (72.0, 1, 1)
+
+
+def test_timing_percentiles():
+    jobs = jobs_frame([(i, 1, 1, "j", "success", "r", m) for i, m in enumerate([10, 20, 30])])
+    out = timing(jobs, ["name"]).iloc[0]
+    assert out["duration_p50_min"] == pytest.approx(20)
+    assert out["duration_p95_min"] == pytest.approx(29)
+    assert out["queue_p50_min"] == pytest.approx(1)
+
+
+def test_stale_workflows():
+    runs = runs_frame(
+        [{"run_id": i, "created_at": day(i), "conclusion": "x"} for i in range(5)]
+        + [
+            {"run_id": 10 + i, "created_at": day(i), "conclusion": "x", "workflow_path": "b.yml"}
+            for i in range(2)
+        ]
+    )
+    out = stale_workflows(runs, now=day(4) + pd.Timedelta(days=2), stale_factor=3.0)
+    status = dict(zip(out["workflow_path"], out["status"], strict=True))
+    assert status == {".github/workflows/a.yml": "OK", "b.yml": "not enough data"}
+    late = stale_workflows(runs, now=day(4) + pd.Timedelta(days=4), stale_factor=3.0)
+    assert late.set_index("workflow_path").loc[".github/workflows/a.yml", "status"] == "STALE"
+
+
+def test_devices_and_retry_tax():
+    jobs = jobs_frame(
+        [
+            (1, 1, 1, "j", "failure", "L20x8", 30),
+            (2, 1, 2, "j", "success", "L20x8", 30),
+            (3, 1, 2, "k", "success", "linux-aarch64-a3-8", 60),
+            (4, 1, 2, "h", "success", "ubuntu-latest", 60),
+        ]
+    )
+    jobs.loc[3, "labels"] = []
+    jobs.loc[3, "runner_name"] = "GitHub Actions 12"
+    named = jobs_frame([(5, 1, 2, "n", "success", "vemlp-l20x8-ab1cd-runner", 6)])
+    named.loc[0, "labels"] = []
+    assert devices(jobs).tolist() == [8, 8, 8, 0]
+    assert devices(named).tolist() == [8]
+    tax = retry_tax(jobs, ["run_id"]).iloc[0]
+    assert (tax["rerun_jobs"], tax["rerun_minutes"]) == (3, 150)
+    assert tax["accelerator_hours"] == pytest.approx((30 * 8 + 60 * 8) / 60)
+
+
+def _logical(rows):
+    frame = pd.DataFrame(
+        rows, columns=["run_id", "logical_job", "runner_name", "logical_outcome", "red_job_id"]
+    )
+    return frame.assign(created_at=day(0))
+
+
+def test_runner_rates_and_works_elsewhere():
+    jobs = _logical(
+        [
+            (1, "e2e", "a", "fail", 11),
+            (2, "e2e", "a", "fail", 12),
+            (3, "e2e", "b", "pass", None),
+            (4, "solo", "a", "fail", 14),
+        ]
+    )
+    table = rates_with_elsewhere(jobs, "runner_name").set_index(["logical_job", "runner_name"])
+    assert bool(table.loc[("e2e", "a"), "works_elsewhere"])
+    assert not bool(table.loc[("e2e", "b"), "works_elsewhere"])
+    assert not bool(table.loc[("solo", "a"), "works_elsewhere"])
+    assert table.loc[("e2e", "a"), "success_rate"] == 0.0
+    failures = failures_frame(
+        [
+            (1, 1, 11, "npu_env", {"cann": "8.5.0"}),
+            (2, 1, 12, "oom", {"cann": "8.5.0"}),
+            (4, 1, 14, "oom", {"cann": "9.0.0"}),
+        ]
+    )
+    env = failures_by_environment(failures, jobs, "cann").set_index("cann")
+    assert env.loc["8.5.0", "failures"] == 2
+    assert env.loc["8.5.0", "works_elsewhere_share"] == 1.0
+    assert env.loc["9.0.0", "works_elsewhere_share"] == 0.0
