@@ -257,6 +257,46 @@ def reclassify(state: State) -> None:
     click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
 
 
+# ---- export ---------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("table", metavar="TABLE")
+@click.option("--out", "out_path", required=True, metavar="FILE.csv", help="File to write.")
+@click.option("--since", metavar="DATE", help="Runs (or events) from this date, UTC.")
+@click.option("--until", metavar="DATE", help="Runs (or events) before this date, UTC.")
+@click.option(
+    "--workflow", "workflows", multiple=True, metavar="PATH", help="Only this workflow file."
+)
+@click.option(
+    "--scope",
+    type=click.Choice(["default", "pr", "all"]),
+    default="default",
+    show_default=True,
+    help="before-after: default-branch runs, pull-request runs, or both.",
+)
+@click.pass_obj
+def export(
+    state: State,
+    table: str,
+    out_path: str,
+    since: str | None,
+    until: str | None,
+    workflows: tuple[str, ...],
+    scope: str,
+) -> None:
+    """Write TABLE (runs, before-after) as CSV with a fixed column order."""
+    from ciflake.export import check_table, export_table, parse_range, write_csv
+    from store.queries import RunFilter
+
+    check_table(table)
+    start, end = parse_range(since, until)
+    where = RunFilter(state.config.repo, start, end, workflows)
+    frame = export_table(state.engine(read_only=True), state.config, table, where, scope)
+    write_csv(frame, out_path)
+    click.echo(f"{out_path}: {len(frame)} rows")
+
+
 def _db_exists(state: State) -> bool:
     from store.migrate import current_revision
 

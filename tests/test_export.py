@@ -1,0 +1,277 @@
+"""Store read queries and ``ciflake export`` on a small database built with the upsert helper;
+the before-after CSV is recomputed from the runs CSV alone."""
+
+from __future__ import annotations
+
+import csv
+import math
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+from scipy.stats import fisher_exact
+from sqlalchemy.orm import Session
+
+from analytics.rates import wilson_interval
+from ciflake.cli import cli
+from ciflake.export import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS, for_spreadsheets
+from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
+from store.queries import (
+    RunFilter,
+    daily_run_counts,
+    load_attempts,
+    load_failures,
+    load_jobs,
+    load_runs,
+)
+from store.upsert import upsert
+
+REPO = "verl-project/verl"
+OLD = ".github/workflows/e2e_fully_async_policy.yml"
+NEW = ".github/workflows/e2e_v1_separate_async.yml"
+MIGRATION = datetime(2026, 8, 12, 12, 44, tzinfo=UTC)  # #7357 in the built-in config
+
+# (offset days from #7357, workflow, event, attempts' conclusions, category of the red attempt)
+HISTORY = [
+    (-10, OLD, "push", ["failure", "success"], "oom"),
+    (-9, OLD, "push", ["failure"], "oom"),
+    (-8, OLD, "schedule", ["success"], None),
+    (-7, OLD, "push", ["failure", "failure"], "=cmd|' /C calc'!A0"),
+    (-6, OLD, "push", ["cancelled"], None),
+    (-5, OLD, "pull_request", ["failure"], "oom"),
+    (-4, OLD, "push", ["success"], None),
+    (1, NEW, "push", ["success"], None),
+    (2, NEW, "push", ["success"], None),
+    (3, NEW, "schedule", ["failure", "success"], "network"),
+    (4, NEW, "push", ["success"], None),
+    (5, NEW, "push", ["failure"], "timeout"),
+    (40, NEW, "push", ["success"], None),
+]
+
+
+def _build(engine) -> None:
+    workflows = [
+        {"id": i, "repo": REPO, "path": p, "name": p.rsplit("/", 1)[1][:-4], "state": "active"}
+        for i, p in ((1, OLD), (2, NEW))
+    ]
+    runs, attempts, jobs, failures = [], [], [], []
+    for n, (offset, path, event, conclusions, category) in enumerate(HISTORY, start=1):
+        created = MIGRATION + timedelta(days=offset)
+        runs.append(
+            {
+                "id": n,
+                "repo": REPO,
+                "workflow_id": 1 if path == OLD else 2,
+                "workflow_path": path,
+                "name": "-name",
+                "event": event,
+                "head_branch": "feature" if event == "pull_request" else "main",
+                "head_sha": f"{n:040x}",
+                "run_number": n,
+                "run_attempt": len(conclusions),
+                "status": "completed",
+                "conclusion": conclusions[-1],
+                "created_at": created,
+                "html_url": f"https://github.com/{REPO}/actions/runs/{n}",
+            }
+        )
+        for attempt, conclusion in enumerate(conclusions, start=1):
+            attempts.append(
+                {"run_id": n, "attempt": attempt, "status": "completed", "conclusion": conclusion}
+            )
+            job_id = n * 10 + attempt
+            jobs.append(
+                {
+                    "id": job_id,
+                    "run_id": n,
+                    "run_attempt": attempt,
+                    "name": "e2e (fsdp2)",
+                    "status": "completed",
+                    "conclusion": conclusion,
+                    "created_at": created,
+                    "started_at": created + timedelta(minutes=2),
+                    "completed_at": created + timedelta(minutes=30),
+                    "runner_name": "vemlp-l20x8-abcde-runner",
+                    "labels": ["L20x8"],
+                }
+            )
+            if conclusion == "failure":
+                failures.append(
+                    {
+                        "run_id": n,
+                        "run_attempt": attempt,
+                        "job_id": job_id,
+                        "category": category,
+                        "rule": "r",
+                        "signature": "s",
+                        "env": {"torch": "2.9"},
+                        "classifier_version": "1",
+                        "classified_at": created,
+                    }
+                )
+    with Session(engine) as session, session.begin():
+        upsert(session, Workflow, workflows)
+        upsert(session, WorkflowRun, runs)
+        upsert(session, RunAttempt, attempts)
+        upsert(session, Job, jobs)
+        upsert(session, Failure, failures)
+
+
+@pytest.fixture
+def filled(engine):
+    _build(engine)
+    return engine
+
+
+def test_queries_load_and_filter_in_sql(filled):
+    runs = load_runs(filled)
+    assert len(runs) == len(HISTORY)
+    assert runs["workflow_name"].iloc[0] == "e2e_fully_async_policy"
+    assert str(runs["created_at"].dt.tz) == "UTC"
+    where = RunFilter(REPO, MIGRATION, MIGRATION + timedelta(days=30), (NEW,))
+    assert load_runs(filled, where)["run_id"].tolist() == [8, 9, 10, 11, 12]
+    assert set(load_attempts(filled, where)["run_id"]) == {8, 9, 10, 11, 12}
+    jobs = load_jobs(filled, where)
+    assert jobs["labels"].iloc[0] == ["L20x8"] and len(jobs) == 6
+    failures = load_failures(filled, where)
+    assert failures["category"].tolist() == ["network", "timeout"]
+    assert failures["env"].iloc[0] == {"torch": "2.9"}
+    assert load_runs(filled, RunFilter(repo="other/repo")).empty
+    daily = daily_run_counts(filled, where)
+    assert daily["runs"].sum() == 5 and str(daily["day"].dt.tz) == "UTC"
+
+
+def _export(runner, db_url, tmp_path, *args):
+    out = tmp_path / f"{args[0]}.csv"
+    result = runner.invoke(cli, ["--db", db_url, "export", *args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_export_runs_csv(filled, db_url, runner, tmp_path):
+    out = _export(runner, db_url, tmp_path, "runs")
+    with out.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0].keys()) == RUNS_COLUMNS
+    first = rows[0]
+    assert first["logical_outcome"] == "flaky" and first["first_attempt_conclusion"] == "failure"
+    assert first["lineage"] == "e2e_v1_separate_async" and first["tags"] == "fully_async"
+    assert first["created_at"] == "2026-08-02T12:44:00Z"
+    assert first["failure_category"] == "oom"
+    assert rows[3]["failure_category"] == "'=cmd|' /C calc'!A0"  # never a formula
+    assert rows[4]["logical_outcome"] == "excluded"
+    assert rows[0]["workflow_name"] == "e2e_fully_async_policy"
+
+
+def test_formula_escaping_only_touches_text_cells():
+    frame = pd.DataFrame({"t": ["=1+1", "+x", "-y", "@z", "ok", None], "n": [-1, 2, 3, 4, 5, 6]})
+    out = for_spreadsheets(frame)
+    assert out["t"].tolist()[:5] == ["'=1+1", "'+x", "'-y", "'@z", "ok"]
+    assert out["n"].tolist() == [-1, 2, 3, 4, 5, 6]
+
+
+def _recompute(runs: pd.DataFrame, event_date: datetime, lineage: str, days: int) -> dict:
+    """Before/after from the runs CSV alone, by DESIGN.md's definitions."""
+    scoped = runs[
+        runs["event"].isin(["push", "schedule", "workflow_dispatch"])
+        & (runs["head_branch"] == "main")
+        & (runs["lineage"] == lineage)
+    ]
+    created = pd.to_datetime(scoped["created_at"], utc=True)
+    at = pd.Timestamp(event_date)
+    window = pd.Timedelta(days=days)
+    sides = {
+        "before": scoped[(created >= at - window) & (created < at)],
+        "after": scoped[(created >= at) & (created < at + window)],
+    }
+    row: dict = {}
+    for side, frame in sides.items():
+        counts = frame["logical_outcome"].value_counts()
+        p, f, x = (int(counts.get(k, 0)) for k in ("pass", "flaky", "fail"))
+        n = p + f + x
+        low, high = wilson_interval(p, n)
+        row |= {
+            f"{side}_runs": n,
+            f"{side}_pass": p,
+            f"{side}_flaky": f,
+            f"{side}_fail": x,
+            f"{side}_success_rate": p / n if n else math.nan,
+            f"{side}_ci_low": float(low),
+            f"{side}_ci_high": float(high),
+        }
+    b, a = row["before_pass"], row["after_pass"]
+    if row["before_runs"] and row["after_runs"]:
+        table = [[b, row["before_runs"] - b], [a, row["after_runs"] - a]]
+        row["p_value"] = fisher_exact(table).pvalue
+    else:
+        row["p_value"] = math.nan
+    return row
+
+
+def test_before_after_csv_recomputed_from_runs_csv(filled, db_url, runner, tmp_path):
+    runs = pd.read_csv(_export(runner, db_url, tmp_path, "runs"))
+    table = pd.read_csv(_export(runner, db_url, tmp_path, "before-after"))
+    assert list(table.columns) == BEFORE_AFTER_COLUMNS
+    assert len(table) > 0
+    checked = 0
+    for record in table.to_dict("records"):
+        expected = _recompute(runs, record["event_date"], record["lineage"], record["window_days"])
+        for column, value in expected.items():
+            if isinstance(value, float) and math.isnan(value):
+                assert math.isnan(record[column]), column
+            else:
+                assert record[column] == pytest.approx(value), (record["event_pr"], column)
+        checked += 1
+    migration = table[(table["event_pr"] == 7357) & (table["lineage"] == "e2e_v1_separate_async")]
+    row = migration.iloc[0]
+    assert (row["before_runs"], row["before_pass"], row["before_flaky"], row["before_fail"]) == (
+        5,
+        2,
+        1,
+        2,
+    )
+    assert (row["after_runs"], row["after_pass"], row["after_flaky"], row["after_fail"]) == (
+        5,
+        3,
+        1,
+        1,
+    )
+    assert row["event_date"] == "2026-08-12T12:44:00Z" and row["scope"] == "default"
+    assert checked == len(table)
+
+
+def test_export_filters_and_errors(filled, db_url, runner, tmp_path):
+    out = tmp_path / "new.csv"
+    args = ["--db", db_url, "export", "runs", "--out", str(out), "--workflow", NEW]
+    assert (
+        runner.invoke(cli, [*args, "--since", "2026-08-13", "--until", "2026-08-16"]).exit_code == 0
+    )
+    assert pd.read_csv(out)["run_id"].tolist() == [8, 9, 10]
+    cases = {
+        "bad date": ["export", "runs", "--out", str(out), "--since", "yesterday"],
+        "reversed": [
+            "export",
+            "runs",
+            "--out",
+            str(out),
+            "--since",
+            "2026-08-02",
+            "--until",
+            "2026-08-01",
+        ],
+        "unknown table": ["export", "bogus", "--out", str(out)],
+        "later table": ["export", "signatures", "--out", str(out)],
+        "unwritable": ["export", "runs", "--out", str(tmp_path / "no" / "such" / "x.csv")],
+    }
+    for name, command in cases.items():
+        result = runner.invoke(cli, ["--db", db_url, *command])
+        assert result.exit_code == 2, name
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ciflake: error: "), (name, result.output)
+
+
+def test_export_without_database_is_one_line(runner, tmp_path):
+    url = f"sqlite:///{tmp_path / 'missing.db'}"
+    result = runner.invoke(cli, ["--db", url, "export", "runs", "--out", str(tmp_path / "x.csv")])
+    assert result.exit_code == 2
+    assert result.output.startswith("ciflake: error: ")
