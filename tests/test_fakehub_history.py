@@ -1,0 +1,127 @@
+"""The simulated history has the shapes of verl's real CI (no server involved)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from fakehub.catalog import load, parse_time
+from fakehub.history import DEFAULT_END, History
+from fakehub.logs import render
+from store.vocabulary import CATEGORIES
+
+FIX = parse_time("2026-06-08T03:17:49Z")
+MIGRATION = parse_time("2026-08-12T12:44:46Z")
+
+
+@pytest.fixture(scope="module")
+def history() -> History:
+    return History(seed=11, scale=0.5, end=DEFAULT_END)
+
+
+def test_generation_is_deterministic_and_fast() -> None:
+    start = datetime.now(UTC)
+    first = History(seed=4, scale=1.0, end=DEFAULT_END)
+    assert (datetime.now(UTC) - start).total_seconds() < 10
+    second = History(seed=4, scale=1.0, end=DEFAULT_END)
+    assert [(r.id, r.created_at, len(r.attempts)) for r in first.runs] == [
+        (r.id, r.created_at, len(r.attempts)) for r in second.runs
+    ]
+    assert [(j.id, j.category) for j in first.job_by_id.values()] == [
+        (j.id, j.category) for j in second.job_by_id.values()
+    ]
+
+
+def test_runs_only_while_the_workflow_file_exists(history: History) -> None:
+    for run in history.runs:
+        assert run.workflow.active(run.created_at), (run.workflow.path, run.created_at)
+
+
+def test_invalid_windows_make_failed_runs_without_jobs(history: History) -> None:
+    invalid = [run for run in history.runs if run.invalid]
+    assert invalid, "the fully_async and one_step_off invalid windows must produce runs"
+    for run in history.runs:
+        inside = run.workflow.invalid_at(run.created_at)
+        assert run.invalid == inside
+        if inside:
+            assert run.latest.conclusion == "failure" and run.latest.jobs == []
+            assert len(run.attempts) == 1
+
+
+def test_trtllm_stops_at_the_migration(history: History) -> None:
+    runs = [r for r in history.runs if r.workflow.name == "e2e_fully_async_policy_trtllm"]
+    assert runs and max(r.created_at for r in runs) < MIGRATION
+    assert min(r.created_at for r in runs) >= parse_time("2026-05-07T07:31:52Z")
+    v1 = [r for r in history.runs if r.workflow.name.startswith("e2e_v1_separate_async")]
+    assert v1 and min(r.created_at for r in v1) >= MIGRATION
+
+
+def _weekly_oom(history: History, lo: datetime, hi: datetime) -> float:
+    jobs = [
+        j
+        for j in history.job_by_id.values()
+        if j.spec.id == "e2e_fully_async_policy_fsdp2" and lo <= j.created_at < hi
+    ]
+    weeks = (hi - lo) / timedelta(weeks=1)
+    return sum(j.category == "oom" for j in jobs) / weeks
+
+
+def test_fully_async_oom_falls_after_the_fix(history: History) -> None:
+    before = _weekly_oom(history, parse_time("2026-02-06T11:00:00Z"), parse_time("2026-06-03"))
+    after = _weekly_oom(history, FIX, MIGRATION)
+    assert before > 4 * after, (before, after)
+    assert before >= 1.0
+
+
+def test_npu_env_failures_rise_after_cann_upgrades(history: History) -> None:
+    def share(lo: datetime, hi: datetime) -> float:
+        jobs = [
+            j
+            for j in history.job_by_id.values()
+            if j.spec.kind == "npu_test" and j.ran and lo <= j.created_at < hi
+        ]
+        return sum(j.category == "npu_env" for j in jobs) / max(len(jobs), 1)
+
+    upgrade = parse_time("2026-06-01T02:10:00Z")
+    assert share(upgrade, upgrade + timedelta(days=5)) > 2 * share(
+        parse_time("2026-06-20"), parse_time("2026-07-10")
+    )
+
+
+def test_v1_teething_failures(history: History) -> None:
+    jobs = [j for j in history.job_by_id.values() if "v1" in j.spec.tags and j.ran]
+    early = [j for j in jobs if j.created_at < MIGRATION + timedelta(days=3)]
+    late = [j for j in jobs if j.created_at > MIGRATION + timedelta(days=30)]
+    rate = lambda js: sum(j.category is not None for j in js) / len(js)  # noqa: E731
+    assert rate(early) > 2 * rate(late)
+
+
+def test_reruns_keep_created_at_and_runner_pools(history: History) -> None:
+    rerun = [r for r in history.runs if len(r.attempts) > 1]
+    assert rerun and max(len(r.attempts) for r in rerun) <= 3
+    for run in rerun:
+        assert run.attempts[1].created_at > run.created_at
+        assert {j.attempt for j in run.attempts[-1].jobs} <= {len(run.attempts)}
+    labels = Counter(j.runner_label for j in history.job_by_id.values())
+    for label in (
+        "ubuntu-latest",
+        "L20x8",
+        "linux-aarch64-a2-8",
+        "linux-aarch64-a2b3-8",
+        "linux-aarch64-a3-8",
+    ):
+        assert labels[label] > 0, label
+
+
+def test_every_category_and_truth_line(history: History) -> None:
+    failed = [j for j in history.job_by_id.values() if j.category]
+    assert {j.category for j in failed} >= set(load().base_rates["npu_test"]) | {"ci_config"}
+    assert {j.category for j in failed} <= set(CATEGORIES)
+    for job in failed[::25]:
+        rendered = render(job, history.run_by_id[job.run_id], "verl-project/verl")
+        lines = rendered.text.encode().decode("utf-8-sig").splitlines()
+        assert rendered.line_number is not None
+        assert lines[rendered.line_number - 1] == rendered.line
+        assert "Process completed with exit code" not in (rendered.line or "")
