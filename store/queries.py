@@ -172,6 +172,148 @@ def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataF
     return _frame(engine, _filtered(stmt, where), ("day",))
 
 
+# -- dashboard reads: small aggregates and single rows, so a page never loads a whole table
+
+
+def repositories(engine: Engine) -> list[str]:
+    """Every repository with stored runs."""
+    with engine.connect() as conn:
+        stmt = select(WorkflowRun.repo).distinct().order_by(WorkflowRun.repo)
+        return list(conn.scalars(stmt))
+
+
+def run_span(engine: Engine, repo: str) -> tuple[datetime | None, datetime | None]:
+    """The creation times of a repository's oldest and newest stored run."""
+    run = WorkflowRun
+    stmt = select(func.min(run.created_at), func.max(run.created_at)).where(run.repo == repo)
+    with engine.connect() as conn:
+        oldest, newest = conn.execute(stmt).one()
+    return _utc(oldest), _utc(newest)
+
+
+def _utc(value: datetime | str | None) -> datetime | None:
+    """Aggregates bypass the column type on SQLite: parse and mark them UTC here."""
+    return None if value is None else pd.Timestamp(value).tz_localize(None).tz_localize("UTC")
+
+
+def latest_run_url(engine: Engine, repo: str) -> str | None:
+    """The web address of the newest run: its host tells GitHub from a local replica."""
+    run = WorkflowRun
+    stmt = select(run.html_url).where(run.repo == repo).order_by(run.created_at.desc()).limit(1)
+    with engine.connect() as conn:
+        return conn.scalar(stmt)
+
+
+def daily_failure_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Classified failures per day and category, counted in SQL.
+
+    Columns: day (tz-aware UTC midnight), category, failures."""
+    day = func.date(WorkflowRun.created_at).label("day")
+    stmt = (
+        select(day, Failure.category, func.count().label("failures"))
+        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+        .group_by(day, Failure.category)
+        .order_by(day)
+    )
+    return _frame(engine, _filtered(stmt, where), ("day",))
+
+
+def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """One row per failure signature seen in the selected runs, aggregated in SQL.
+
+    Columns: signature, category, rule, failures, jobs, first_seen_here, last_seen (in the
+    selection), first_seen (in the repository's whole history), and of the newest failure:
+    line, job_id, runner_name, html_url (the job's, else the run's)."""
+    run = WorkflowRun
+    counted = _filtered(
+        select(
+            Failure.signature,
+            func.count().label("failures"),
+            func.count(func.distinct(Failure.job_id)).label("jobs"),
+            func.min(run.created_at).label("first_seen_here"),
+            func.max(run.created_at).label("last_seen"),
+        )
+        .join(run, run.id == Failure.run_id)
+        .group_by(Failure.signature),
+        where,
+    )
+    ever = select(Failure.signature, func.min(run.created_at).label("first_seen")).join(
+        run, run.id == Failure.run_id
+    )
+    if where.repo is not None:
+        ever = ever.where(run.repo == where.repo)
+    newest = func.row_number().over(
+        partition_by=Failure.signature, order_by=(run.created_at.desc(), Failure.job_id.desc())
+    )
+    examples = _filtered(
+        select(
+            Failure.signature,
+            Failure.category,
+            Failure.rule,
+            Failure.line,
+            Failure.job_id,
+            Job.runner_name,
+            func.coalesce(Job.html_url, run.html_url).label("html_url"),
+            newest.label("rank"),
+        )
+        .join(run, run.id == Failure.run_id)
+        .outerjoin(Job, Job.id == Failure.job_id),
+        where,
+    ).subquery()
+    latest = select(examples).where(examples.c.rank == 1)
+    times = ("first_seen_here", "last_seen", "first_seen")
+    frame = _frame(engine, counted).merge(
+        _frame(engine, ever.group_by(Failure.signature)), on="signature", how="left"
+    )
+    frame = frame.merge(_frame(engine, latest).drop(columns="rank"), on="signature", how="left")
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def signature_failures(
+    engine: Engine, signature: str, where: RunFilter = RunFilter(), limit: int = 50
+) -> pd.DataFrame:
+    """The newest failures with one signature, for a drill-down.
+
+    Columns: run_id, run_attempt, job_id, created_at, workflow_path, job_name, runner_name,
+    line_number, line, context (list of str), html_url, log_status."""
+    run = WorkflowRun
+    stmt = (
+        select(
+            Failure.run_id,
+            Failure.run_attempt,
+            Failure.job_id,
+            run.created_at,
+            run.workflow_path,
+            Job.name.label("job_name"),
+            Job.runner_name,
+            Failure.line_number,
+            Failure.line,
+            Failure.context,
+            func.coalesce(Job.html_url, run.html_url).label("html_url"),
+            JobLog.status.label("log_status"),
+        )
+        .join(run, run.id == Failure.run_id)
+        .outerjoin(Job, Job.id == Failure.job_id)
+        .outerjoin(JobLog, JobLog.job_id == Failure.job_id)
+        .where(Failure.signature == signature)
+        .order_by(run.created_at.desc(), Failure.job_id.desc())
+        .limit(limit)
+    )
+    return _frame(engine, _filtered(stmt, where), ("created_at",))
+
+
+def job_log(engine: Engine, job_id: int) -> tuple[bytes, str | None] | None:
+    """The archived log of one job as stored (content, compression), or None."""
+    stmt = select(JobLog.content, JobLog.compression).where(
+        JobLog.job_id == job_id, JobLog.status == "ok"
+    )
+    with engine.connect() as conn:
+        row = conn.execute(stmt).first()
+    return None if row is None or row[0] is None else (row[0], row[1])
+
+
 # ---- collector bookkeeping ------------------------------------------------------------------
 # What the collector must know about what it stored before, to ask GitHub only for news.
 

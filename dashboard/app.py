@@ -1,0 +1,41 @@
+"""The dashboard's entrypoint: page config, the shared sidebar and status lines, the router.
+Pages live in ``dashboard/pages``; they read the view this script shares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard import loaders
+from dashboard.context import View, render_status, share_view
+from dashboard.filters import sidebar_filters
+
+PAGES = Path(__file__).parent / "pages"
+
+st.set_page_config(
+    page_title="ciflake: CI flakiness", page_icon=":material/bug_report:", layout="wide"
+)
+config = loaders.current_config()
+problem = loaders.database_problem(config.database_url)
+if problem is not None:
+    st.error(problem)
+    st.stop()
+
+repos = loaders.repositories(config.database_url)
+default_repo = config.repo if config.repo in repos else repos[0]
+repo = st.session_state.get("repo", default_repo)
+filters = sidebar_filters(repos, default_repo, loaders.day_span(config.database_url, repo))
+view = View(config.database_url, filters)
+share_view(view)
+pages = [
+    st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    st.Page(PAGES / "migrations.py", title="Migrations", icon=":material/compare_arrows:"),
+    st.Page(PAGES / "failures.py", title="Failures", icon=":material/error:"),
+    st.Page(PAGES / "flaky_jobs.py", title="Flaky jobs", icon=":material/shuffle:"),
+    st.Page(PAGES / "runners.py", title="Runners and environments", icon=":material/dns:"),
+    st.Page(PAGES / "export.py", title="Export", icon=":material/download:"),
+]
+router = st.navigation(pages)
+render_status(view, config.interval_minutes)
+router.run()

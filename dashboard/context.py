@@ -1,0 +1,58 @@
+"""What the router hands every page: the database URL and the sidebar filters, kept in
+``st.session_state``, and the lines every page shows above its content."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import streamlit as st
+
+from dashboard import loaders
+from dashboard.filters import Filters
+
+VIEW_KEY = "view"
+
+
+@dataclass(frozen=True)
+class View:
+    db_url: str
+    filters: Filters
+
+
+def share_view(view: View) -> None:
+    st.session_state[VIEW_KEY] = view
+
+
+def current_view() -> View:
+    return st.session_state[VIEW_KEY]
+
+
+def freshness_line(last: datetime | None, interval_minutes: int, now: datetime) -> tuple[bool, str]:
+    """(stale, text): the data is stale when the last successful collect is older than two
+    collect intervals, or when there never was one."""
+    if last is None:
+        return True, "No successful collect recorded: run `ciflake collect`."
+    age = now - last
+    stale = age > timedelta(minutes=2 * interval_minutes)
+    hours = age.total_seconds() / 3600
+    text = f"Last successful collect: {last:%Y-%m-%d %H:%M} UTC ({hours:.1f} h ago)"
+    return stale, text + (f", older than two collect intervals ({interval_minutes} min)." * stale)
+
+
+def render_status(view: View, interval_minutes: int) -> None:
+    """The simulated-data banner and the freshness line, on every page."""
+    repo = view.filters.repo
+    if loaders.is_simulated(view.db_url, repo):
+        st.info(
+            "Simulated data: these runs come from fakehub's replica of verl's CI history, "
+            "not from GitHub.",
+            icon=":material/science:",
+        )
+    stale, text = freshness_line(
+        loaders.last_collect(view.db_url, repo), interval_minutes, datetime.now(UTC)
+    )
+    if stale:
+        st.warning(text, icon=":material/schedule:")
+    else:
+        st.caption(text)

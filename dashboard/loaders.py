@@ -1,0 +1,323 @@
+"""Cached loaders: every number a page shows comes from here, computed by ``store.queries``
+(SQL) and ``analytics`` (pandas). Streamlit reruns a page on every click, so each loader is
+cached with a TTL (new collects show up without a restart) and keyed on the database URL and
+the sidebar filters only."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from datetime import date, datetime
+from urllib.parse import urlparse
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from analytics import before_after as ba
+from analytics import outcomes, rates, setup, verdicts
+from ciflake.config import Config, load_config
+from ciflake.events import all_events
+from dashboard import derive
+from dashboard.filters import Filters
+from store import queries
+from store.engine import DatabaseURLError, make_engine
+from store.migrate import current_revision, head_revision
+
+TTL = "5m"
+EXCERPT_BEFORE, EXCERPT_AFTER = 30, 10  # log lines shown around a matched line
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# What a logical job carries of its run.
+RUN_COLUMNS = [
+    "run_id",
+    "workflow_path",
+    "lineage",
+    "tags",
+    "event",
+    "head_branch",
+    "head_sha",
+    "created_at",
+    "html_url",
+]
+
+
+@st.cache_resource
+def config_for(config_path: str | None, db_url: str | None) -> Config:
+    return load_config(config_path, db_url=db_url)
+
+
+def current_config() -> Config:
+    """The config as ``ciflake dashboard`` passed it: CIFLAKE_CONFIG and CIFLAKE_DB_URL."""
+    return config_for(os.environ.get("CIFLAKE_CONFIG"), os.environ.get("CIFLAKE_DB_URL"))
+
+
+@st.cache_resource
+def engine(db_url: str) -> Engine:
+    """A read-only engine: the dashboard never writes or migrates the collector's database."""
+    return make_engine(db_url, read_only=True)
+
+
+@st.cache_data(ttl="1m")
+def database_problem(db_url: str) -> str | None:
+    """Why the database cannot be shown yet, with the command that fixes it; None when fine."""
+    try:
+        revision = current_revision(engine(db_url))
+    except (DatabaseURLError, SQLAlchemyError) as exc:
+        return f"The database cannot be opened ({exc}). Run `ciflake collect --once` to create it."
+    if revision is None:
+        return "The database is empty. Run `ciflake db upgrade`, then `ciflake collect --once`."
+    if revision != head_revision():
+        return (
+            f"The database schema is at {revision}, this version needs {head_revision()}. "
+            "Run `ciflake db upgrade`."
+        )
+    if not queries.repositories(engine(db_url)):
+        return "No runs collected yet. Run `ciflake collect --once`."
+    return None
+
+
+@st.cache_data(ttl=TTL)
+def repositories(db_url: str) -> list[str]:
+    return queries.repositories(engine(db_url))
+
+
+@st.cache_data(ttl=TTL)
+def day_span(db_url: str, repo: str) -> tuple[date, date]:
+    """The first and last day with runs: the default date range."""
+    oldest, newest = queries.run_span(engine(db_url), repo)
+    today = pd.Timestamp.now(tz="UTC").date()
+    return (oldest or newest or pd.Timestamp(today)).date(), (newest or pd.Timestamp(today)).date()
+
+
+@st.cache_data(ttl="1m")
+def last_collect(db_url: str, repo: str) -> datetime | None:
+    row = queries.last_sync(engine(db_url), repo)
+    return None if row is None else (row.finished_at or row.started_at)
+
+
+@st.cache_data(ttl=TTL)
+def is_simulated(db_url: str, repo: str) -> bool:
+    """Runs whose web address is on a loopback host came from fakehub, not GitHub."""
+    url = queries.latest_run_url(engine(db_url), repo)
+    return url is not None and urlparse(url).hostname in LOOPBACK_HOSTS
+
+
+def _tagged_paths(config: Config, tags: tuple[str, ...]) -> tuple[str, ...]:
+    """The workflow files carrying any of ``tags`` (no tags: every workflow, no filter)."""
+    if not tags:
+        return ()
+    return tuple(w.path for w in config.workflows if set(w.tags) & set(tags)) or ("<none>",)
+
+
+def _where(filters: Filters, *, dated: bool = True) -> queries.RunFilter:
+    return filters.run_filter(_tagged_paths(current_config(), filters.tags), dated=dated)
+
+
+@st.cache_data(ttl=TTL)
+def _all_scopes_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
+    config, eng = current_config(), engine(db_url)
+    runs = outcomes.logical_runs(queries.load_runs(eng, where), queries.load_attempts(eng, where))
+    runs = outcomes.attach_lineage(runs, setup.workflow_table(config.workflows))
+    return outcomes.with_run_categories(runs, queries.load_failures(eng, where))
+
+
+def _scoped(frame: pd.DataFrame, scope: str) -> pd.DataFrame:
+    branch = current_config().default_branch
+    return frame[outcomes.in_scope(frame, scope, branch)].reset_index(drop=True)
+
+
+def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
+    """Logical runs in scope with lineage, tags and failure_category."""
+    return _scoped(_all_scopes_runs(db_url, _where(filters, dated=dated)), filters.scope)
+
+
+@st.cache_data(ttl=TTL)
+def _all_scopes_jobs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
+    eng = engine(db_url)
+    run_columns = _all_scopes_runs(db_url, where)[RUN_COLUMNS]
+    jobs = outcomes.logical_jobs(
+        queries.load_jobs(eng, where), run_columns, current_config().job_name_strip
+    )
+    return jobs.assign(category=verdicts.job_categories(jobs, queries.load_failures(eng, where)))
+
+
+def jobs(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Logical jobs in scope, with the category of their last red shard."""
+    return _scoped(_all_scopes_jobs(db_url, _where(filters)), filters.scope)
+
+
+def events(db_url: str) -> pd.DataFrame:
+    """Change events of the config and of the database (analytics.setup.event_table)."""
+    return setup.event_table(all_events(current_config(), engine(db_url)))
+
+
+# ---- Overview -------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=TTL)
+def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Status tiles per lineage and per workflow (derive.tile_statuses)."""
+    config = current_config()
+    frame = runs(db_url, filters)
+    _, newest = queries.run_span(engine(db_url), filters.repo)
+    by_lineage = derive.tile_statuses(
+        frame, "lineage", newest, config.stale_factor, config.min_runs
+    )
+    by_workflow = derive.tile_statuses(
+        frame, "workflow_path", newest, config.stale_factor, config.min_runs
+    )
+    return pd.concat(
+        [by_lineage.assign(level="lineage"), by_workflow.assign(level="workflow")],
+        ignore_index=True,
+    )
+
+
+@st.cache_data(ttl=TTL)
+def timeline(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
+    """Success rate with its Wilson interval per lineage and day or week."""
+    frame = runs(db_url, filters)
+    if frame.empty:
+        return rates.stability(frame.assign(period=pd.NaT), ["lineage", "period"])
+    periods = rates.with_period(frame, freq)
+    return rates.stability(periods, ["lineage", "period"], current_config().min_runs)
+
+
+@st.cache_data(ttl=TTL)
+def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.DataFrame:
+    """Cells of the job x day grid of one workflow, the last ``days`` days of the range."""
+    frame = jobs(db_url, filters)
+    return derive.job_day_cells(frame[frame["workflow_path"] == workflow_path], days)
+
+
+# ---- Migrations -----------------------------------------------------------------------------
+
+
+def _undated_runs(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Every run of the repository: an event's windows do not follow the date range."""
+    return _all_scopes_runs(db_url, _where(filters, dated=False))
+
+
+@st.cache_data(ttl=TTL)
+def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
+    config = current_config()
+    return ba.before_after(
+        _undated_runs(db_url, filters),
+        events(db_url),
+        window_days=config.window_days,
+        first_runs=config.first_runs,
+        scope=filters.scope,
+        default_branch=config.default_branch,
+        min_runs=config.min_runs,
+        lineages=sorted({w.lineage for w in config.workflows}),
+    )
+
+
+@st.cache_data(ttl=TTL)
+def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
+    config = current_config()
+    return ba.category_shift(
+        _undated_runs(db_url, filters),
+        events(db_url),
+        window_days=config.window_days,
+        scope=filters.scope,
+        default_branch=config.default_branch,
+        lineages=sorted({w.lineage for w in config.workflows}),
+    )
+
+
+@st.cache_data(ttl=TTL)
+def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
+    config = current_config()
+    frame = _scoped(_undated_runs(db_url, filters), filters.scope)
+    return derive.successor_first_runs(frame, events(db_url), config.first_runs, config.window_days)
+
+
+@st.cache_data(ttl=TTL)
+def coverage_lost(db_url: str, filters: Filters) -> pd.DataFrame:
+    config = current_config()
+    where = _where(filters, dated=False)
+    frame = _scoped(_all_scopes_jobs(db_url, where), filters.scope)
+    renames = setup.job_renames(config.lineages)
+    return derive.coverage_lost(frame, events(db_url), renames, config.window_days)
+
+
+# ---- Failures -------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=TTL)
+def failure_periods(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
+    """Failures per category and day or week. Columns: period, category, failures."""
+    days = queries.daily_failure_counts(engine(db_url), _where(filters))
+    periods = rates.with_period(days, freq, "day")
+    return periods.groupby(["period", "category"], as_index=False)["failures"].sum()
+
+
+@st.cache_data(ttl=TTL)
+def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
+    table = queries.signature_summary(engine(db_url), _where(filters))
+    return derive.mark_new(table, pd.Timestamp(filters.last_day, tz="UTC"))
+
+
+@st.cache_data(ttl=TTL)
+def signature_failures(db_url: str, filters: Filters, signature: str) -> pd.DataFrame:
+    return queries.signature_failures(engine(db_url), signature, _where(filters))
+
+
+@st.cache_data(ttl=TTL)
+def log_excerpt(db_url: str, job_id: int, line_number: float | None) -> tuple[int, str] | None:
+    """(first line number, text) of the archived log around the matched line, or None when
+    there is no log or no line. Logs are zlib-compressed as the collector stores them."""
+    stored = queries.job_log(engine(db_url), job_id) if job_id else None
+    if stored is None or line_number is None or pd.isna(line_number):
+        return None
+    content, compression = stored
+    raw = zlib.decompress(content) if compression == "zlib" else content
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    first = max(0, int(line_number) - 1 - EXCERPT_BEFORE)
+    return first + 1, "\n".join(lines[first : int(line_number) + EXCERPT_AFTER])
+
+
+# ---- Flaky jobs -----------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=TTL)
+def flaky_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Logical jobs ranked by the Wilson lower bound of their flake rate."""
+    frame = jobs(db_url, filters)
+    table = rates.stability(frame, ["lineage", "logical_job"], current_config().min_runs)
+    return rates.rank_by_lower_bound(table, "flake_rate")
+
+
+@st.cache_data(ttl=TTL)
+def job_verdicts(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Every failed logical job with its verdict and evidence (analytics.verdicts)."""
+    frame = jobs(db_url, filters)
+    failures = queries.load_failures(engine(db_url), _where(filters))
+    return verdicts.job_verdicts(frame, failures)
+
+
+# ---- Runners and environments ---------------------------------------------------------------
+
+
+@st.cache_data(ttl=TTL)
+def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
+    """Stability of logical jobs per runner pool or runner, with "works elsewhere"."""
+    frame = derive.with_runner_pool(jobs(db_url, filters))
+    table = rates.stability(frame, [by], current_config().min_runs)
+    table = table.merge(derive.works_elsewhere(frame, by), on=by, how="left")
+    table = table.assign(
+        fail_rate=1 - table["success_rate"],
+        fail_rate_low=1 - table["success_rate_high"],
+        fail_rate_high=1 - table["success_rate_low"],
+    )
+    return rates.rank_by_lower_bound(table, "fail_rate")
+
+
+@st.cache_data(ttl=TTL)
+def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Failures per environment fact (cann, driver, torch...) and version, with the runners
+    and categories they hit."""
+    failures = queries.load_failures(engine(db_url), _where(filters))
+    frame = jobs(db_url, filters)
+    return derive.environment_failures(failures, frame)

@@ -1,0 +1,82 @@
+"""Failures: categories over time, the signature table, and a drill-down into one failure's log."""
+
+import streamlit as st
+
+from dashboard import charts, loaders
+from dashboard.context import current_view
+from dashboard.derive import NEW_DAYS
+
+view = current_view()
+
+st.title("Failures")
+freq = st.segmented_control(
+    "Period",
+    ["D", "W"],
+    default="W",
+    format_func={"D": "daily", "W": "weekly"}.get,
+    key="fail_freq",
+)
+counts = loaders.failure_periods(view.db_url, view.filters, freq or "W")
+st.plotly_chart(charts.categories_over_time(counts, loaders.events(view.db_url)))
+
+st.subheader("Signatures")
+signatures = loaders.signatures(view.db_url, view.filters)
+st.caption(f"NEW: first seen within {NEW_DAYS} days of the end of the range.")
+st.dataframe(
+    signatures[
+        [
+            "new",
+            "category",
+            "failures",
+            "first_seen",
+            "last_seen",
+            "line",
+            "runner_name",
+            "html_url",
+        ]
+    ],
+    hide_index=True,
+    column_config={
+        "new": st.column_config.CheckboxColumn("NEW"),
+        "line": st.column_config.TextColumn("example line", width="large"),
+        "html_url": st.column_config.LinkColumn("job", display_text="open"),
+        "first_seen": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
+        "last_seen": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
+    },
+)
+
+st.subheader("Drill-down")
+if signatures.empty:
+    st.info("No failures in the range.")
+    st.stop()
+labels = signatures.set_index("signature")
+signature = st.selectbox(
+    "Signature",
+    labels.index,
+    format_func=lambda s: (
+        f"{labels.at[s, 'category']} · {labels.at[s, 'failures']}× · "
+        f"{str(labels.at[s, 'line'])[:90]}"
+    ),
+    key="drill_signature",
+)
+occurrences = loaders.signature_failures(view.db_url, view.filters, signature)
+choice = st.selectbox(
+    "Failure",
+    occurrences.index,
+    format_func=lambda i: (
+        f"{occurrences.at[i, 'created_at']:%Y-%m-%d %H:%M} · "
+        f"{occurrences.at[i, 'job_name'] or 'run without jobs'} · "
+        f"{occurrences.at[i, 'runner_name']}"
+    ),
+    key="drill_failure",
+)
+failure = occurrences.loc[choice]
+st.markdown(f"[Open the job]({failure['html_url']}) · matched line {failure['line_number']}")
+excerpt = loaders.log_excerpt(view.db_url, int(failure["job_id"]), failure["line_number"])
+if excerpt is not None:
+    first, text = excerpt
+    st.caption(f"Archived log from line {first}; the matched line is {failure['line_number']}.")
+    st.code(text, language=None)
+else:
+    st.caption(f"No archived log ({failure['log_status'] or 'no job'}): the stored context.")
+    st.code("\n".join([*failure["context"], failure["line"] or ""]), language=None)

@@ -1,0 +1,76 @@
+"""Migrations: per change event, before/after with intervals and p-values, the first runs of
+the workflows it created, the coverage it lost, and the failure-category mix either side."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, loaders
+from dashboard.context import current_view
+
+view = current_view()
+
+
+def interval(table: pd.DataFrame, side: str) -> pd.Series:
+    rate = table[f"{side}_success_rate"]
+    text = (
+        rate.map("{:.0%}".format)
+        + " ["
+        + table[f"{side}_success_rate_low"].map("{:.0%}".format)
+        + ", "
+        + table[f"{side}_success_rate_high"].map("{:.0%}".format)
+        + "]"
+    )
+    return text.where(rate.notna(), "–") + " n=" + table[f"{side}_runs"].astype(str)
+
+
+st.title("Migrations")
+st.caption(
+    "Windows around each event are fixed by the event (the date range does not apply here); "
+    "success = passed on the first attempt; p: two-sided Fisher exact test, before vs after."
+)
+table = loaders.before_after(view.db_url, view.filters)
+shift = loaders.category_shift(view.db_url, view.filters)
+strips = loaders.successor_first_runs(view.db_url, view.filters)
+lost = loaders.coverage_lost(view.db_url, view.filters)
+events = table.drop_duplicates("event_date").sort_values("event_date", ascending=False)
+for event in events.itertuples():
+    rows = table[table["event_date"] == event.event_date]
+    rows = rows[rows["before_runs"] + rows["after_runs"] > 0]
+    label = f"#{event.event_pr} " if pd.notna(event.event_pr) else ""
+    with st.expander(
+        f"{event.event_date:%Y-%m-%d} {label}{event.event_title} ({event.event_kind})",
+        expanded=event.event_kind == "migration" or event.event_pr == 6568,
+    ):
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "lineage": rows["lineage"],
+                    "before": interval(rows, "before"),
+                    "after": interval(rows, "after"),
+                    "first runs after": interval(rows, "first"),
+                    "p (before/after)": rows["p_value"].round(3),
+                    "p (before/first)": rows["first_p_value"].round(3),
+                }
+            ),
+            hide_index=True,
+        )
+        strip = strips[strips["event_title"] == event.event_title]
+        if len(strip):
+            st.markdown("**First runs of the workflows it created**")
+            st.plotly_chart(charts.first_runs_strip(strip), key=f"strip-{event.Index}")
+        gone = lost[lost["event_title"] == event.event_title]
+        st.markdown("**Coverage lost**")
+        if gone.empty:
+            st.caption("Every logical job of the window before ran again after it.")
+        else:
+            st.dataframe(gone.drop(columns=["event_pr", "event_title"]), hide_index=True)
+        mix = shift[shift["event_title"] == event.event_title]
+        if len(mix):
+            lineage = st.selectbox(
+                "Failure-category mix of lineage",
+                sorted(mix["lineage"].unique()),
+                key=f"mix-{event.Index}",
+            )
+            st.plotly_chart(
+                charts.category_mix(mix[mix["lineage"] == lineage]), key=f"mix-chart-{event.Index}"
+            )

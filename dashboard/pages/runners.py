@@ -1,0 +1,38 @@
+"""Runners and environments: failure rate per runner pool and runner with "works elsewhere",
+and the environment versions (CANN, driver, torch...) found in failed logs."""
+
+import streamlit as st
+
+from dashboard import charts, loaders
+from dashboard.context import current_view
+
+view = current_view()
+COLUMNS = [
+    "runs",
+    "fail",
+    "flaky",
+    "fail_rate",
+    "fail_rate_low",
+    "fail_rate_high",
+    "failed_jobs",
+    "works_elsewhere",
+]
+PERCENT = {
+    c: st.column_config.NumberColumn(format="percent")
+    for c in ("fail_rate", "fail_rate_low", "fail_rate_high", "works_elsewhere")
+}
+
+st.title("Runners and environments")
+st.caption(
+    "Fail rate = logical jobs whose latest attempt failed / counted logical jobs. Works "
+    "elsewhere: share of those failures whose job passed on another pool or runner."
+)
+for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners")):
+    st.subheader(heading)
+    table = loaders.runner_rates(view.db_url, view.filters, by)
+    st.plotly_chart(charts.rate_bars(table, by, "fail_rate"), key=f"bars-{by}")
+    st.dataframe(table[[by, *COLUMNS]], hide_index=True, column_config=PERCENT)
+
+st.subheader("Environment versions in failed logs")
+st.caption("Versions are read from failed jobs' logs only, so these are failure counts, not rates.")
+st.dataframe(loaders.environment_failures(view.db_url, view.filters), hide_index=True)
