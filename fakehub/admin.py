@@ -6,7 +6,7 @@
     POST /_admin/faults {"spec"}     replace the fault rules (syntax in fakehub.faults)
     POST /_admin/rerun {"run_id", "conclusion"?, "category"?}   append an attempt to a run
     POST /_admin/new_runs {"workflow", "count"?, "event"?, "conclusion"?, "category"?}
-    GET  /_admin/truth               generated category and log line of every failed job, events
+    GET  /_admin/truth[?log_status=ok]  generated category and log line of each failed job, events
     GET  /_admin/inventory           counts and ids of runs, attempts, jobs and logs by status
     POST /_admin/rate_limit {"limit"?, "used"?}   set the primary budget
 
@@ -88,9 +88,10 @@ class Admin:
 
     def get_truth(self, request: Request, api: RepoApi) -> dict[str, Any]:
         history = api.history
+        wanted = request.arg("log_status")
         failures = []
         for job in history.job_by_id.values():
-            if job.category is None:
+            if job.category is None or (wanted and api.log_status(job) != wanted):
                 continue
             run = history.run_by_id[job.run_id]
             rendered = render(job, run, api.shapes.full)
