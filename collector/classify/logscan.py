@@ -1,8 +1,8 @@
 """Stream a log once and keep, per rule, only its last accepted line (plus environment facts).
 
-The file is read in chunks cut at line ends, so memory stays flat whatever the log's size; a
-line longer than MAX_CARRY is scanned in pieces. Context lines are taken from the chunk being
-scanned and a small tail of the previous one, so no second pass over the file is needed.
+The file is read in chunks completed to the next line end, so memory stays flat whatever the
+log's size; a line longer than MAX_CARRY is scanned in pieces. Context lines come from the chunk
+being scanned and a small tail of the previous ones, so no second pass over the file is needed.
 """
 
 from __future__ import annotations
@@ -57,9 +57,14 @@ class _Block:
     def line_text(self, start: int, stop: int, end: int) -> str:
         return clean_line(self.data[max(start, end - LINE_WINDOW) : min(stop, end + LINE_WINDOW)])
 
-    def hit(self, start: int, text: str) -> Hit:
-        number = self.lines_before + self.data.count(b"\n", 0, start) + 1
-        return Hit(number, text, self._context(start))
+    def hits(self, found: list[tuple[int, str]]) -> list[Hit]:
+        """Hits for (line start, text) pairs; newlines are counted once across the block."""
+        numbers: dict[int, int] = {}
+        number, counted = self.lines_before + 1, 0
+        for start in sorted({start for start, _ in found}):
+            number += self.data.count(b"\n", counted, start)
+            numbers[start], counted = number, start
+        return [Hit(numbers[start], text, self._context(start)) for start, text in found]
 
     def _context(self, start: int) -> tuple[str, ...]:
         window = self.data[max(0, start - CONTEXT_BYTES) : start]
@@ -72,21 +77,11 @@ class _Block:
 
 
 def _blocks(stream: BinaryIO) -> Iterator[_Block]:
-    """Chunks of whole lines (a giant line is cut at MAX_CARRY), with running line counts."""
-    carry, lines, offset, tail = b"", 0, 0, b""
-    while True:
-        data = stream.read(CHUNK_BYTES)
-        if not data:
-            if carry:
-                yield _Block(carry, lines, offset, tail)
-            return
-        buf = carry + data if carry else data
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0 and len(buf) < MAX_CARRY:
-            carry = buf
-            continue
-        cut = cut or len(buf)
-        block, carry = (buf, b"") if cut == len(buf) else (buf[:cut], buf[cut:])
+    """Chunks of whole lines (a line longer than MAX_CARRY is cut), with running line counts."""
+    lines, offset, tail = 0, 0, b""
+    while block := stream.read(CHUNK_BYTES):
+        if not block.endswith(b"\n"):
+            block += stream.readline(MAX_CARRY)
         yield _Block(block, lines, offset, tail)
         lines += block.count(b"\n")
         offset += len(block)
@@ -108,7 +103,8 @@ class LogScanner:
             for pi, p in enumerate(fact.patterns):
                 patterns.append(p)
                 self._owner.append((True, fi, pi))
-        self.scanner = Scanner(patterns)
+        facts = frozenset(i for i, (is_fact, _, _) in enumerate(self._owner) if is_fact)
+        self.scanner = Scanner(patterns, first_only=facts)
         self._catch_all = len(ruleset.rules) - 1
 
     def scan(self, stream: BinaryIO, keep_candidates: int = 1) -> LogScan:
@@ -139,7 +135,8 @@ class LogScanner:
         """Walk matches backwards: the first acceptable line per rule is its last in the block."""
         done: set[int] = set()
         seen: set[tuple[int, int]] = set()
-        fresh_candidates: list[Hit] = []
+        accepted: list[tuple[int, int, str]] = []  # (rule index, line start, text), last first
+        candidates = 0
         for pid, end in reversed(matches):
             is_fact, ri, _ = self._owner[pid]
             if is_fact or ri in done:
@@ -149,17 +146,18 @@ class LogScanner:
                 continue
             seen.add((ri, start))
             text = block.line_text(start, stop, end)
-            rule = self.ruleset.rules[ri]
-            if not self._accepts(rule, text):
+            if not self._accepts(self.ruleset.rules[ri], text):
                 continue
-            if ri != self._catch_all:
-                result.hits[ri] = block.hit(start, text)
+            accepted.append((ri, start, text))
+            candidates += ri == self._catch_all
+            if ri != self._catch_all or candidates >= keep_candidates:
                 done.add(ri)
-                continue
-            fresh_candidates.append(block.hit(start, text))
-            if len(fresh_candidates) >= keep_candidates:
-                done.add(ri)
-        result.candidates.extend(reversed(fresh_candidates))
+        hits = block.hits([(start, text) for _, start, text in accepted])
+        for (ri, _, _), hit in zip(reversed(accepted), reversed(hits), strict=True):
+            if ri == self._catch_all:
+                result.candidates.append(hit)
+            else:
+                result.hits[ri] = hit
 
     def _accepts(self, rule: Rule, text: str) -> bool:
         return bool(text) and not self.ruleset.is_boilerplate(text) and not rule.excludes(text)

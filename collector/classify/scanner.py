@@ -19,16 +19,22 @@ Match = tuple[int, int]  # (pattern id, end offset in the block)
 
 
 class Scanner:
-    """Scans a block for all `patterns`; ids are the patterns' positions in the sequence."""
+    """Scans a block for all `patterns`; ids are the patterns' positions in the sequence.
 
-    def __init__(self, patterns: Sequence[str]) -> None:
+    Patterns whose id is in `first_only` report only their first match per block, which saves
+    a Python callback per line for patterns that only need one (environment facts).
+    """
+
+    def __init__(self, patterns: Sequence[str], first_only: frozenset[int] = frozenset()) -> None:
         self.backend = "hyperscan" if hyperscan is not None else "re"
+        self._first_only = first_only
         if hyperscan is not None:
+            single, multi = hyperscan.HS_FLAG_SINGLEMATCH, hyperscan.HS_FLAG_MULTILINE
             self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
             self._db.compile(
                 expressions=[p.encode() for p in patterns],
                 ids=list(range(len(patterns))),
-                flags=hyperscan.HS_FLAG_MULTILINE,
+                flags=[multi | (single if i in first_only else 0) for i in range(len(patterns))],
             )
         else:
             self._regexes = [re.compile(p.encode(), re.MULTILINE) for p in patterns]
@@ -40,7 +46,8 @@ class Scanner:
             self._db.scan(block, match_event_handler=_collector(found))
             return found
         for pid, regex in enumerate(self._regexes):
-            found.extend((pid, m.end()) for m in regex.finditer(block))
+            matches = [regex.search(block)] if pid in self._first_only else regex.finditer(block)
+            found.extend((pid, m.end()) for m in matches if m is not None)
         found.sort(key=lambda m: m[1])
         return found
 
