@@ -199,7 +199,8 @@ def events_add(state: State, date: str, title: str, pr: int | None, kind: str) -
 @click.option(
     "--since",
     metavar="DATE",
-    help="First sync from DATE (default: 30 days before the earliest configured event).",
+    help="First sync (or --full) from DATE (default: 30 days before the earliest "
+    "configured event).",
 )
 @click.option(
     "--full",
@@ -295,6 +296,33 @@ def export(
     frame = export_table(state.engine(read_only=True), state.config, table, where, scope)
     write_csv(frame, out_path)
     click.echo(f"{out_path}: {len(frame)} rows")
+
+
+@cli.command()
+@click.option("--host", metavar="H", help="Address to listen on (default: [dashboard] host).")
+@click.option("--port", type=int, metavar="N", help="Port (default: [dashboard] port).")
+@click.pass_obj
+def dashboard(state: State, host: str | None, port: int | None) -> None:
+    """Serve the Streamlit dashboard until interrupted; it only reads the database."""
+    from dashboard.launch import DashboardError, start_dashboard, stop_dashboard, wait_until_ready
+
+    config = state.config
+    process, url = start_dashboard(
+        db_url=config.database_url,
+        host=host or config.dashboard_host,
+        port=port or config.dashboard_port,
+        config_path=state.config_path,
+    )
+    try:
+        wait_until_ready(url, process)
+        click.echo(f"dashboard: {url}")
+        process.wait()
+    except DashboardError as exc:
+        raise ConfigError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_dashboard(process)
 
 
 def _db_exists(state: State) -> bool:

@@ -177,8 +177,10 @@ def mark_new(signatures: pd.DataFrame, reference: pd.Timestamp) -> pd.DataFrame:
 
 
 def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
-    """``runner_pool``: the job's runner labels, joined; "(no runner)" when it never ran."""
-    pools = jobs["labels"].map(lambda labels: "+".join(sorted(labels)) if labels else None)
+    """``runner_pool``: the job's runner labels (``labels`` as stored JSON text) joined by
+    "+"; "(no runner)" when it never ran."""
+    pools = jobs["labels"].str.replace(r'[\[\]"\s]', "", regex=True).str.replace(",", "+")
+    pools = pools.where(pools.str.len() > 0)
     return jobs.assign(
         runner_pool=pools.fillna("(no runner)"), runner_name=jobs["runner_name"].fillna("(none)")
     )

@@ -110,16 +110,28 @@ def _tagged_paths(config: Config, tags: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w.path for w in config.workflows if set(w.tags) & set(tags)) or ("<none>",)
 
 
-def _where(filters: Filters, *, dated: bool = True) -> queries.RunFilter:
-    return filters.run_filter(_tagged_paths(current_config(), filters.tags), dated=dated)
+def _where(filters: Filters) -> queries.RunFilter:
+    """The SQL filter: repository and tagged workflows, every date. Dates are cut in pandas
+    (``_dated``), so every page and date range shares one cached load."""
+    return filters.run_filter(_tagged_paths(current_config(), filters.tags), dated=False)
+
+
+def _dated(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
+    window = filters.run_filter(())
+    return frame[(frame["created_at"] >= window.since) & (frame["created_at"] < window.until)]
 
 
 @st.cache_data(ttl=TTL)
-def _all_scopes_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
+def _all_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     config, eng = current_config(), engine(db_url)
     runs = outcomes.logical_runs(queries.load_runs(eng, where), queries.load_attempts(eng, where))
     runs = outcomes.attach_lineage(runs, setup.workflow_table(config.workflows))
-    return outcomes.with_run_categories(runs, queries.load_failures(eng, where))
+    return outcomes.with_run_categories(runs, _all_failures(db_url, where))
+
+
+@st.cache_data(ttl=TTL)
+def _all_failures(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
+    return queries.load_failures(engine(db_url), where)
 
 
 def _scoped(frame: pd.DataFrame, scope: str) -> pd.DataFrame:
@@ -128,23 +140,32 @@ def _scoped(frame: pd.DataFrame, scope: str) -> pd.DataFrame:
 
 
 def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
-    """Logical runs in scope with lineage, tags and failure_category."""
-    return _scoped(_all_scopes_runs(db_url, _where(filters, dated=dated)), filters.scope)
+    """Logical runs in scope with lineage, tags and failure_category; ``dated``: in the
+    date range only."""
+    frame = _all_runs(db_url, _where(filters))
+    return _scoped(_dated(frame, filters) if dated else frame, filters.scope)
 
 
 @st.cache_data(ttl=TTL)
-def _all_scopes_jobs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
-    eng = engine(db_url)
-    run_columns = _all_scopes_runs(db_url, where)[RUN_COLUMNS]
-    jobs = outcomes.logical_jobs(
-        queries.load_jobs(eng, where), run_columns, current_config().job_name_strip
-    )
-    return jobs.assign(category=verdicts.job_categories(jobs, queries.load_failures(eng, where)))
+def _all_jobs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
+    run_columns = _all_runs(db_url, where)[RUN_COLUMNS]
+    attempts = queries.job_outcomes(engine(db_url), where)
+    attempts = attempts.assign(started_at=pd.NaT, completed_at=pd.NaT)
+    jobs = outcomes.logical_jobs(attempts, run_columns, current_config().job_name_strip)
+    return jobs.assign(category=verdicts.job_categories(jobs, _all_failures(db_url, where)))
 
 
-def jobs(db_url: str, filters: Filters) -> pd.DataFrame:
+def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     """Logical jobs in scope, with the category of their last red shard."""
-    return _scoped(_all_scopes_jobs(db_url, _where(filters)), filters.scope)
+    frame = _all_jobs(db_url, _where(filters))
+    return _scoped(_dated(frame, filters) if dated else frame, filters.scope)
+
+
+def _failures(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Failures of the runs in the date range (any scope)."""
+    where = _where(filters)
+    frame = _all_failures(db_url, where)
+    return frame[frame["run_id"].isin(_dated(_all_runs(db_url, where), filters)["run_id"])]
 
 
 def events(db_url: str) -> pd.DataFrame:
@@ -193,16 +214,11 @@ def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.
 # ---- Migrations -----------------------------------------------------------------------------
 
 
-def _undated_runs(db_url: str, filters: Filters) -> pd.DataFrame:
-    """Every run of the repository: an event's windows do not follow the date range."""
-    return _all_scopes_runs(db_url, _where(filters, dated=False))
-
-
 @st.cache_data(ttl=TTL)
 def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
     return ba.before_after(
-        _undated_runs(db_url, filters),
+        _all_runs(db_url, _where(filters)),
         events(db_url),
         window_days=config.window_days,
         first_runs=config.first_runs,
@@ -217,7 +233,7 @@ def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
 def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
     return ba.category_shift(
-        _undated_runs(db_url, filters),
+        _all_runs(db_url, _where(filters)),
         events(db_url),
         window_days=config.window_days,
         scope=filters.scope,
@@ -229,15 +245,14 @@ def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
 @st.cache_data(ttl=TTL)
 def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
-    frame = _scoped(_undated_runs(db_url, filters), filters.scope)
+    frame = _scoped(_all_runs(db_url, _where(filters)), filters.scope)
     return derive.successor_first_runs(frame, events(db_url), config.first_runs, config.window_days)
 
 
 @st.cache_data(ttl=TTL)
 def coverage_lost(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
-    where = _where(filters, dated=False)
-    frame = _scoped(_all_scopes_jobs(db_url, where), filters.scope)
+    frame = jobs(db_url, filters, dated=False)
     renames = setup.job_renames(config.lineages)
     return derive.coverage_lost(frame, events(db_url), renames, config.window_days)
 
@@ -248,20 +263,23 @@ def coverage_lost(db_url: str, filters: Filters) -> pd.DataFrame:
 @st.cache_data(ttl=TTL)
 def failure_periods(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
     """Failures per category and day or week. Columns: period, category, failures."""
-    days = queries.daily_failure_counts(engine(db_url), _where(filters))
+    paths = _tagged_paths(current_config(), filters.tags)
+    days = queries.daily_failure_counts(engine(db_url), filters.run_filter(paths))
     periods = rates.with_period(days, freq, "day")
     return periods.groupby(["period", "category"], as_index=False)["failures"].sum()
 
 
 @st.cache_data(ttl=TTL)
 def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
-    table = queries.signature_summary(engine(db_url), _where(filters))
+    paths = _tagged_paths(current_config(), filters.tags)
+    table = queries.signature_summary(engine(db_url), filters.run_filter(paths))
     return derive.mark_new(table, pd.Timestamp(filters.last_day, tz="UTC"))
 
 
 @st.cache_data(ttl=TTL)
 def signature_failures(db_url: str, filters: Filters, signature: str) -> pd.DataFrame:
-    return queries.signature_failures(engine(db_url), signature, _where(filters))
+    paths = _tagged_paths(current_config(), filters.tags)
+    return queries.signature_failures(engine(db_url), signature, filters.run_filter(paths))
 
 
 @st.cache_data(ttl=TTL)
@@ -293,8 +311,7 @@ def flaky_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
 def job_verdicts(db_url: str, filters: Filters) -> pd.DataFrame:
     """Every failed logical job with its verdict and evidence (analytics.verdicts)."""
     frame = jobs(db_url, filters)
-    failures = queries.load_failures(engine(db_url), _where(filters))
-    return verdicts.job_verdicts(frame, failures)
+    return verdicts.job_verdicts(frame, _failures(db_url, filters))
 
 
 # ---- Runners and environments ---------------------------------------------------------------
@@ -318,6 +335,4 @@ def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
 def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
     """Failures per environment fact (cann, driver, torch...) and version, with the runners
     and categories they hit."""
-    failures = queries.load_failures(engine(db_url), _where(filters))
-    frame = jobs(db_url, filters)
-    return derive.environment_failures(failures, frame)
+    return derive.environment_failures(_failures(db_url, filters), jobs(db_url, filters))

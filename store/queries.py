@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Select, func, select
+from sqlalchemy import Engine, Select, String, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from store.models import (
@@ -302,6 +302,32 @@ def signature_failures(
         .limit(limit)
     )
     return _frame(engine, _filtered(stmt, where), ("created_at",))
+
+
+def _raw_frame(engine: Engine, stmt: Select[Any], times: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Like ``_frame`` for big results, fetched from the DBAPI cursor: SQLAlchemy's per-row
+    type processing costs more than the query here, and pandas parses times in one go."""
+    with engine.connect() as conn:
+        result = conn.execute(stmt)
+        frame = pd.DataFrame(result.cursor.fetchall(), columns=list(result.keys()))
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame
+
+
+def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Every job of every attempt of the selected runs, only what outcomes need: job_id,
+    run_id, run_attempt, name, conclusion, runner_name, labels (the JSON text as stored)."""
+    stmt = select(
+        Job.id.label("job_id"),
+        Job.run_id,
+        Job.run_attempt,
+        Job.name,
+        Job.conclusion,
+        Job.runner_name,
+        type_coerce(Job.labels, String).label("labels"),
+    ).join(WorkflowRun, WorkflowRun.id == Job.run_id)
+    return _raw_frame(engine, _filtered(stmt, where))
 
 
 def job_log(engine: Engine, job_id: int) -> tuple[bytes, str | None] | None:

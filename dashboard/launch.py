@@ -1,0 +1,73 @@
+"""Start the Streamlit server as a child process and wait until it answers: shared by
+``ciflake dashboard``, ``ciflake demo`` and the browser test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+APP = Path(__file__).with_name("app.py")
+HEALTH_PATH = "/_stcore/health"
+
+
+class DashboardError(RuntimeError):
+    """The server exited or did not answer in time; the message says which."""
+
+
+def start_dashboard(
+    *, db_url: str, host: str, port: int, config_path: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Launch ``streamlit run dashboard/app.py`` (headless, no usage statistics) with the
+    database URL and config file in its environment; returns the process and its URL."""
+    env = {**os.environ, "CIFLAKE_DB_URL": db_url}
+    if config_path is not None:
+        env["CIFLAKE_CONFIG"] = str(Path(config_path).resolve())
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+    ]
+    process = subprocess.Popen(command, env=env)
+    return process, f"http://{host}:{port}"
+
+
+def wait_until_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 90.0) -> None:
+    """Poll Streamlit's health endpoint until it says ok."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise DashboardError(f"the dashboard exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + HEALTH_PATH, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.3)
+    raise DashboardError(f"the dashboard did not answer at {url} within {timeout:.0f}s")
+
+
+def stop_dashboard(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Terminate the server, then kill it if it lingers."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
