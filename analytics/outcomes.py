@@ -67,8 +67,9 @@ def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataF
     """One row per (run, logical job) across the run's attempts and shards.
 
     ``jobs``: store.queries.load_jobs. ``runs``: runs with at least run_id, workflow_path,
-    event, head_branch, head_sha, created_at (lineage/tags are carried when present). In one
-    attempt a logical job is red if any shard is red, green if every shard is green.
+    event, head_branch, head_sha, created_at; their other columns (lineage, tags...) are
+    carried along, except those the job's own values replace (conclusion, logical_outcome...).
+    In one attempt a logical job is red if any shard is red, green if every shard is green.
 
     Columns: the run columns, logical_job, attempts, last_attempt, first_conclusion,
     conclusion, logical_outcome, runner_name, labels, started_at, completed_at (of the latest
@@ -108,7 +109,9 @@ def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataF
     latest = latest.rename(columns={"run_attempt": "last_attempt"})
     latest = latest.drop(columns=["red", "green", "job_id"]).join(summary)
     latest["logical_outcome"] = outcome_of(latest["conclusion"], latest["red_attempts"] > 0)
-    return runs.merge(latest.reset_index(), on="run_id", how="inner")
+    latest = latest.reset_index()
+    context = runs.drop(columns=[c for c in latest.columns if c != "run_id" and c in runs])
+    return context.merge(latest, on="run_id", how="inner")
 
 
 def attach_lineage(frame: pd.DataFrame, workflows: pd.DataFrame) -> pd.DataFrame:
