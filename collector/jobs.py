@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from collector.client import GitHubClient
-from collector.payloads import attempt_conclusion, job_row, parse_time
+from collector.payloads import FAILED_CONCLUSIONS, attempt_conclusion, job_row, parse_time
 from store.models import Job, RunAttempt
 from store.upsert import upsert
 
@@ -24,9 +24,34 @@ def fetch_jobs(client: GitHubClient, repo: str, run_id: int) -> list[dict[str, A
     return jobs
 
 
-def attempt_rows(run: dict[str, Any], jobs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per attempt. The latest attempt is the run as GitHub reports it; earlier ones are
-    summed up from their jobs, which spares a request per attempt."""
+def fetch_attempt(client: GitHubClient, repo: str, run_id: int, attempt: int) -> dict[str, Any]:
+    _status, _headers, body = client.get(f"/repos/{repo}/actions/runs/{run_id}/attempts/{attempt}")
+    return body
+
+
+def ambiguous_attempts(run: dict[str, Any], jobs: Sequence[dict[str, Any]]) -> list[int]:
+    """Earlier attempts whose conclusion the jobs cannot tell: a cancelled job and no failed
+    one is a concurrency cancel (run cancelled) or a job time limit (run failed)."""
+    latest = run.get("run_attempt") or 1
+    by_attempt: dict[int, set[Any]] = defaultdict(set)
+    for job in jobs:
+        by_attempt[job.get("run_attempt") or 1].add(job.get("conclusion"))
+    return [
+        attempt
+        for attempt, conclusions in sorted(by_attempt.items())
+        if attempt < latest and "cancelled" in conclusions and not conclusions & FAILED_CONCLUSIONS
+    ]
+
+
+def attempt_rows(
+    run: dict[str, Any],
+    jobs: Sequence[dict[str, Any]],
+    fetched: dict[int, dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per attempt. The latest attempt is the run as GitHub reports it, ``fetched``
+    attempts as GitHub reported them; the others are summed up from their jobs, which spares a
+    request per attempt."""
+    fetched = fetched or {}
     by_attempt: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for job in jobs:
         by_attempt[job.get("run_attempt") or 1].append(job)
@@ -34,9 +59,10 @@ def attempt_rows(run: dict[str, Any], jobs: Sequence[dict[str, Any]]) -> list[di
     rows = []
     for attempt in range(1, latest + 1):
         attempt_jobs = by_attempt.get(attempt, [])
-        if attempt == latest:
-            status, conclusion = run.get("status"), run.get("conclusion")
-            started, updated = run.get("run_started_at"), run.get("updated_at")
+        reported = run if attempt == latest else fetched.get(attempt)
+        if reported is not None:
+            status, conclusion = reported.get("status"), reported.get("conclusion")
+            started, updated = reported.get("run_started_at"), reported.get("updated_at")
         else:
             status = "completed"
             conclusion = attempt_conclusion(attempt_jobs) if attempt_jobs else None
@@ -56,11 +82,26 @@ def attempt_rows(run: dict[str, Any], jobs: Sequence[dict[str, Any]]) -> list[di
     return rows
 
 
+def failed_jobs(jobs: Sequence[dict[str, Any]], attempts: Sequence[dict[str, Any]]) -> list[dict]:
+    """Jobs that failed: failure or timed_out, and cancelled jobs of a failed attempt (a job
+    that hit its time limit is cancelled, while its run fails)."""
+    failed_attempts = {
+        (a["run_id"], a["attempt"]) for a in attempts if a["conclusion"] == "failure"
+    }
+    return [
+        job
+        for job in jobs
+        if job.get("conclusion") in FAILED_CONCLUSIONS
+        or (
+            job.get("conclusion") == "cancelled"
+            and (job["run_id"], job.get("run_attempt") or 1) in failed_attempts
+        )
+    ]
+
+
 def save_jobs(
-    session: Session, runs: Sequence[dict[str, Any]], jobs_by_run: dict[int, list[dict]]
+    session: Session, attempts: Sequence[dict[str, Any]], jobs: Sequence[dict[str, Any]]
 ) -> int:
-    attempts = [row for run in runs for row in attempt_rows(run, jobs_by_run.get(run["id"], []))]
-    upsert(session, RunAttempt, attempts)
-    jobs = [job_row(job) for run in runs for job in jobs_by_run.get(run["id"], [])]
-    upsert(session, Job, jobs)
+    upsert(session, RunAttempt, list(attempts))
+    upsert(session, Job, [job_row(job) for job in jobs])
     return len(jobs)

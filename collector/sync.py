@@ -21,9 +21,16 @@ from sqlalchemy.orm import Session
 
 from ciflake.config import Config
 from collector.client import CollectError, GitHubClient
-from collector.jobs import fetch_jobs, save_jobs
+from collector.jobs import (
+    ambiguous_attempts,
+    attempt_rows,
+    failed_jobs,
+    fetch_attempt,
+    fetch_jobs,
+    save_jobs,
+)
 from collector.logs import LogFetcher, save_logs_and_failures, save_run_failure
-from collector.payloads import FAILED_CONCLUSIONS, parse_time, run_fingerprint
+from collector.payloads import parse_time, run_fingerprint
 from collector.progress import CollectProgress
 from collector.runs import fetch_run, fetch_runs, fetch_workflows, save_runs, save_workflows
 from store import queries
@@ -96,6 +103,9 @@ class Collector:
         self.report = CollectReport()
         self.fetcher = LogFetcher(client, config.repo, config.log_workers)
 
+    def _session(self) -> Session:
+        return Session(self.engine, expire_on_commit=False)
+
     # ---- the whole collect ----------------------------------------------------------------
 
     def run(self) -> CollectReport:
@@ -112,7 +122,7 @@ class Collector:
         return self.report
 
     def _collect(self) -> None:
-        with Session(self.engine) as session:
+        with self._session() as session:
             states = queries.sync_states(session, self.repo)
         workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
         for workflow in workflows:
@@ -123,7 +133,7 @@ class Collector:
     def _resolve_workflows(self, state: SyncState | None) -> list[dict[str, Any]]:
         etags = {} if (self.options.full or state is None) else dict(state.etags)
         listed, new_etags = fetch_workflows(self.client, self.repo, etags)
-        with Session(self.engine) as session, session.begin():
+        with self._session() as session, session.begin():
             if listed is not None:
                 save_workflows(session, self.repo, listed)
             self._save_state(session, REPO_STATE_ID, None, new_etags)
@@ -141,34 +151,41 @@ class Collector:
 
     def _collect_workflow(self, workflow: dict[str, Any], state: SyncState | None) -> None:
         now = datetime.now(UTC)
-        fresh = self.options.full or state is None or state.watermark is None
-        since = self.options.since or default_since(self.config)
-        if not fresh:
-            assert state is not None and state.watermark is not None
-            since = max(since, state.watermark - timedelta(days=self.config.trailing_days))
-        etags = {} if (self.options.full or state is None) else dict(state.etags)
+        floor = self.options.since or default_since(self.config)
+        if self.options.full or state is None or state.window_start is None:
+            start, etags = floor, {}
+        else:
+            start, etags = state.window_start, dict(state.etags)
         listing_etags = {k: v for k, v in etags.items() if not k.startswith("run:")}
-        runs, new_etags = fetch_runs(
-            self.client, self.repo, workflow["id"], since, now, listing_etags
-        )
         run_etags = {k: v for k, v in etags.items() if k.startswith("run:")}
-        polled = self._poll_incomplete(workflow["id"], since, run_etags)
-        changed = self._changed(runs or []) + polled
+        runs, new_etags = fetch_runs(
+            self.client, self.repo, workflow["id"], start, now, listing_etags
+        )
+        changed = self._changed(runs or []) + self._poll_incomplete(
+            workflow["id"], start, run_etags
+        )
         changed.sort(key=lambda r: (r.get("created_at") or "", r["id"]))
         self.progress.add_runs(len(changed))
         watermark = state.watermark if (state is not None and not self.options.full) else None
-        for start in range(0, len(changed), BATCH_RUNS):
-            batch = changed[start : start + BATCH_RUNS]
+        for first in range(0, len(changed), BATCH_RUNS):
+            batch = changed[first : first + BATCH_RUNS]
             newest = max(parse_time(r["created_at"]) for r in batch)
             watermark = newest if watermark is None else max(watermark, newest)
             self._process_batch(workflow, batch, watermark)
-        if watermark is None and runs:
+        if runs and watermark is None:
             watermark = max(parse_time(r["created_at"]) for r in runs)
-        with Session(self.engine) as session, session.begin():
-            self._save_state(session, workflow["id"], watermark, {**new_etags, **run_etags})
+        if runs is not None and watermark is not None:
+            target = max(floor, _week_start(watermark - timedelta(days=self.config.trailing_days)))
+            if target > start:
+                # Ask once now for the listing the next collects will send, so that they are
+                # answered by 304 while nothing changes. Every run in it was just processed.
+                _, new_etags = fetch_runs(self.client, self.repo, workflow["id"], target, now, {})
+                start = target
+        with self._session() as session, session.begin():
+            self._save_state(session, workflow["id"], watermark, {**new_etags, **run_etags}, start)
 
     def _changed(self, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        with Session(self.engine) as session:
+        with self._session() as session:
             stored = queries.run_fingerprints(session, [r["id"] for r in runs])
         changed = []
         for run in runs:
@@ -186,7 +203,7 @@ class Collector:
         self, workflow_id: int, listed_since: datetime, run_etags: dict[str, str]
     ) -> list[dict[str, Any]]:
         """Runs older than the listing window that had not completed: ask for each by id."""
-        with Session(self.engine) as session:
+        with self._session() as session:
             ids = queries.incomplete_run_ids(session, workflow_id, listed_since)
         changed = []
         for run_id in ids:
@@ -204,23 +221,30 @@ class Collector:
     def _process_batch(
         self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime
     ) -> None:
-        jobs_by_run = {}
+        jobs_by_run: dict[int, list[dict[str, Any]]] = {}
+        attempts: list[dict[str, Any]] = []
         for run in runs:
-            jobs_by_run[run["id"]] = fetch_jobs(self.client, self.repo, run["id"])
+            jobs = fetch_jobs(self.client, self.repo, run["id"])
+            fetched = {
+                n: fetch_attempt(self.client, self.repo, run["id"], n)
+                for n in ambiguous_attempts(run, jobs)
+            }
+            jobs_by_run[run["id"]] = jobs
+            attempts += attempt_rows(run, jobs, fetched)
             self.progress.advance_runs()
         all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
         self.progress.add_jobs(len(all_jobs))
-        failed = [job for job in all_jobs if job.get("conclusion") in FAILED_CONCLUSIONS]
+        failed = failed_jobs(all_jobs, attempts)
         results = []
         if self.options.logs and failed:
-            with Session(self.engine) as session:
+            with self._session() as session:
                 settled = queries.settled_log_job_ids(session, [j["id"] for j in failed])
             todo = [job for job in failed if job["id"] not in settled]
             self.progress.add_logs(len(todo))
             results = self.fetcher.fetch(todo, self.progress.advance_logs)
-        with Session(self.engine) as session, session.begin():
+        with self._session() as session, session.begin():
             save_runs(session, self.repo, {workflow["id"]: workflow["path"]}, runs)
-            self.report.jobs += save_jobs(session, runs, jobs_by_run)
+            self.report.jobs += save_jobs(session, attempts, all_jobs)
             if results:
                 save_logs_and_failures(session, results)
             for run in runs:
@@ -230,7 +254,7 @@ class Collector:
         self._count_logs(results)
 
     def _retry_failed_logs(self) -> None:
-        with Session(self.engine) as session:
+        with self._session() as session:
             jobs = queries.jobs_with_log_errors(session, self.repo)
         if not jobs:
             return
@@ -247,7 +271,7 @@ class Collector:
         ]
         self.progress.add_logs(len(payloads))
         results = self.fetcher.fetch(payloads, self.progress.advance_logs)
-        with Session(self.engine) as session, session.begin():
+        with self._session() as session, session.begin():
             save_logs_and_failures(session, results)
         self._count_logs(results)
 
@@ -270,21 +294,23 @@ class Collector:
         workflow_id: int,
         watermark: datetime | None,
         etags: dict[str, str] | None,
+        window_start: datetime | None = None,
     ) -> None:
         row: dict[str, Any] = {
             "repo": self.repo,
             "workflow_id": workflow_id,
             "watermark": watermark,
+            "window_start": window_start,
             "updated_at": datetime.now(UTC),
         }
         if etags is not None:
             row["etags"] = etags
             upsert(session, SyncState, [row])
-        else:  # a batch moves the watermark and keeps the ETags of the last complete collect
+        else:  # a batch moves the watermark and keeps the listing state of the last collect
             upsert(session, SyncState, [row | {"etags": {}}], update=["watermark", "updated_at"])
 
     def _open_sync_log(self) -> int:
-        with Session(self.engine) as session, session.begin():
+        with self._session() as session, session.begin():
             entry = SyncLog(repo=self.repo, started_at=datetime.now(UTC), status="running")
             session.add(entry)
             session.flush()
@@ -299,7 +325,7 @@ class Collector:
         self.report.rate_limit_remaining = stats.rate_limit_remaining
         self.report.duration_s = time.monotonic() - started
         report = self.report
-        with Session(self.engine) as session, session.begin():
+        with self._session() as session, session.begin():
             entry = session.get(SyncLog, log_id)
             assert entry is not None
             entry.finished_at = datetime.now(UTC)
@@ -312,6 +338,12 @@ class Collector:
             entry.rate_limit_remaining = report.rate_limit_remaining
             entry.duration_s = report.duration_s
             entry.message = message
+
+
+def _week_start(moment: datetime) -> datetime:
+    """Monday 00:00 UTC of ``moment``'s week: listing bounds move in whole weeks."""
+    day = moment.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return day - timedelta(days=day.weekday())
 
 
 def _reason(exc: BaseException) -> str:

@@ -211,6 +211,9 @@ class SyncState(Base):
     repo: Mapped[str] = mapped_column(String(200), primary_key=True)
     workflow_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     watermark: Mapped[datetime | None]
+    # Lower bound of the last run listing. It moves only in whole weeks, so the listing URL, and
+    # with it the ETag that makes an unchanged listing free, stays the same between collects.
+    window_start: Mapped[datetime | None]
     etags: Mapped[dict[str, Any]] = mapped_column(default=dict)
     updated_at: Mapped[datetime]
 

@@ -71,6 +71,7 @@ def upgrade() -> None:
         sa.Column("repo", sa.String(length=200), nullable=False),
         sa.Column("workflow_id", sa.BigInteger(), autoincrement=False, nullable=False),
         sa.Column("watermark", store.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("window_start", store.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("etags", sa.JSON(), nullable=False),
         sa.Column("updated_at", store.models.UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("repo", "workflow_id", name=op.f("pk_sync_state")),

@@ -1,0 +1,51 @@
+"""Helpers for tests that collect from a running fakehub."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from ciflake.config import Config, load_config
+from collector.command import collect_once
+from collector.sync import CollectOptions, CollectReport
+from fakehub import Hub
+from store.engine import make_engine
+from store.migrate import upgrade
+from store.models import Failure, Job, JobLog, RunAttempt, Workflow, WorkflowRun
+
+TEST_SCALE = 0.03
+SINCE = datetime(2025, 10, 1, tzinfo=UTC)  # the start of fakehub's history: collect it all
+
+# Columns that say when we fetched or classified something, not what GitHub holds.
+VOLATILE = {"fetched_at", "classified_at"}
+
+
+def hub_config(hub: Hub, db_url: str) -> Config:
+    return load_config(env={"GITHUB_TOKEN": hub.token}, api_url=hub.base_url, db_url=db_url)
+
+
+def migrated(db_url: str) -> Engine:
+    engine = make_engine(db_url)
+    upgrade(engine)
+    return engine
+
+
+def collect(hub: Hub, db_url: str, **options: Any) -> CollectReport:
+    options.setdefault("since", SINCE)
+    options.setdefault("quiet", True)
+    return collect_once(hub_config(hub, db_url), migrated(db_url), CollectOptions(**options))
+
+
+def snapshot(engine: Engine) -> dict[str, list[tuple]]:
+    """Everything the collect stored about GitHub's data, in a comparable form."""
+    out: dict[str, list[tuple]] = {}
+    with Session(engine) as session:
+        for model in (Workflow, WorkflowRun, RunAttempt, Job, JobLog, Failure):
+            columns = [c for c in model.__table__.columns if c.name not in VOLATILE]
+            keys = list(model.__table__.primary_key.columns)
+            rows = session.execute(select(*columns).order_by(*keys)).all()
+            out[model.__tablename__] = [tuple(row) for row in rows]
+    return out
