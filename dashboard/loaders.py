@@ -323,6 +323,7 @@ def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
     frame = derive.with_runner_pool(jobs(db_url, filters))
     table = rates.stability(frame, [by], current_config().min_runs)
     table = table.merge(derive.works_elsewhere(frame, by), on=by, how="left")
+    table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
     table = table.assign(
         fail_rate=1 - table["success_rate"],
         fail_rate_low=1 - table["success_rate_high"],

@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 from collector.classify import classify_job
 from fakehub.history import DEFAULT_END, History, Job, Run
 from fakehub.logs import render
-from store.models import Failure, Job as JobRow, JobLog, RunAttempt, SyncLog, Workflow, WorkflowRun
+from store.models import Failure, JobLog, RunAttempt, SyncLog, Workflow, WorkflowRun
+from store.models import Job as JobRow
 from store.upsert import upsert
 
 REPO = "verl-project/verl"

@@ -1,0 +1,164 @@
+"""The dashboard under Streamlit's AppTest: every page against a database of simulated verl
+history (tests/dashboard_db.py), the filters, and the messages for a database not ready."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dashboard_db import fill_from_history
+from streamlit.testing.v1 import AppTest
+
+from dashboard import charts, derive
+from dashboard.context import freshness_line
+from store.engine import make_engine
+from store.migrate import upgrade
+
+APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+PAGES = ("overview", "migrations", "failures", "flaky_jobs", "runners", "export")
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="session")
+def history_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One migrated SQLite database filled with a small-scale simulated history."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('dashboard') / 'ciflake.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    fill_from_history(engine, scale=0.1)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def app(history_db: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("CIFLAKE_DB_URL", history_db)
+    return AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+
+
+def _visit(app: AppTest, page: str) -> AppTest:
+    app.switch_page(f"pages/{page}.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def _plotted(app: AppTest) -> list[dict]:
+    """The Plotly figures of the page, as the JSON Streamlit sends to the browser."""
+    import json
+
+    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+
+
+def test_every_page_renders_without_exception(app: AppTest) -> None:
+    for page in PAGES:
+        _visit(app, page)
+
+
+def test_simulated_banner_and_freshness_line(app: AppTest) -> None:
+    assert any("Simulated data" in info.value for info in app.info)
+    assert any("Last successful collect" in caption.value for caption in app.caption)
+
+
+def test_overview_tiles_timeline_and_grid(app: AppTest) -> None:
+    badges = _tiles(app)
+    assert any("e2e_v1_separate_async" in b for b in badges)
+    assert any("[STALE]" in b and "trtllm" in b for b in badges)  # deleted by #7357
+    figures = _plotted(app)
+    assert len(figures) == 2
+    assert all(any(len(trace.get("x", [])) for trace in f["data"]) for f in figures)
+    labels = {a["text"] for a in figures[0]["layout"]["annotations"]}
+    assert {"#6568", "#7357"} <= labels
+
+
+def _tiles(app: AppTest) -> set[str]:
+    return {m.value for m in app.markdown if "-badge[" in m.value}
+
+
+def test_tag_filter_changes_the_tiles(app: AppTest, history_db: str) -> None:
+    # AppTest drops the entrypoint's sidebar from its tree on reruns of an st.navigation app
+    # (the widget state still applies), so the filter is set before a fresh first run.
+    ascend_app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    ascend_app.session_state["tags"] = ["ascend"]
+    ascend_app.run()
+    assert ascend_app.sidebar.multiselect(key="tags").value == ["ascend"]
+    ascend = _tiles(ascend_app)
+    assert ascend and ascend < _tiles(app)
+    assert all("ascend" in tile for tile in ascend)
+
+
+def test_migrations_show_6568_and_7357_with_successor_strip(app: AppTest) -> None:
+    _visit(app, "migrations")
+    titles = [e.label for e in app.expander]
+    assert any("#6568" in t for t in titles) and any("#7357" in t for t in titles)
+    assert all(len(frame.value) for frame in app.dataframe[:2])
+    axes = [f["layout"].get("xaxis", {}).get("title", {}).get("text") for f in _plotted(app)]
+    strips = [axis for axis in axes if axis == "run after the event"]
+    assert strips, "no first-runs strip for the workflows #7357 created"
+
+
+def test_failures_drill_down_shows_log_text(app: AppTest) -> None:
+    _visit(app, "failures")
+    signatures = app.dataframe[0].value
+    assert len(signatures) and {"new", "first_seen", "html_url"} <= set(signatures.columns)
+    assert app.code and app.code[0].value.strip()
+
+
+def test_flaky_and_runner_pages_have_rows(app: AppTest) -> None:
+    _visit(app, "flaky_jobs")
+    assert len(app.dataframe[0].value) and "flake_rate_low" in app.dataframe[0].value
+    _visit(app, "runners")
+    pools = app.dataframe[0].value
+    shares = pools["works_elsewhere"].dropna()  # undefined where a pool had no failure
+    assert len(shares) and shares.between(0, 1).all()
+
+
+def test_export_offers_a_csv_per_table(app: AppTest) -> None:
+    _visit(app, "export")
+    buttons = app.get("download_button")
+    assert len(buttons) >= 6
+
+
+def test_empty_database_gets_the_command_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    make_engine(url).dispose()
+    (tmp_path / "empty.db").touch()
+    monkeypatch.setenv("CIFLAKE_DB_URL", url)
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    assert "ciflake db upgrade" in app.error[0].value
+
+
+def test_missing_database_gets_the_command_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CIFLAKE_DB_URL", f"sqlite:///{tmp_path / 'absent.db'}")
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    assert "ciflake collect" in app.error[0].value
+
+
+def test_freshness_warns_after_two_intervals() -> None:
+    now = pd.Timestamp("2026-08-01T12:00Z").to_pydatetime()
+    assert freshness_line(now - pd.Timedelta(minutes=90), 60, now)[0] is False
+    assert freshness_line(now - pd.Timedelta(minutes=150), 60, now)[0] is True
+    assert freshness_line(None, 60, now)[0] is True
+
+
+def test_grid_cells_pick_the_worst_state_per_day() -> None:
+    day = pd.Timestamp("2026-08-01T08:00Z")
+    jobs = pd.DataFrame(
+        {
+            "logical_job": ["a", "a", "b", "c"],
+            "created_at": [day, day + pd.Timedelta(hours=2), day, day],
+            "logical_outcome": ["pass", "fail", "flaky", "excluded"],
+            "category": [None, "oom", None, None],
+        }
+    )
+    cells = derive.job_day_cells(jobs, 7).set_index("logical_job")
+    assert cells.at["a", "state"] == "oom" and cells.at["a", "runs"] == 2
+    assert cells.at["b", "state"] == "retry-green"
+    assert "c" not in cells.index
+    assert charts.job_day_heatmap(cells.reset_index()).data[0].z.shape == (2, 1)
