@@ -17,8 +17,7 @@ $(STAMP): requirements.lock pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/ciflake db upgrade
-	$(VENV)/bin/ciflake db stats
+	$(VENV)/bin/ciflake demo
 
 test: $(STAMP)
 	$(PY) -m pytest

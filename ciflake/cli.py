@@ -304,18 +304,22 @@ def export(
 @click.pass_obj
 def dashboard(state: State, host: str | None, port: int | None) -> None:
     """Serve the Streamlit dashboard until interrupted; it only reads the database."""
+    config = state.config
+    _serve_dashboard(
+        config.database_url,
+        host or config.dashboard_host,
+        port or config.dashboard_port,
+        state.config_path,
+    )
+
+
+def _serve_dashboard(db_url: str, host: str, port: int, config_path: str | None) -> None:
     from dashboard.launch import DashboardError, start_dashboard, stop_dashboard, wait_until_ready
 
-    config = state.config
-    process, url = start_dashboard(
-        db_url=config.database_url,
-        host=host or config.dashboard_host,
-        port=port or config.dashboard_port,
-        config_path=state.config_path,
-    )
+    process, url = start_dashboard(db_url=db_url, host=host, port=port, config_path=config_path)
     try:
         wait_until_ready(url, process)
-        click.echo(f"dashboard: {url}")
+        click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
         process.wait()
     except DashboardError as exc:
         raise ConfigError(str(exc)) from None
@@ -323,6 +327,30 @@ def dashboard(state: State, host: str | None, port: int | None) -> None:
         pass
     finally:
         stop_dashboard(process)
+
+
+@cli.command()
+@click.option("--port", type=int, metavar="N", help="Dashboard port (default: [dashboard] port).")
+@click.option("--no-dashboard", is_flag=True, help="Stop after the collect.")
+@click.pass_obj
+def demo(state: State, port: int | None, no_dashboard: bool) -> None:
+    """Start fakehub (a local GitHub replica with a simulated verl history), collect it into
+    a demo database (default sqlite:///ciflake-demo.db, or --db), then serve the dashboard.
+
+    No token and no network needed. Running it again is incremental.
+    """
+    from ciflake.demo import DEMO_DB_URL, DEMO_SEED, collect_demo
+
+    db_url = state.db_url or DEMO_DB_URL
+    state.db_url = db_url
+    with collect_demo(state.config, state.migrated_engine()) as (hub, report):
+        click.echo(f"fakehub: {hub.base_url} (simulated verl history, seed {DEMO_SEED})")
+        click.echo(f"collect: {report.line()}")
+        click.echo(f"database: {safe_url(db_url)}")
+        if no_dashboard:
+            return
+        config = state.config
+        _serve_dashboard(db_url, config.dashboard_host, port or config.dashboard_port, None)
 
 
 def _db_exists(state: State) -> bool:

@@ -1,0 +1,29 @@
+"""``ciflake demo``: fakehub + collect + dashboard on one machine, with nothing to configure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+
+import fakehub
+from ciflake.config import Config
+from collector.command import collect_once
+from collector.sync import CollectOptions, CollectReport
+
+DEMO_DB_URL = "sqlite:///ciflake-demo.db"
+DEMO_SEED = 1
+HISTORY_START = datetime(2025, 10, 1, tzinfo=UTC)  # the first day fakehub simulates
+
+
+@contextmanager
+def collect_demo(config: Config, engine: Engine) -> Iterator[tuple[fakehub.Hub, CollectReport]]:
+    """Start fakehub with the demo's seed and scale, collect its whole history into ``engine``
+    (incrementally when run again), and keep fakehub up while the caller runs, so that links
+    to jobs keep working."""
+    with fakehub.running(seed=DEMO_SEED) as hub:
+        demo_config = config.with_overrides(api_url=hub.base_url, token=hub.token)
+        report = collect_once(demo_config, engine, CollectOptions(since=HISTORY_START))
+        yield hub, report
