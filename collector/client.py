@@ -149,7 +149,12 @@ class GitHubClient:
                     method, path, input=body, headers=headers
                 )
             except requests.exceptions.RequestException as exc:
-                raise CollectError(f"{method} {path}: {type(exc).__name__}") from None
+                # urllib3 already retried connection errors; a body cut short lands here
+                bad_bodies += 1
+                if bad_bodies > BAD_BODY_RETRIES:
+                    raise CollectError(f"{method} {path}: {type(exc).__name__}") from None
+                self._announce(f"{type(exc).__name__} on {path}; retrying", 0.2 * bad_bodies)
+                continue
             hdrs = {k.lower(): v for k, v in hdrs.items()}
             self.stats.count(status, hdrs)
             if status == 401:
@@ -237,11 +242,16 @@ class GitHubClient:
     def log_location(self, repo: str, job_id: int) -> tuple[int, str | None]:
         """Ask the API where a job's log is: (302, url), (410, None) expired, (404, None)."""
         path = f"/repos/{repo}/actions/jobs/{job_id}/logs"
+        failures = 0
         while True:
             try:
                 status, hdrs, raw = self._github.requester.requestBlob("GET", path)
             except requests.exceptions.RequestException as exc:
-                raise CollectError(f"GET {path}: {type(exc).__name__}") from None
+                failures += 1
+                if failures > BAD_BODY_RETRIES:
+                    raise CollectError(f"GET {path}: {type(exc).__name__}") from None
+                self._announce(f"{type(exc).__name__} on {path}; retrying", 0.2 * failures)
+                continue
             hdrs = {k.lower(): v for k, v in hdrs.items()}
             self.stats.count(status, hdrs)
             if status == 401:
