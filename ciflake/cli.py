@@ -314,19 +314,22 @@ def dashboard(state: State, host: str | None, port: int | None) -> None:
 
 
 def _serve_dashboard(db_url: str, host: str, port: int, config_path: str | None) -> None:
-    from dashboard.launch import DashboardError, start_dashboard, stop_dashboard, wait_until_ready
+    from dashboard.launch import (
+        DashboardError,
+        serve_until_stopped,
+        start_dashboard,
+        stop_dashboard,
+        wait_until_ready,
+    )
 
     process, url = start_dashboard(db_url=db_url, host=host, port=port, config_path=config_path)
     try:
         wait_until_ready(url, process)
-        click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
-        process.wait()
     except DashboardError as exc:
-        raise ConfigError(str(exc)) from None
-    except KeyboardInterrupt:
-        pass
-    finally:
         stop_dashboard(process)
+        raise ConfigError(str(exc)) from None
+    click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
+    serve_until_stopped(process)
 
 
 @cli.command()

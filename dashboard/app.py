@@ -1,5 +1,6 @@
 """The dashboard's entrypoint: page config, the shared sidebar and status lines, the router.
-Pages live in ``dashboard/pages``; they read the view this script shares."""
+Pages live in ``dashboard/views`` (not ``pages/``: next to the entrypoint, Streamlit would also
+serve that folder as old-style pages that skip this router); they read the view shared here."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dashboard import loaders
 from dashboard.context import View, render_status, share_view
 from dashboard.filters import sidebar_filters
 
-PAGES = Path(__file__).parent / "pages"
+PAGES = Path(__file__).parent / "views"
 
 st.set_page_config(
     page_title="ciflake: CI flakiness", page_icon=":material/bug_report:", layout="wide"

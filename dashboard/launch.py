@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -71,3 +72,14 @@ def stop_dashboard(process: subprocess.Popen[bytes], grace: float = 10.0) -> Non
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def serve_until_stopped(process: subprocess.Popen[bytes]) -> None:
+    """Wait for the server; Ctrl-C or SIGTERM stop it, so no orphan keeps the port."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_dashboard(process)

@@ -38,7 +38,7 @@ def app(history_db: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 
 
 def _visit(app: AppTest, page: str) -> AppTest:
-    app.switch_page(f"pages/{page}.py").run()
+    app.switch_page(f"views/{page}.py").run()
     assert not app.exception, [e.value for e in app.exception]
     return app
 

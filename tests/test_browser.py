@@ -1,0 +1,98 @@
+"""A real browser on a running ``ciflake dashboard``: every page opens with no error element and
+charts that carry data; a screenshot per page lands in tests/artifacts/ for a human to look at."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dashboard_db import fill_from_history
+
+from dashboard.launch import stop_dashboard, wait_until_ready
+from store.engine import make_engine
+from store.migrate import upgrade
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+# Page title -> an element that appears only once the page has computed everything.
+PAGES = {
+    "overview": ("Overview", ".js-plotly-plot >> visible=true"),
+    "migrations": ("Migrations", ".js-plotly-plot >> visible=true"),
+    "failures": ("Failures", '[data-testid="stCode"]'),
+    "flaky_jobs": ("Flaky jobs", '[data-testid="stDataFrame"] >> nth=2'),
+    "runners": ("Runners and environments", '[data-testid="stDataFrame"] >> nth=2'),
+    "export": ("Export", '[data-testid="stDownloadButton"]'),
+}
+# Plotly.js keeps each drawn chart's decoded traces on its graph div; ``_length`` is a trace's
+# point count (a heatmap counts its rows). Count the points of each chart on the page.
+CHART_POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
+    div => (div._fullData || []).reduce(
+        (n, t) => n + (t._length || (t.z ? t.z.length : 0) || 0), 0))"""
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not installed (apt chromium)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def dashboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``ciflake dashboard`` on a free port over a simulated-history database."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('browser') / 'ciflake.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    fill_from_history(engine, scale=0.1)
+    engine.dispose()
+    port = _free_port()
+    ciflake = Path(sys.executable).with_name("ciflake")
+    process = subprocess.Popen([ciflake, "--db", url, "dashboard", "--port", str(port)])
+    address = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(address, process, timeout=120)
+        yield address
+    finally:
+        stop_dashboard(process)
+
+
+def test_every_page_in_chromium(dashboard_url: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(dashboard_url, wait_until="networkidle")
+        for name, (title, ready) in PAGES.items():
+            page.get_by_role("link", name=title).first.click()
+            page.get_by_role("heading", name=title).first.wait_for(timeout=180_000)
+            page.locator(ready).first.wait_for(timeout=180_000)
+            page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(1_000)  # Plotly draws after the element appears
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+            errors = page.locator('[data-testid="stException"]')
+            assert errors.count() == 0, f"{name}: {errors.first.inner_text()}"
+            points = page.evaluate(CHART_POINTS)
+            assert all(n > 0 for n in points), f"{name}: empty chart ({json.dumps(points)})"
+            assert points or name == "export", f"{name}: no chart"
+        browser.close()
