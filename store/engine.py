@@ -82,14 +82,10 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         return engine
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
-    engine = create_engine(parsed, pool_pre_ping=True)
-    if read_only:
-        event.listen(
-            engine,
-            "connect",
-            lambda conn, _r: conn.execute("SET default_transaction_read_only = on"),
-        )
-    return engine
+    # A server-side option, not a SET on connect: SQLAlchemy rolls back the connect-time
+    # transaction, and a SET made inside it would be rolled back with it.
+    options = {"options": "-c default_transaction_read_only=on"} if read_only else {}
+    return create_engine(parsed, pool_pre_ping=True, connect_args=options)
 
 
 def session_factory(engine: Engine) -> sessionmaker:

@@ -1,11 +1,21 @@
-"""Shared fixtures: every test gets its own database and a clean environment."""
+"""Shared fixtures: every test gets its own database and a clean environment.
+
+Tests that take ``db_url`` (or ``engine``) run on SQLite and, when ``CIFLAKE_TEST_PG_URL`` names
+a PostgreSQL server (a role that may create databases), on PostgreSQL too, each in a database
+of its own. On CI (``CI=true``) the PostgreSQL variant fails instead of vanishing when the URL
+is unset. ``@pytest.mark.sqlite_only`` keeps a test that checks SQLite itself to SQLite.
+"""
 
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from store.engine import make_engine
 
@@ -24,9 +34,44 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+def pg_url() -> str | None:
+    return os.environ.get("CIFLAKE_TEST_PG_URL")
+
+
+def backends() -> list[str]:
+    on_ci = os.environ.get("CI") == "true"
+    return ["sqlite", "postgresql"] if (pg_url() or on_ci) else ["sqlite"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "db_url" in metafunc.fixturenames:
+        sqlite_only = metafunc.definition.get_closest_marker("sqlite_only") is not None
+        metafunc.parametrize("backend", ["sqlite"] if sqlite_only else backends())
+
+
 @pytest.fixture
-def db_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'ciflake.db'}"
+def db_url(backend: str, tmp_path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ciflake.db'}"
+        return
+    server = pg_url()
+    if server is None:
+        pytest.fail("CI=true but CIFLAKE_TEST_PG_URL is unset: the PostgreSQL tests must run")
+    yield from fresh_pg_database(server)
+
+
+def fresh_pg_database(server: str) -> Iterator[str]:
+    """A database of its own on the server, dropped afterwards with any connection left."""
+    name = f"ciflake_test_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(server).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture
@@ -42,7 +87,3 @@ def engine(db_url):
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
-
-
-def pg_url() -> str | None:
-    return os.environ.get("CIFLAKE_TEST_PG_URL")
