@@ -93,6 +93,7 @@ class GitHubClient:
         timeout: float = 30,
         max_wait: float = 3600,
         secondary_wait: float = 60,
+        backoff_factor: float = 0.5,
         on_wait: Callable[[str], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -101,7 +102,7 @@ class GitHubClient:
             connect=5,
             read=5,
             status=5,
-            backoff_factor=0.5,
+            backoff_factor=backoff_factor,  # urllib3's sleep between 5xx and connection retries
             status_forcelist=TRANSIENT_STATUS,
             allowed_methods=None,
             respect_retry_after_header=False,

@@ -9,12 +9,15 @@
     GET  /_admin/truth[?log_status=ok]  generated category and log line of each failed job, events
     GET  /_admin/inventory           counts and ids of runs, attempts, jobs and logs by status
     POST /_admin/rate_limit {"limit"?, "used"?}   set the primary budget
+    POST /_admin/token {"token"}     accept this token from now on (the old one is revoked: 401)
+    POST /_admin/log {"job_id", "content_b64"}   serve these bytes as the job's log (hostile logs)
 
 Every endpoint takes `?repo=owner/name` (default: the first repository).
 """
 
 from __future__ import annotations
 
+import base64
 from collections import Counter
 from typing import Any
 
@@ -66,6 +69,18 @@ class Admin:
         rate.limit = int(body.get("limit", rate.limit))
         rate.used = int(body.get("used", rate.used))
         return rate.snapshot()
+
+    def post_token(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        self.app.token = str(request.json()["token"])
+        return {"changed": True}
+
+    def post_log(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body = request.json()
+        job_id = int(body["job_id"])
+        if job_id not in api.history.job_by_id:
+            raise KeyError(f"unknown job {job_id}")
+        api.log_overrides[job_id] = base64.b64decode(body["content_b64"])
+        return {"job_id": job_id, "size": len(api.log_overrides[job_id])}
 
     def post_rerun(self, request: Request, api: RepoApi) -> dict[str, Any]:
         body = request.json()

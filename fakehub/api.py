@@ -63,6 +63,7 @@ class RepoApi:
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.comment_by_id: dict[int, dict[str, Any]] = {}
         self.next_comment_id = 3_500_000_000
+        self.log_overrides: dict[int, bytes] = {}  # job id -> bytes served instead of its log
         self.routes: list[tuple[str, str, re.Pattern[str], Handler]] = [
             ("repo", "GET", re.compile(r""), self.repo),
             ("workflows", "GET", re.compile(r"/actions/workflows"), self.workflows),

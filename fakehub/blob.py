@@ -51,10 +51,11 @@ class BlobApp:
                 continue
             if api.log_status(job) != "ok":
                 return _xml_error(404, "BlobNotFound", "The specified blob does not exist.")
-            run = api.history.run_by_id[job.run_id]
-            text = render(job, run, api.shapes.full).text
+            body = api.log_overrides.get(job.id)
+            if body is None:
+                body = render(job, api.history.run_by_id[job.run_id], api.shapes.full).text.encode()
             self.served += 1
-            return Response(200, text.encode(), [("Content-Type", "text/plain; charset=utf-8")])
+            return Response(200, body, [("Content-Type", "text/plain; charset=utf-8")])
         return _xml_error(404, "BlobNotFound", "The specified blob does not exist.")
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
