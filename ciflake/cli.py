@@ -274,7 +274,12 @@ def reclassify(state: State) -> None:
     type=click.Choice(["default", "pr", "all"]),
     default="default",
     show_default=True,
-    help="before-after: default-branch runs, pull-request runs, or both.",
+    help="flaky, before-after: default-branch runs, pull-request runs, or both.",
+)
+@click.option(
+    "--category",
+    metavar="C",
+    help="runs, jobs, failures, signatures: only this failure category (oom, npu_env, ...).",
 )
 @click.pass_obj
 def export(
@@ -285,15 +290,18 @@ def export(
     until: str | None,
     workflows: tuple[str, ...],
     scope: str,
+    category: str | None,
 ) -> None:
-    """Write TABLE (runs, before-after) as CSV with a fixed column order."""
+    """Write TABLE (runs, jobs, failures, signatures, flaky, before-after) as CSV with a fixed
+    column order (README: "ciflake export")."""
     from ciflake.export import check_table, export_table, parse_range, write_csv
     from store.queries import RunFilter
 
-    check_table(table)
+    check_table(table, category)
     start, end = parse_range(since, until)
     where = RunFilter(state.config.repo, start, end, workflows)
-    frame = export_table(state.engine(read_only=True), state.config, table, where, scope)
+    engine = state.engine(read_only=True)
+    frame = export_table(engine, state.config, table, where, scope, category)
     write_csv(frame, out_path)
     click.echo(f"{out_path}: {len(frame)} rows")
 

@@ -3,6 +3,12 @@
 Fixed column orders (a spreadsheet or script may rely on them):
 
 - ``runs``: one row per workflow run (its attempts collapsed into a logical outcome)
+- ``jobs``: one row per job of every attempt, as GitHub reported it, with its logical job name
+  and the category of its failure (empty when it did not fail)
+- ``failures``: one row per classified failure (``job_id`` 0: a run that failed with no jobs)
+- ``signatures``: one row per failure signature in the range, with its newest example
+- ``flaky``: one row per logical job (default-branch scope unless asked otherwise), surely
+  flakiest first (Wilson lower bound of the flake rate = flaky / (pass + flaky))
 - ``before-after``: one row per change event and lineage it touches, default-branch scope unless
   asked otherwise; ``before_runs`` = before_pass + before_flaky + before_fail (excluded runs
   count in no rate); rates are fractions in [0, 1] with a 95% Wilson interval; ``p_value`` is a
@@ -21,11 +27,21 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics.before_after import before_after
-from analytics.outcomes import attach_lineage, logical_runs, with_run_categories
+from analytics.outcomes import attach_lineage, in_scope, normalise_job_names
+from analytics.rates import rank_by_lower_bound, stability
 from analytics.setup import event_table, workflow_table
 from ciflake.config import Config, ConfigError, parse_datetime
 from ciflake.events import all_events
-from store.queries import RunFilter, load_attempts, load_failures, load_runs
+from collector.frames import logical_job_frame, logical_run_frame
+from store.queries import (
+    RunFilter,
+    failure_details,
+    load_failures,
+    load_jobs,
+    load_runs,
+    signature_summary,
+)
+from store.vocabulary import CATEGORIES
 
 RUNS_COLUMNS = [
     "run_id",
@@ -46,6 +62,76 @@ RUNS_COLUMNS = [
     "html_url",
 ]
 
+JOBS_COLUMNS = [
+    "job_id",
+    "run_id",
+    "run_attempt",
+    "workflow_path",
+    "lineage",
+    "job_name",
+    "logical_job",
+    "status",
+    "conclusion",
+    "created_at",
+    "started_at",
+    "completed_at",
+    "runner_name",
+    "runner_group_name",
+    "labels",
+    "failure_category",
+    "html_url",
+]
+
+FAILURES_COLUMNS = [
+    "run_id",
+    "run_attempt",
+    "job_id",
+    "created_at",
+    "workflow_path",
+    "lineage",
+    "job_name",
+    "runner_name",
+    "category",
+    "rule",
+    "signature",
+    "line_number",
+    "line",
+    "log_status",
+    "html_url",
+]
+
+SIGNATURES_COLUMNS = [
+    "signature",
+    "category",
+    "rule",
+    "failures",
+    "jobs",
+    "first_seen",
+    "first_seen_in_range",
+    "last_seen_in_range",
+    "line",
+    "runner_name",
+    "html_url",
+]
+
+FLAKY_COLUMNS = [
+    "lineage",
+    "workflow_path",
+    "logical_job",
+    "scope",
+    "runs",
+    "pass",
+    "flaky",
+    "fail",
+    "flake_rate",
+    "flake_rate_low",
+    "flake_rate_high",
+    "success_rate",
+    "success_rate_low",
+    "success_rate_high",
+    "enough_data",
+]
+
 BEFORE_AFTER_COLUMNS = [
     "event_date",
     "event_pr",
@@ -61,21 +147,62 @@ BEFORE_AFTER_COLUMNS = [
     "p_value",
 ]
 
-TABLES = ("runs", "before-after")
-LATER_TABLES = ("jobs", "failures", "signatures", "flaky")
+TABLES = ("runs", "jobs", "failures", "signatures", "flaky", "before-after")
+# The column each table's --category filter looks at; the others have no single category.
+CATEGORY_COLUMNS = {
+    "runs": "failure_category",
+    "jobs": "failure_category",
+    "failures": "category",
+    "signatures": "category",
+}
 FORMULA_PREFIXES = ("=", "+", "-", "@")
-
-
-def logical_run_frame(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
-    """The logical runs of ``where`` with failure category, lineage and tags."""
-    runs = logical_runs(load_runs(engine, where), load_attempts(engine, where))
-    runs = with_run_categories(runs, load_failures(engine, where))
-    return attach_lineage(runs, workflow_table(config.workflows))
 
 
 def runs_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
     """The ``runs`` table, in RUNS_COLUMNS order."""
     return logical_run_frame(engine, config, where)[RUNS_COLUMNS]
+
+
+def jobs_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
+    """The ``jobs`` table: every stored job of every attempt, in JOBS_COLUMNS order."""
+    runs = load_runs(engine, where)[["run_id", "workflow_path"]]
+    jobs = load_jobs(engine, where).rename(columns={"name": "job_name"})
+    jobs = _with_lineage(jobs.merge(runs, on="run_id", how="left"), config)
+    category = load_failures(engine, where).drop_duplicates("job_id").set_index("job_id")
+    jobs = jobs.assign(
+        logical_job=normalise_job_names(jobs["job_name"], config.job_name_strip),
+        labels=jobs["labels"].map(lambda labels: ";".join(labels or [])),
+        failure_category=jobs["job_id"].map(category["category"]),
+    )
+    return jobs[JOBS_COLUMNS]
+
+
+def failures_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
+    """The ``failures`` table, oldest first, in FAILURES_COLUMNS order."""
+    failures = failure_details(engine, where).iloc[::-1].reset_index(drop=True)
+    return _with_lineage(failures, config)[FAILURES_COLUMNS]
+
+
+def _with_lineage(frame: pd.DataFrame, config: Config) -> pd.DataFrame:
+    return attach_lineage(frame, workflow_table(config.workflows))
+
+
+def signatures_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
+    """The ``signatures`` table, most failures first, in SIGNATURES_COLUMNS order."""
+    renamed = {"first_seen_here": "first_seen_in_range", "last_seen": "last_seen_in_range"}
+    return signature_summary(engine, where).rename(columns=renamed)[SIGNATURES_COLUMNS]
+
+
+def flaky_export(
+    engine: Engine, config: Config, where: RunFilter, scope: str = "default"
+) -> pd.DataFrame:
+    """The ``flaky`` table: logical jobs in ``scope`` ranked by the Wilson lower bound of their
+    flake rate (analytics.rates.rank_by_lower_bound), in FLAKY_COLUMNS order."""
+    jobs = logical_job_frame(engine, config, where)
+    jobs = jobs[in_scope(jobs, scope, config.default_branch)]
+    keys = ["lineage", "workflow_path", "logical_job"]
+    table = rank_by_lower_bound(stability(jobs, keys, config.min_runs), "flake_rate")
+    return table.assign(scope=scope)[FLAKY_COLUMNS]
 
 
 def before_after_export(
@@ -135,22 +262,46 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def check_table(table: str) -> None:
-    """ConfigError for a table that does not exist (yet), before any database work."""
-    if table in LATER_TABLES:
-        raise ConfigError(f"export table {table!r} is not available yet (now: {', '.join(TABLES)})")
+# The tables that take no scope, by name.
+EXPORTS = {
+    "runs": runs_export,
+    "jobs": jobs_export,
+    "failures": failures_export,
+    "signatures": signatures_export,
+}
+
+
+def check_table(table: str, category: str | None = None) -> None:
+    """ConfigError for a table that does not exist, or a --category it cannot filter on,
+    before any database work."""
     if table not in TABLES:
         raise ConfigError(f"unknown export table {table!r} (choose from: {', '.join(TABLES)})")
+    if category is not None and category not in CATEGORIES:
+        raise ConfigError(f"unknown category {category!r} (choose from: {', '.join(CATEGORIES)})")
+    if category is not None and table not in CATEGORY_COLUMNS:
+        raise ConfigError(
+            f"--category does not apply to {table!r} (only to: {', '.join(CATEGORY_COLUMNS)})"
+        )
 
 
 def export_table(
-    engine: Engine, config: Config, table: str, where: RunFilter, scope: str = "default"
+    engine: Engine,
+    config: Config,
+    table: str,
+    where: RunFilter,
+    scope: str = "default",
+    category: str | None = None,
 ) -> pd.DataFrame:
-    """The frame of ``table`` (one of TABLES)."""
-    check_table(table)
-    if table == "runs":
-        return runs_export(engine, config, where)
-    return before_after_export(engine, config, where, scope)
+    """The frame of ``table`` (one of TABLES), only the rows of ``category`` when given."""
+    check_table(table, category)
+    if table == "before-after":
+        return before_after_export(engine, config, where, scope)
+    if table == "flaky":
+        return flaky_export(engine, config, where, scope)
+    frame = EXPORTS[table](engine, config, where)
+    if category is None:
+        return frame
+    return frame[frame[CATEGORY_COLUMNS[table]] == category].reset_index(drop=True)
 
 
 def parse_range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:

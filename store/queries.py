@@ -113,7 +113,7 @@ def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """Every job of every attempt of the selected runs.
 
     Columns: job_id, run_id, run_attempt, name, status, conclusion, created_at, started_at,
-    completed_at, runner_name, runner_group_name, labels (list of str)."""
+    completed_at, runner_name, runner_group_name, labels (list of str), html_url."""
     stmt = (
         select(
             Job.id.label("job_id"),
@@ -128,6 +128,7 @@ def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
             Job.runner_name,
             Job.runner_group_name,
             Job.labels,
+            Job.html_url,
         )
         .join(WorkflowRun, WorkflowRun.id == Job.run_id)
         .order_by(Job.run_id, Job.run_attempt, Job.id)
@@ -274,10 +275,22 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
 def signature_failures(
     engine: Engine, signature: str, where: RunFilter = RunFilter(), limit: int = 50
 ) -> pd.DataFrame:
-    """The newest failures with one signature, for a drill-down.
+    """The newest failures with one signature, for a drill-down (columns of failure_details)."""
+    return failure_details(engine, where, signature=signature, limit=limit)
 
-    Columns: run_id, run_attempt, job_id, created_at, workflow_path, job_name, runner_name,
-    line_number, line, context (list of str), html_url, log_status."""
+
+def failure_details(
+    engine: Engine,
+    where: RunFilter = RunFilter(),
+    *,
+    signature: str | None = None,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """Failures with where they happened, newest first: for drill-downs, the summary and CSV.
+
+    Columns: run_id, run_attempt, job_id, created_at (of the run), workflow_path, job_name,
+    runner_name, category, rule, signature, line_number, line, context (list of str), html_url
+    (the job's, else the run's), log_status."""
     run = WorkflowRun
     stmt = (
         select(
@@ -288,6 +301,9 @@ def signature_failures(
             run.workflow_path,
             Job.name.label("job_name"),
             Job.runner_name,
+            Failure.category,
+            Failure.rule,
+            Failure.signature,
             Failure.line_number,
             Failure.line,
             Failure.context,
@@ -297,10 +313,12 @@ def signature_failures(
         .join(run, run.id == Failure.run_id)
         .outerjoin(Job, Job.id == Failure.job_id)
         .outerjoin(JobLog, JobLog.job_id == Failure.job_id)
-        .where(Failure.signature == signature)
         .order_by(run.created_at.desc(), Failure.job_id.desc())
-        .limit(limit)
     )
+    if signature is not None:
+        stmt = stmt.where(Failure.signature == signature)
+    if limit is not None:
+        stmt = stmt.limit(limit)
     return _frame(engine, _filtered(stmt, where), ("created_at",))
 
 

@@ -260,7 +260,8 @@ def test_export_filters_and_errors(filled, db_url, runner, tmp_path):
             "2026-08-01",
         ],
         "unknown table": ["export", "bogus", "--out", str(out)],
-        "later table": ["export", "signatures", "--out", str(out)],
+        "category without one": ["export", "flaky", "--out", str(out), "--category", "oom"],
+        "unknown category": ["export", "runs", "--out", str(out), "--category", "bogus"],
         "unwritable": ["export", "runs", "--out", str(tmp_path / "no" / "such" / "x.csv")],
     }
     for name, command in cases.items():
