@@ -1,5 +1,6 @@
-"""A collect killed with SIGKILL at any point, then run again, ends with the same database as
-one clean collect: batches commit atomically and the watermark moves only after its batch."""
+"""Crash suite: collects killed with SIGKILL at random points, then run again, end with the
+database of one clean collect: batches commit atomically and the watermark moves only after its
+batch. The kill points are drawn (seeded) across the clean collect's measured duration."""
 
 from __future__ import annotations
 
@@ -8,55 +9,78 @@ import signal
 import subprocess
 import sys
 import time
+from random import Random
 
 import pytest
 
 import fakehub
-from tests.hubtools import SINCE, TEST_SCALE, collect, migrated, snapshot
+from tests.hubtools import SINCE, TEST_SCALE, migrated
+from tests.reliability.harness import (
+    CANARY,
+    SIZE,
+    canary_hub,
+    fast_collect,
+    frozen,
+    leaks,
+    mismatched_tables,
+    record,
+)
 
-KILL_AFTER_S = (0.8, 1.6, 2.4, 3.5)
+KILL_SEED = 20260812
 
 
-def _collect_process(hub, db_url: str) -> subprocess.Popen:
+def _collect_process(hub: fakehub.Hub, db_url: str) -> subprocess.Popen:
     env = {
         **os.environ,
-        "GITHUB_TOKEN": hub.token,
+        "GITHUB_TOKEN": CANARY,
         "CIFLAKE_DB_URL": db_url,
         "CIFLAKE_API_URL": hub.base_url,
     }
-    command = [
-        sys.executable,
-        "-m",
-        "ciflake",
-        "collect",
-        "--once",
-        "-q",
-        "--since",
-        SINCE.date().isoformat(),
-    ]
-    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = [sys.executable, "-m", "ciflake", "collect", "--once", "-q"]
+    command += ["--since", SINCE.date().isoformat()]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _timed_clean_collect(hub: fakehub.Hub, db_url: str) -> float:
+    started = time.monotonic()
+    process = _collect_process(hub, db_url)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err.decode()
+    return time.monotonic() - started
 
 
 @pytest.mark.slow
 def test_killed_collects_resume_to_the_clean_database(tmp_path):
-    with fakehub.running(seed=11, scale=TEST_SCALE) as hub:
+    with canary_hub(seed=11, scale=TEST_SCALE) as hub:
         clean_url = f"sqlite:///{tmp_path / 'clean.db'}"
-        collect(hub, clean_url)
-        clean = snapshot(migrated(clean_url))
-        kills = 0
-        for index, delay in enumerate(KILL_AFTER_S):
-            url = f"sqlite:///{tmp_path / f'killed{index}.db'}"
+        duration = _timed_clean_collect(hub, clean_url)
+        clean = frozen(migrated(clean_url))
+        draws = Random(KILL_SEED)
+        kills = trials = mismatches = crashes = leaked = 0
+        while kills < SIZE.kills and trials < SIZE.kills + 5:
+            trials += 1
+            delay = draws.uniform(0.05, 0.9) * duration
+            url = f"sqlite:///{tmp_path / f'killed{trials}.db'}"
             process = _collect_process(hub, url)
             time.sleep(delay)
-            killed = process.poll() is None
-            if killed:
+            if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 kills += 1
-            process.wait(timeout=60)
-            if not killed:
-                assert process.returncode == 0, process.stderr.read().decode()
-            collect(hub, url)  # resume
-            resumed = snapshot(migrated(url))
-            for table, rows in clean.items():
-                assert resumed[table] == rows, f"{table} differs after a kill at {delay}s"
-        assert kills >= 3, "the collect finished before most kills: kill earlier"
+            out, err = process.communicate(timeout=60)
+            leaked += leaks(out, err)
+            if process.returncode not in (0, -signal.SIGKILL) or b"Traceback" in err:
+                crashes += 1
+            fast_collect(hub, url)  # resume
+            wrong = mismatched_tables(clean, frozen(migrated(url)))
+            mismatches += bool(wrong)
+            assert not wrong, f"{wrong} differ after a kill at {delay:.2f}s of {duration:.2f}s"
+        record(
+            "crash",
+            trials=trials,
+            kills=kills,
+            mismatches=mismatches,
+            crashes=crashes,
+            leaks=leaked,
+        )
+        assert crashes == leaked == 0
+        assert kills >= SIZE.kills, f"only {kills} of {trials} collects were still running"
