@@ -258,6 +258,40 @@ def reclassify(state: State) -> None:
     click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
 
 
+# ---- summary and schedule -------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--pr", type=int, metavar="N", help="The migration made by PR N (default: latest).")
+@click.option("--issue", type=int, metavar="N", help="Post on issue N instead of the PR.")
+@click.option(
+    "--since",
+    default="24h",
+    show_default=True,
+    metavar="24h|7d|DATE",
+    help="Failures of runs created since then (UTC).",
+)
+@click.option("--post", is_flag=True, help="Create or edit the one summary comment on GitHub.")
+@click.pass_obj
+def summary(state: State, pr: int | None, issue: int | None, since: str, post: bool) -> None:
+    """Markdown about a migration: successors vs predecessors, their first runs, failures since
+    --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), coverage lost, stale workflows, freshness.
+
+    Prints it; with --post it upserts one comment (hidden marker) on the PR (--pr, else the
+    config's [summary] pr, else the event's PR) or on --issue.
+    """
+    from ciflake.events import all_events
+    from collector.summary import run_summary
+
+    if pr is not None and issue is not None:
+        raise ConfigError("give --pr or --issue, not both")
+    engine = state.migrated_engine()
+    events = all_events(state.config, engine)
+    click.echo(
+        run_summary(state.config, engine, events, pr=pr, issue=issue, since=since, post=post)
+    )
+
+
 # ---- export ---------------------------------------------------------------------------------
 
 
