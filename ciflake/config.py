@@ -20,6 +20,9 @@ from store.vocabulary import EVENT_KINDS
 
 DEFAULTS_NAME = "verl_defaults.toml"
 DEFAULT_CONFIG_FILE = "ciflake.toml"
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2999, 12, 31, tzinfo=UTC)
+MAX_COUNT = 100_000  # days, minutes, workers or runs: far beyond any sensible setting
 
 
 class ConfigError(ValueError):
@@ -144,6 +147,8 @@ def _read_toml(text: str, source: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise ConfigError(f"{source}: arrays or inline tables nested too deeply") from None
 
 
 def _check_keys(data: dict[str, Any], source: str) -> None:
@@ -182,7 +187,18 @@ def _check_entry(entry: dict[str, Any], schema: dict[str, Any], where: str) -> N
 
 
 def parse_datetime(value: str | datetime | date, where: str = "date") -> datetime:
-    """A UTC datetime from a TOML datetime or an ISO-8601 string; a bare date means 00:00 UTC."""
+    """A UTC datetime from a TOML datetime or an ISO-8601 string; a bare date means 00:00 UTC.
+    Dates outside EARLIEST..LATEST are refused: windows around them would overflow."""
+    try:
+        moment = _utc(value, where)
+    except OverflowError:
+        moment = datetime.min.replace(tzinfo=UTC)
+    if not EARLIEST <= moment <= LATEST:
+        raise ConfigError(f"{where}: date {value!r} is out of range ({EARLIEST:%Y} to {LATEST:%Y})")
+    return moment
+
+
+def _utc(value: str | datetime | date, where: str) -> datetime:
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, date):
@@ -194,7 +210,7 @@ def parse_datetime(value: str | datetime | date, where: str = "date") -> datetim
         raise ConfigError(
             f"{where}: bad date {value!r} (use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)"
         ) from None
-    return parse_datetime(parsed)
+    return _utc(parsed, where)
 
 
 def _workflows(entries: list[dict[str, Any]], source: str) -> tuple[WorkflowConfig, ...]:
@@ -341,6 +357,14 @@ def load_config(
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{source}: {key} must be positive, got {value}")
+    spans = {
+        **positive,
+        "[collect] trailing_days": collect.get("trailing_days", 14),
+        "[collect] since_days_before_first_event": collect.get("since_days_before_first_event", 30),
+    }
+    for key, value in spans.items():  # beyond this, date arithmetic and sleeps overflow
+        if not 0 <= value <= MAX_COUNT:
+            raise ConfigError(f"{source}: {key} must be between 0 and {MAX_COUNT}, got {value}")
     return Config(
         repo=repo,
         api_url=(api_url or env.get("CIFLAKE_API_URL") or github.get("api_url", "")).rstrip("/"),
@@ -348,8 +372,8 @@ def load_config(
         token=token,
         token_source=token_source,
         interval_minutes=positive["[collect] interval_minutes"],
-        trailing_days=collect.get("trailing_days", 14),
-        since_days_before_first_event=collect.get("since_days_before_first_event", 30),
+        trailing_days=spans["[collect] trailing_days"],
+        since_days_before_first_event=spans["[collect] since_days_before_first_event"],
         log_workers=positive["[collect] log_workers"],
         collect_window_days=positive["[collect] window_days"],
         summary_nightly_at=nightly,

@@ -22,4 +22,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     yield
     expected = (AssertionError, pytest.fail.Exception, pytest.skip.Exception)
     if call.excinfo is not None and not call.excinfo.errisinstance(expected):
-        record(item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_"), crashes=1)
+        record(getattr(item.module, "SUITE", item.module.__name__), crashes=1)

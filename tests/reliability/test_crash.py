@@ -26,6 +26,7 @@ from tests.reliability.harness import (
     record,
 )
 
+SUITE = "crash"
 KILL_SEED = 20260812
 
 

@@ -32,6 +32,7 @@ from tests.reliability.harness import (
     record,
 )
 
+SUITE = "faults"
 Arm = Callable[[fakehub.Hub], None]
 
 
