@@ -292,6 +292,21 @@ def summary(state: State, pr: int | None, issue: int | None, since: str, post: b
     )
 
 
+@cli.command()
+@click.pass_obj
+def schedule(state: State) -> None:
+    """Long-running: collect now and every [collect] interval_minutes, and the summary daily at
+    [summary] nightly_at UTC (posted on [summary] pr with a token, else printed).
+
+    SIGTERM or Ctrl-C lets the running job finish, then exits 0. Logs go to stderr.
+    """
+    from ciflake.events import all_events
+    from collector.schedule import run_schedule
+
+    config, engine = state.config, state.migrated_engine()
+    run_schedule(config, engine, lambda: all_events(config, engine))
+
+
 # ---- export ---------------------------------------------------------------------------------
 
 

@@ -1,0 +1,28 @@
+"""One fakehub history collected once per test session, copied for each test that needs it."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
+import fakehub
+from tests.hubtools import TEST_SCALE, collect
+
+SEED = 11
+
+
+@functools.cache
+def _collected() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="ciflake-collected-")) / "collected.db"
+    with fakehub.running(seed=SEED, scale=TEST_SCALE) as hub:
+        collect(hub, f"sqlite:///{path}")
+    return path
+
+
+def collected_copy(directory: Path) -> str:
+    """The URL of a fresh copy of the collected database in ``directory``."""
+    target = directory / "collected.db"
+    shutil.copyfile(_collected(), target)
+    return f"sqlite:///{target}"
