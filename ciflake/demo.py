@@ -19,11 +19,13 @@ HISTORY_START = datetime(2025, 10, 1, tzinfo=UTC)  # the first day fakehub simul
 
 
 @contextmanager
-def collect_demo(config: Config, engine: Engine) -> Iterator[tuple[fakehub.Hub, CollectReport]]:
+def collect_demo(
+    config: Config, engine: Engine, *, quiet: bool = False
+) -> Iterator[tuple[fakehub.Hub, CollectReport]]:
     """Start fakehub with the demo's seed and scale, collect its whole history into ``engine``
     (incrementally when run again), and keep fakehub up while the caller runs, so that links
     to jobs keep working."""
     with fakehub.running(seed=DEMO_SEED) as hub:
         demo_config = config.with_overrides(api_url=hub.base_url, token=hub.token)
-        report = collect_once(demo_config, engine, CollectOptions(since=HISTORY_START))
+        report = collect_once(demo_config, engine, CollectOptions(since=HISTORY_START, quiet=quiet))
         yield hub, report

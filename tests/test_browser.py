@@ -11,11 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dashboard_db import fill_from_history
 
 from dashboard.launch import stop_dashboard, wait_until_ready
-from store.engine import make_engine
-from store.migrate import upgrade
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -33,7 +30,7 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 PAGES = {
     "overview": ("Overview", ".js-plotly-plot >> visible=true"),
     "migrations": ("Migrations", ".js-plotly-plot >> visible=true"),
-    "failures": ("Failures", '[data-testid="stCode"]'),
+    "failures": ("Failures", '[data-testid="stDataFrame"]'),
     "flaky_jobs": ("Flaky jobs", '[data-testid="stDataFrame"] >> nth=2'),
     "runners": ("Runners and environments", '[data-testid="stDataFrame"] >> nth=2'),
     "export": ("Export", '[data-testid="stDownloadButton"]'),
@@ -57,13 +54,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def dashboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``ciflake dashboard`` on a free port over a simulated-history database."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('browser') / 'ciflake.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    fill_from_history(engine, scale=0.1)
-    engine.dispose()
+def dashboard_url(demo_db: str) -> Iterator[str]:
+    """``ciflake dashboard`` on a free port over the demo database."""
+    url = demo_db
     port = _free_port()
     ciflake = Path(sys.executable).with_name("ciflake")
     process = subprocess.Popen([ciflake, "--db", url, "dashboard", "--port", str(port)])

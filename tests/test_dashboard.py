@@ -1,5 +1,6 @@
-"""The dashboard under Streamlit's AppTest: every page against a database of simulated verl
-history (tests/dashboard_db.py), the filters, and the messages for a database not ready."""
+"""The dashboard under Streamlit's AppTest: every page against the demo database (fakehub's
+simulated verl history collected as `ciflake demo` does), the filters, and the messages for a
+database not ready."""
 
 from __future__ import annotations
 
@@ -7,28 +8,22 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from dashboard_db import fill_from_history
+from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
 from dashboard import charts, derive
 from dashboard.context import freshness_line
 from store.engine import make_engine
-from store.migrate import upgrade
+from store.models import Failure, JobLog
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 PAGES = ("overview", "migrations", "failures", "flaky_jobs", "runners", "export")
 TIMEOUT = 120
 
 
-@pytest.fixture(scope="session")
-def history_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One migrated SQLite database filled with a small-scale simulated history."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('dashboard') / 'ciflake.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    fill_from_history(engine, scale=0.1)
-    engine.dispose()
-    return url
+@pytest.fixture
+def history_db(demo_db: str) -> str:
+    return demo_db
 
 
 @pytest.fixture
@@ -97,11 +92,25 @@ def test_migrations_show_6568_and_7357_with_successor_strip(app: AppTest) -> Non
     assert strips, "no first-runs strip for the workflows #7357 created"
 
 
-def test_failures_drill_down_shows_log_text(app: AppTest) -> None:
+def _signature_with_archived_log(db_url: str) -> str:
+    """A signature whose newest failure has its log archived (most logs expired on GitHub)."""
+    with make_engine(db_url, read_only=True).connect() as conn:
+        rows = conn.execute(
+            select(Failure.signature)
+            .join(JobLog, JobLog.job_id == Failure.job_id)
+            .where(JobLog.status == "ok")
+        ).scalars()
+        return next(iter(rows))
+
+
+def test_failures_drill_down_shows_log_text(app: AppTest, history_db: str) -> None:
     _visit(app, "failures")
     signatures = app.dataframe[0].value
     assert len(signatures) and {"new", "first_seen", "html_url"} <= set(signatures.columns)
+    app.selectbox(key="drill_signature").select(_signature_with_archived_log(history_db)).run()
+    assert not app.exception
     assert app.code and app.code[0].value.strip()
+    assert any("Archived log" in caption.value for caption in app.caption)
 
 
 def test_flaky_and_runner_pages_have_rows(app: AppTest) -> None:

@@ -77,6 +77,11 @@ if excerpt is not None:
     first, text = excerpt
     st.caption(f"Archived log from line {first}; the matched line is {failure['line_number']}.")
     st.code(text, language=None)
-else:
+elif failure["line"] or len(failure["context"]):
     st.caption(f"No archived log ({failure['log_status'] or 'no job'}): the stored context.")
     st.code("\n".join([*failure["context"], failure["line"] or ""]), language=None)
+else:
+    st.info(
+        f"No log to show ({failure['log_status'] or 'a run without jobs'}): this failure was "
+        "classified from the job's own evidence (failed step, job name, run without jobs)."
+    )
