@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -22,7 +22,9 @@ def _collected() -> Path:
 
 
 def collected_copy(directory: Path) -> str:
-    """The URL of a fresh copy of the collected database in ``directory``."""
+    """The URL of a fresh copy of the collected database in ``directory`` (SQLite's backup
+    API, so the pages still in the write-ahead log come along)."""
     target = directory / "collected.db"
-    shutil.copyfile(_collected(), target)
+    with sqlite3.connect(_collected()) as source, sqlite3.connect(target) as copy:
+        source.backup(copy)
     return f"sqlite:///{target}"
