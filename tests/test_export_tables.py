@@ -1,0 +1,133 @@
+"""``ciflake export`` of every table on a collected fakehub history: the header is exactly the
+one documented in the README, the rows match the database, formula-like cells are escaped."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from ciflake.cli import cli
+from ciflake.export import (
+    BEFORE_AFTER_COLUMNS,
+    FAILURES_COLUMNS,
+    FLAKY_COLUMNS,
+    JOBS_COLUMNS,
+    RUNS_COLUMNS,
+    SIGNATURES_COLUMNS,
+    TABLES,
+)
+from store.engine import make_engine
+from store.models import Failure, Job, WorkflowRun
+from tests.collected import collected_copy
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+COLUMNS = {
+    "runs": RUNS_COLUMNS,
+    "jobs": JOBS_COLUMNS,
+    "failures": FAILURES_COLUMNS,
+    "signatures": SIGNATURES_COLUMNS,
+    "flaky": FLAKY_COLUMNS,
+    "before-after": BEFORE_AFTER_COLUMNS,
+}
+FORMULA = '=HYPERLINK("http://example.invalid","click")'
+NEW = ".github/workflows/e2e_v1_separate_async.yml"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> str:
+    """The collected history with one failure line that a spreadsheet would run."""
+    url = collected_copy(tmp_path_factory.mktemp("export"))
+    with Session(make_engine(url)) as session, session.begin():
+        first = session.execute(select(Failure.run_id, Failure.job_id).limit(1)).one()
+        session.execute(
+            update(Failure)
+            .where(Failure.run_id == first.run_id, Failure.job_id == first.job_id)
+            .values(line=FORMULA)
+        )
+    return url
+
+
+def _export(runner, db_url: str, tmp_path: Path, table: str, *args: str) -> list[dict]:
+    out = tmp_path / f"{table}.csv"
+    result = runner.invoke(cli, ["--db", db_url, "export", table, "--out", str(out), *args])
+    assert result.exit_code == 0, result.output
+    with out.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == COLUMNS[table]
+        return list(reader)
+
+
+def _documented() -> dict[str, list[str]]:
+    """The column lists of the README's export section: "- `table` (...): `a, b, ...`"."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### `ciflake export") :]
+    section = section[: section.index("\n### ", 1)]
+    found = re.findall(r"^- `([\w-]+)`(?: \([^()]*\))?: `([^`]+)`", section, re.MULTILINE)
+    return {table: [c.strip() for c in columns.split(",")] for table, columns in found}
+
+
+def test_readme_documents_every_header():
+    assert _documented() == COLUMNS
+    assert set(COLUMNS) == set(TABLES)
+
+
+def _scalar(db_url: str, stmt):
+    with Session(make_engine(db_url)) as session:
+        return session.scalar(stmt)
+
+
+def test_runs_jobs_failures_match_the_database(db, runner, tmp_path):
+    runs = _export(runner, db, tmp_path, "runs")
+    assert len(runs) == _scalar(db, select(func.count()).select_from(WorkflowRun))
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["created_at"]) for r in runs)
+    jobs = _export(runner, db, tmp_path, "jobs")
+    with Session(make_engine(db)) as session:
+        stored = dict(session.execute(select(Job.id, Job.conclusion)).all())
+        failures_db = session.execute(
+            select(Failure.run_id, Failure.run_attempt, Failure.job_id, Failure.category)
+        ).all()
+    assert {int(j["job_id"]): j["conclusion"] for j in jobs} == {
+        k: v or "" for k, v in stored.items()
+    }
+    failures = _export(runner, db, tmp_path, "failures")
+    rows = {
+        (int(f["run_id"]), int(f["run_attempt"]), int(f["job_id"]), f["category"]) for f in failures
+    }
+    assert rows == {tuple(row) for row in failures_db} and len(failures) == len(failures_db)
+    assert [f["line"] for f in failures if "HYPERLINK" in f["line"]] == ["'" + FORMULA]
+
+
+def test_signatures_and_flaky_match_the_database(db, runner, tmp_path):
+    signatures = _export(runner, db, tmp_path, "signatures")
+    with Session(make_engine(db)) as session:
+        counts = dict(
+            session.execute(
+                select(Failure.signature, func.count()).group_by(Failure.signature)
+            ).all()
+        )
+    assert {s["signature"]: int(s["failures"]) for s in signatures} == counts
+    flaky = pd.DataFrame(_export(runner, db, tmp_path, "flaky"))
+    numbers = flaky[["runs", "pass", "flaky", "fail"]].astype(int)
+    assert (numbers["runs"] == numbers["pass"] + numbers["flaky"] + numbers["fail"]).all()
+    rated = flaky[flaky["flake_rate"] != ""]
+    expected = rated["flaky"].astype(int) / (rated["pass"].astype(int) + rated["flaky"].astype(int))
+    assert (rated["flake_rate"].astype(float) - expected).abs().max() < 1e-9
+    assert set(flaky["scope"]) == {"default"}
+
+
+def test_filters(db, runner, tmp_path):
+    oom = _export(runner, db, tmp_path, "failures", "--category", "oom")
+    count = _scalar(db, select(func.count()).select_from(Failure).where(Failure.category == "oom"))
+    assert len(oom) == count > 0 and {f["category"] for f in oom} == {"oom"}
+    window = ["--since", "2026-09-01", "--until", "2026-10-01", "--workflow", NEW]
+    runs = _export(runner, db, tmp_path, "runs", *window)
+    assert runs and {r["workflow_path"] for r in runs} == {NEW}
+    assert all("2026-09-01" <= r["created_at"] < "2026-10-01" for r in runs)
+    jobs = _export(runner, db, tmp_path, "jobs", *window)
+    assert {j["run_id"] for j in jobs} == {r["run_id"] for r in runs}
