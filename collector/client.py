@@ -136,25 +136,35 @@ class GitHubClient:
 
     # ---- requests -------------------------------------------------------------------------
 
-    def request(
-        self, method: str, path: str, *, etag: str | None = None, body: Any = None
-    ) -> tuple[int, dict[str, str], Any]:
-        """One API call with rate-limit handling; returns (status, headers, parsed JSON).
-        Raises ``BadCredentials`` on 401 and ``CollectError`` on other failures."""
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        blob: bool = False,
+        etag: str | None = None,
+        body: Any = None,
+    ) -> tuple[int, dict[str, str], str]:
+        """Send one call until it gets an answer that is not a rate limit: transport errors
+        (urllib3 already retried connections; a body cut short lands here) are retried a few
+        times, rate limits waited out as GitHub asks. A 401 raises ``BadCredentials``."""
         headers = {"If-None-Match": etag} if etag else {}
         secondary_backoff = self.secondary_wait
-        bad_bodies = 0
+        failures = 0
+        requester = self._github.requester
         while True:
             try:
-                status, hdrs, raw = self._github.requester.requestJson(
-                    method, path, input=body, headers=headers
-                )
+                if blob:
+                    status, hdrs, raw = requester.requestBlob(method, path, headers=headers)
+                else:
+                    status, hdrs, raw = requester.requestJson(
+                        method, path, input=body, headers=headers
+                    )
             except requests.exceptions.RequestException as exc:
-                # urllib3 already retried connection errors; a body cut short lands here
-                bad_bodies += 1
-                if bad_bodies > BAD_BODY_RETRIES:
+                failures += 1
+                if failures > BAD_BODY_RETRIES:
                     raise CollectError(f"{method} {path}: {type(exc).__name__}") from None
-                self._announce(f"{type(exc).__name__} on {path}; retrying", 0.2 * bad_bodies)
+                self._announce(f"{type(exc).__name__} on {path}; retrying", 0.2 * failures)
                 continue
             hdrs = {k.lower(): v for k, v in hdrs.items()}
             self.stats.count(status, hdrs)
@@ -163,13 +173,20 @@ class GitHubClient:
                     "GitHub rejected the token (401 Bad credentials): set GITHUB_TOKEN or "
                     "CIFLAKE_TOKEN_FILE to a valid token"
                 )
-            if status in (403, 429):
-                wait = self._rate_limit_wait(status, hdrs, raw, secondary_backoff)
-                if wait is None:
-                    raise CollectError(f"{method} {path}: {status} {_message(raw)}")
-                if _is_secondary(hdrs, raw) and "retry-after" not in hdrs:
-                    secondary_backoff *= 2
-                continue
+            if status not in (403, 429):
+                return status, hdrs, raw
+            if self._rate_limit_wait(status, hdrs, raw, secondary_backoff) is None:
+                raise CollectError(f"{method} {path}: {status} {_message(raw)}")
+            if _is_secondary(hdrs, raw) and "retry-after" not in hdrs:
+                secondary_backoff *= 2
+
+    def request(
+        self, method: str, path: str, *, etag: str | None = None, body: Any = None
+    ) -> tuple[int, dict[str, str], Any]:
+        """One API call with rate-limit handling; returns (status, headers, parsed JSON).
+        Raises ``BadCredentials`` on 401 and ``CollectError`` on other failures."""
+        for attempt in range(1, BAD_BODY_RETRIES + 2):
+            status, hdrs, raw = self._exchange(method, path, etag=etag, body=body)
             if status == 304:
                 return status, hdrs, None
             if status == 404:
@@ -179,10 +196,8 @@ class GitHubClient:
             try:
                 return status, hdrs, json.loads(raw) if raw else None
             except json.JSONDecodeError:
-                bad_bodies += 1
-                if bad_bodies > BAD_BODY_RETRIES:
-                    raise CollectError(f"{method} {path}: truncated or invalid JSON") from None
-                self._announce(f"incomplete answer from {path}; retrying", 0.2 * bad_bodies)
+                self._announce(f"incomplete answer from {path}; retrying", 0.2 * attempt)
+        raise CollectError(f"{method} {path}: truncated or invalid JSON")
 
     def _rate_limit_wait(
         self, status: int, hdrs: dict[str, str], raw: str, secondary_backoff: float
@@ -243,34 +258,12 @@ class GitHubClient:
     def log_location(self, repo: str, job_id: int) -> tuple[int, str | None]:
         """Ask the API where a job's log is: (302, url), (410, None) expired, (404, None)."""
         path = f"/repos/{repo}/actions/jobs/{job_id}/logs"
-        failures = 0
-        while True:
-            try:
-                status, hdrs, raw = self._github.requester.requestBlob("GET", path)
-            except requests.exceptions.RequestException as exc:
-                failures += 1
-                if failures > BAD_BODY_RETRIES:
-                    raise CollectError(f"GET {path}: {type(exc).__name__}") from None
-                self._announce(f"{type(exc).__name__} on {path}; retrying", 0.2 * failures)
-                continue
-            hdrs = {k.lower(): v for k, v in hdrs.items()}
-            self.stats.count(status, hdrs)
-            if status == 401:
-                raise BadCredentials(
-                    "GitHub rejected the token (401 Bad credentials): set GITHUB_TOKEN or "
-                    "CIFLAKE_TOKEN_FILE to a valid token"
-                )
-            if status in (403, 429):
-                if self._rate_limit_wait(status, hdrs, raw, self.secondary_wait) is None:
-                    raise CollectError(f"GET {path}: {status} {_message(raw)}")
-                continue
-            if status in (301, 302, 303, 307):
-                return 302, hdrs.get("location")
-            if status in (404, 410):
-                return status, None
-            if status == 200:  # a server that answers with the log directly
-                return 200, None
-            raise CollectError(f"GET {path}: HTTP {status}")
+        status, hdrs, _raw = self._exchange("GET", path, blob=True)
+        if status in (301, 302, 303, 307):
+            return 302, hdrs.get("location")
+        if status in (200, 404, 410):  # 200: a server that answers with the log itself
+            return status, None
+        raise CollectError(f"GET {path}: HTTP {status}")
 
     def download(self, url: str) -> bytes:
         """Fetch a log blob: a signed URL on another host, fetched without the token."""
