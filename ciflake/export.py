@@ -155,7 +155,7 @@ CATEGORY_COLUMNS = {
     "failures": "category",
     "signatures": "category",
 }
-FORMULA_PREFIXES = ("=", "+", "-", "@")
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # OWASP: tab and CR too
 
 
 def runs_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
