@@ -57,11 +57,12 @@ def fast_client(config: Config, progress: CollectProgress | None = None) -> GitH
     )
 
 
-def fast_collect(hub: fakehub.Hub, db_url: str) -> CollectReport:
+def fast_collect(hub: fakehub.Hub, db_url: str, full: bool = False) -> CollectReport:
     engine = migrated(db_url)
     config = hub_config(hub, db_url)
+    options = CollectOptions(since=SINCE, quiet=True, full=full)
     try:
-        return collect(config, engine, fast_client(config), CollectOptions(since=SINCE, quiet=True))
+        return collect(config, engine, fast_client(config), options)
     finally:
         engine.dispose()
 
