@@ -29,6 +29,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.run
 
+reliability: $(STAMP)
+	$(PY) -m tests.reliability
+
 lock:
 	uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes \
 		--no-emit-index-url --no-header -o requirements.lock
