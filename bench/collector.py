@@ -7,7 +7,6 @@ import cProfile
 import math
 import pstats
 import resource
-import tempfile
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import fakehub
 from tests.hubtools import collect, migrated
 
 SCALE = 1.0
+SCALE1_DB = Path(__file__).with_name("out") / "scale1.db"  # reused by bench.dashboard
 COMMAND = "python -m bench.run collector"
 OUR_PACKAGES = ("/collector/", "/store/", "/ciflake/")
 
@@ -39,12 +39,22 @@ def _own_share(profile: cProfile.Profile) -> float:
     return ours / total if total else 0.0
 
 
+def _fresh(path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in path.parent.glob(path.name + "*"):
+        leftover.unlink()
+    return f"sqlite:///{path}"
+
+
+def build_scale1(path: Path) -> None:
+    """The scale-1 database alone, for benchmarks that need one."""
+    with fakehub.running(seed=1, scale=SCALE, rate_limit=1_000_000) as hub:
+        collect(hub, _fresh(path))
+
+
 def measure() -> list[dict]:
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        fakehub.running(seed=1, scale=SCALE, rate_limit=1_000_000) as hub,
-    ):
-        db_url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+    with fakehub.running(seed=1, scale=SCALE, rate_limit=1_000_000) as hub:
+        db_url = _fresh(SCALE1_DB)
         inventory = hub.admin("GET", "inventory")
         profile = cProfile.Profile()
         started = time.perf_counter()

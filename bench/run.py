@@ -15,7 +15,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHMARKS = ("bench.classifier", "bench.store", "bench.collector")
+BENCHMARKS = ("bench.classifier", "bench.store", "bench.collector", "bench.dashboard")
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 

@@ -1,0 +1,132 @@
+"""Each dashboard page's data, computed cold (fresh process, empty caches) on the scale-1
+history and on a 10x database, against the 1 s and 5 s targets (``python -m bench.run
+dashboard``). The 10x database repeats every run, attempt, job and failure of scale 1 ten
+times under new ids: the same dates, ten times denser, about 620,000 jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+from store.engine import make_engine
+
+SCALE1_DB = Path(__file__).with_name("out") / "scale1.db"
+COMMAND = "python -m bench.run dashboard"
+REPO = "verl-project/verl"
+COPIES = 10
+ID_STEP = 10**12
+TARGETS = {"scale 1": 1.0, "10x": 5.0}
+
+# The loader calls each page makes on its first view (dashboard/views/*.py).
+PAGES: dict[str, list[tuple[str, tuple]]] = {
+    "overview": [
+        ("tiles", ()),
+        ("timeline", ("D",)),
+        ("heatmap", (".github/workflows/e2e_v1_separate_async.yml", 28)),
+    ],
+    "migrations": [
+        ("before_after", ()),
+        ("category_shift", ()),
+        ("successor_first_runs", ()),
+        ("coverage_lost", ()),
+    ],
+    "failures": [("failure_periods", ("W",)), ("signatures", ())],
+    "flaky_jobs": [("flaky_jobs", ()), ("job_verdicts", ())],
+    "runners": [("runner_rates", ("labels",)), ("environment_failures", ())],
+}
+
+
+def page_seconds(db_url: str, page: str) -> float:
+    """Run in a fresh interpreter: the wall time of one page's loader calls."""
+    from dashboard import loaders
+    from dashboard.filters import Filters
+
+    first, last = loaders.day_span(db_url, REPO)
+    filters = Filters(REPO, first, last, (), "default")
+    started = time.perf_counter()
+    for name, args in PAGES[page]:
+        getattr(loaders, name)(db_url, filters, *args)
+    return time.perf_counter() - started
+
+
+def _cold(db_url: str, page: str) -> float:
+    code = (
+        "import json, bench.dashboard as b; "
+        f"print(json.dumps(b.page_seconds({db_url!r}, {page!r})))"
+    )
+    env = {**os.environ, "CIFLAKE_DB_URL": db_url}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    return float(json.loads(out.strip().splitlines()[-1]))
+
+
+def _ten_times(source: Path, target: Path) -> None:
+    """Copy ``source`` and add nine shifted copies of every run and what hangs off it."""
+    target.write_bytes(source.read_bytes())
+    engine = make_engine(f"sqlite:///{target}")
+    shifted = {
+        "workflow_runs": ("id",),
+        "run_attempts": ("run_id",),
+        "jobs": ("id", "run_id"),
+        "job_logs": ("job_id",),
+        "failures": ("run_id", "job_id"),
+    }
+    with engine.begin() as conn:
+        for copy in range(1, COPIES):
+            offset = copy * ID_STEP
+            for table, keys in shifted.items():
+                columns = [row[1] for row in conn.execute(text(f"PRAGMA table_info({table})"))]
+                values = [
+                    f"CASE WHEN {c} = 0 THEN 0 ELSE {c} + {offset} END"
+                    if (table, c) == ("failures", "job_id")
+                    else (f"{c} + {offset}" if c in keys else c)
+                    for c in columns
+                ]
+                conn.execute(
+                    text(
+                        f"INSERT INTO {table} ({', '.join(columns)}) "
+                        f"SELECT {', '.join(values)} FROM {table} WHERE "
+                        f"{keys[0]} < {ID_STEP}"
+                    )
+                )
+    engine.dispose()
+
+
+def measure() -> list[dict]:
+    if not SCALE1_DB.exists():
+        from bench.collector import build_scale1
+
+        build_scale1(SCALE1_DB)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tenfold = Path(tmp) / "tenfold.db"
+        _ten_times(SCALE1_DB, tenfold)
+        for label, path in (("scale 1", SCALE1_DB), ("10x", tenfold)):
+            url = f"sqlite:///{path}"
+            for page in PAGES:
+                seconds = _cold(url, page)
+                target = TARGETS[label]
+                rows.append(
+                    {
+                        "figure": f"Dashboard data, {page} page, {label} (cold)",
+                        "value": f"{seconds:.2f} s",
+                        "target": f"< {target:.0f} s",
+                        "met": seconds < target,
+                        "command": COMMAND,
+                        "note": ""
+                        if seconds < target
+                        else (
+                            "pages load whole run/attempt/job frames and derive in pandas; "
+                            "pre-aggregating per day and lineage in SQL would reach it"
+                        ),
+                    }
+                )
+    return rows
