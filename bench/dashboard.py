@@ -44,7 +44,7 @@ PAGES: dict[str, list[tuple[str, tuple]]] = {
 
 
 def page_seconds(db_url: str, page: str) -> float:
-    """Run in a fresh interpreter: the wall time of one page's loader calls."""
+    """The wall time of one page's loader calls (run it in a fresh interpreter: cold)."""
     from dashboard import loaders
     from dashboard.filters import Filters
 
@@ -56,16 +56,19 @@ def page_seconds(db_url: str, page: str) -> float:
     return time.perf_counter() - started
 
 
-def _cold(db_url: str, page: str) -> float:
+def _cold(db_url: str, page: str) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one page's data in a fresh interpreter."""
     code = (
-        "import json, bench.dashboard as b; "
-        f"print(json.dumps(b.page_seconds({db_url!r}, {page!r})))"
+        "import json, resource, bench.dashboard as b; "
+        f"s = b.page_seconds({db_url!r}, {page!r}); "
+        "print(json.dumps([s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))"
     )
     env = {**os.environ, "CIFLAKE_DB_URL": db_url}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout
-    return float(json.loads(out.strip().splitlines()[-1]))
+    seconds, rss = json.loads(out.strip().splitlines()[-1])
+    return float(seconds), float(rss)
 
 
 def _ten_times(source: Path, target: Path) -> None:
@@ -111,8 +114,10 @@ def measure() -> list[dict]:
         _ten_times(SCALE1_DB, tenfold)
         for label, path in (("scale 1", SCALE1_DB), ("10x", tenfold)):
             url = f"sqlite:///{path}"
+            peak = 0.0
             for page in PAGES:
-                seconds = _cold(url, page)
+                seconds, rss = _cold(url, page)
+                peak = max(peak, rss)
                 target = TARGETS[label]
                 rows.append(
                     {
@@ -129,4 +134,14 @@ def measure() -> list[dict]:
                         ),
                     }
                 )
+            rows.append(
+                {
+                    "figure": f"Peak RSS of a dashboard process computing one page, {label}",
+                    "value": f"{peak:.0f} MB",
+                    "target": "-",
+                    "met": None,
+                    "command": COMMAND,
+                    "note": "the largest over the pages, each in a fresh interpreter",
+                }
+            )
     return rows
