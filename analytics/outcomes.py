@@ -119,7 +119,9 @@ def attach_lineage(frame: pd.DataFrame, workflows: pd.DataFrame) -> pd.DataFrame
     .workflow_table); a workflow not listed there is its own lineage, named after its file."""
     out = frame.drop(columns=["lineage", "tags", "accelerator"], errors="ignore")
     out = out.merge(workflows, on="workflow_path", how="left")
-    stem = out["workflow_path"].str.extract(r"([^/]+?)(?:\.ya?ml)?$", expand=False)
+    paths = pd.Series(out["workflow_path"].dropna().unique(), dtype="object")
+    stems = paths.str.extract(r"([^/]+?)(?:\.ya?ml)?$", expand=False)
+    stem = out["workflow_path"].map(dict(zip(paths, stems, strict=True)))
     out["lineage"] = out["lineage"].fillna(stem)
     out["tags"] = out["tags"].fillna("")
     out["accelerator"] = out["accelerator"].fillna("")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -95,7 +96,7 @@ def load_runs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
         .outerjoin(Workflow, Workflow.id == run.workflow_id)
         .order_by(run.created_at, run.id)
     )
-    return _frame(engine, _filtered(stmt, where), ("created_at",))
+    return _raw_frame(engine, _filtered(stmt, where), ("created_at",))
 
 
 def load_attempts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
@@ -106,7 +107,7 @@ def load_attempts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFram
         .join(WorkflowRun, WorkflowRun.id == att.run_id)
         .order_by(att.run_id, att.attempt)
     )
-    return _frame(engine, _filtered(stmt, where))
+    return _raw_frame(engine, _filtered(stmt, where))
 
 
 def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
@@ -150,12 +151,29 @@ def load_failures(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFram
             fail.rule,
             fail.signature,
             fail.line,
-            fail.env,
+            type_coerce(fail.env, String).label("env"),
         )
         .join(WorkflowRun, WorkflowRun.id == fail.run_id)
         .order_by(fail.run_id, fail.run_attempt, fail.job_id)
     )
-    return _frame(engine, _filtered(stmt, where))
+    frame = _raw_frame(engine, _filtered(stmt, where))
+    frame["env"] = _json_values(frame["env"])
+    return frame
+
+
+def _json_values(column: pd.Series) -> pd.Series:
+    """JSON text fetched raw (SQLite) parsed once per distinct text; drivers that parse JSON
+    themselves (psycopg) hand over dicts, kept as they are."""
+    parsed: dict[str, Any] = {}
+
+    def parse(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if value not in parsed:
+            parsed[value] = json.loads(value)
+        return parsed[value]
+
+    return pd.Series([parse(v) for v in column], index=column.index, dtype="object")
 
 
 def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
