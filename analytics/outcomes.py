@@ -9,6 +9,7 @@ nothing failed. Everything here is vectorised (groupby, merge), never a loop ove
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,6 +64,27 @@ def normalise_job_names(names: pd.Series, strip: str) -> pd.Series:
     return names.map(mapping)
 
 
+def _codes(values: pd.Series) -> tuple[Any, np.ndarray]:
+    """(sorted distinct values, float code per row; NaN where missing, so that ``first``
+    skips it as it skips a missing value). Unhashable values (labels parsed into lists) are
+    told apart by their repr and keep no order."""
+    try:
+        codes, uniques = pd.factorize(values, sort=True)
+        distinct: Any = uniques.array
+    except TypeError:
+        codes, _ = pd.factorize(values.map(repr).where(values.notna()))
+        firsts = pd.Series(np.arange(len(codes))).groupby(codes).first()
+        distinct = values.to_numpy(dtype=object)[firsts[firsts.index >= 0].to_numpy()]
+    return distinct, np.where(codes < 0, np.nan, codes)
+
+
+def _decode(distinct: Any, codes: pd.Series) -> pd.Series:
+    """The values of ``codes`` (from ``_codes``), missing where the code is NaN."""
+    positions = codes.fillna(-1).to_numpy(dtype=np.int64)
+    taken = pd.api.extensions.take(distinct, positions, allow_fill=True)
+    return pd.Series(taken, index=codes.index)
+
+
 def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataFrame:
     """One row per (run, logical job) across the run's attempts and shards.
 
@@ -75,9 +97,25 @@ def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataF
     conclusion, logical_outcome, runner_name, labels, started_at, completed_at (of the latest
     attempt), red_attempts (red attempts before the latest), red_attempt and red_job_id (the
     last red attempt and its red shard, for joining failures; NaN when never red)."""
-    frame = jobs.assign(logical_job=normalise_job_names(jobs["name"], strip))
-    frame["red"] = frame["conclusion"].isin(RED)
-    frame["green"] = frame["conclusion"].isin(GREEN)
+    # Strings travel as integer codes (sorted, so code order is name order) and are decoded
+    # once at the end: sorting and grouping a million rows of strings costs seconds.
+    names, name_codes = _codes(normalise_job_names(jobs["name"], strip))
+    runners, runner_codes = _codes(jobs["runner_name"])
+    labels, label_codes = _codes(jobs["labels"])
+    frame = pd.DataFrame(
+        {
+            "run_id": jobs["run_id"].to_numpy(),
+            "logical_job": name_codes,
+            "run_attempt": jobs["run_attempt"].to_numpy(),
+            "red": jobs["conclusion"].isin(RED).to_numpy(),
+            "green": jobs["conclusion"].isin(GREEN).to_numpy(),
+            "job_id": jobs["job_id"].to_numpy(),
+            "runner_name": runner_codes,
+            "labels": label_codes,
+            "started_at": jobs["started_at"].reset_index(drop=True),
+            "completed_at": jobs["completed_at"].reset_index(drop=True),
+        }
+    )
     # Red shards first, so the first row of an attempt carries the red job's id and runner.
     frame = frame.sort_values(["run_id", "logical_job", "run_attempt", "red"], ascending=False)
     per_attempt = frame.groupby(["run_id", "logical_job", "run_attempt"], sort=False).agg(
@@ -110,6 +148,9 @@ def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataF
     latest = latest.drop(columns=["red", "green", "job_id"]).join(summary)
     latest["logical_outcome"] = outcome_of(latest["conclusion"], latest["red_attempts"] > 0)
     latest = latest.reset_index()
+    latest["logical_job"] = _decode(names, latest["logical_job"])
+    latest["runner_name"] = _decode(runners, latest["runner_name"])
+    latest["labels"] = _decode(labels, latest["labels"])
     context = runs.drop(columns=[c for c in latest.columns if c != "run_id" and c in runs])
     return context.merge(latest, on="run_id", how="inner")
 

@@ -121,7 +121,11 @@ def _dated(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     return frame[(frame["created_at"] >= window.since) & (frame["created_at"] < window.until)]
 
 
-@st.cache_data(ttl=TTL)
+# The three shared frames below are cached as resources: one object shared by every loader and
+# session, never pickled on store nor copied on each hit (cache_data would do both, and at a
+# million jobs that costs more than computing a page). Callers must not modify them in place;
+# pandas filters and ``assign`` return new frames.
+@st.cache_resource(ttl=TTL)
 def _all_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     config, eng = current_config(), engine(db_url)
     runs = outcomes.logical_runs(queries.load_runs(eng, where), queries.load_attempts(eng, where))
@@ -129,9 +133,23 @@ def _all_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     return outcomes.with_run_categories(runs, _all_failures(db_url, where))
 
 
-@st.cache_data(ttl=TTL)
+@st.cache_resource(ttl=TTL)
 def _all_failures(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     return queries.load_failures(engine(db_url), where)
+
+
+# What before/after and the category mix read of a logical run, and coverage of a logical job:
+# merging only these keeps every other (string) column out of the window joins.
+WINDOW_RUN_COLUMNS = [
+    "run_id",
+    "lineage",
+    "created_at",
+    "logical_outcome",
+    "failure_category",
+    "event",
+    "head_branch",
+]
+COVERAGE_JOB_COLUMNS = ["run_id", "lineage", "logical_job", "created_at"]
 
 
 def _scoped(frame: pd.DataFrame, scope: str) -> pd.DataFrame:
@@ -146,7 +164,7 @@ def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     return _scoped(_dated(frame, filters) if dated else frame, filters.scope)
 
 
-@st.cache_data(ttl=TTL)
+@st.cache_resource(ttl=TTL)
 def _all_jobs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     run_columns = _all_runs(db_url, where)[RUN_COLUMNS]
     attempts = queries.job_outcomes(engine(db_url), where)
@@ -218,7 +236,7 @@ def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.
 def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
     return ba.before_after(
-        _all_runs(db_url, _where(filters)),
+        _all_runs(db_url, _where(filters))[WINDOW_RUN_COLUMNS],
         events(db_url),
         window_days=config.window_days,
         first_runs=config.first_runs,
@@ -233,7 +251,7 @@ def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
 def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
     return ba.category_shift(
-        _all_runs(db_url, _where(filters)),
+        _all_runs(db_url, _where(filters))[WINDOW_RUN_COLUMNS],
         events(db_url),
         window_days=config.window_days,
         scope=filters.scope,
@@ -252,7 +270,7 @@ def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
 @st.cache_data(ttl=TTL)
 def coverage_lost(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
-    frame = jobs(db_url, filters, dated=False)
+    frame = jobs(db_url, filters, dated=False)[COVERAGE_JOB_COLUMNS]
     renames = setup.job_renames(config.lineages)
     return derive.coverage_lost(frame, events(db_url), renames, config.window_days)
 
