@@ -150,6 +150,16 @@ WINDOW_RUN_COLUMNS = [
     "head_branch",
 ]
 COVERAGE_JOB_COLUMNS = ["run_id", "lineage", "logical_job", "created_at"]
+# What a successor's first-runs strip reads of a run (event and branch: for the scope).
+STRIP_RUN_COLUMNS = [
+    "workflow_path",
+    "created_at",
+    "logical_outcome",
+    "failure_category",
+    "html_url",
+    "event",
+    "head_branch",
+]
 
 
 def _scoped(frame: pd.DataFrame, scope: str) -> pd.DataFrame:
@@ -157,9 +167,10 @@ def _scoped(frame: pd.DataFrame, scope: str) -> pd.DataFrame:
     return frame[outcomes.in_scope(frame, scope, branch)].reset_index(drop=True)
 
 
+@st.cache_resource(ttl=TTL)
 def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     """Logical runs in scope with lineage, tags and failure_category; ``dated``: in the
-    date range only."""
+    date range only. Shared by the loaders of a page (a resource: do not modify it)."""
     frame = _all_runs(db_url, _where(filters))
     return _scoped(_dated(frame, filters) if dated else frame, filters.scope)
 
@@ -173,8 +184,10 @@ def _all_jobs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     return jobs.assign(category=verdicts.job_categories(jobs, _all_failures(db_url, where)))
 
 
+@st.cache_resource(ttl=TTL)
 def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
-    """Logical jobs in scope, with the category of their last red shard."""
+    """Logical jobs in scope, with the category of their last red shard. Shared by the
+    loaders of a page (a resource: do not modify it)."""
     frame = _all_jobs(db_url, _where(filters))
     return _scoped(_dated(frame, filters) if dated else frame, filters.scope)
 
@@ -263,7 +276,7 @@ def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
 @st.cache_data(ttl=TTL)
 def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
-    frame = _scoped(_all_runs(db_url, _where(filters)), filters.scope)
+    frame = _scoped(_all_runs(db_url, _where(filters))[STRIP_RUN_COLUMNS], filters.scope)
     return derive.successor_first_runs(frame, events(db_url), config.first_runs, config.window_days)
 
 
