@@ -41,7 +41,12 @@ def fakehub_command(
     rate_limit: int,
 ) -> None:
     """Serve a local GitHub Actions API replica with a simulated verl CI history."""
-    end_at = datetime.strptime(end, "%Y-%m-%d").replace(tzinfo=UTC)
+    try:
+        end_at = datetime.strptime(end, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise click.BadParameter(
+            f"{end!r} is not a date (YYYY-MM-DD)", param_hint="--end"
+        ) from None
     hub = Hub(
         seed=seed,
         scale=scale,
