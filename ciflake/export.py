@@ -30,6 +30,7 @@ from analytics.before_after import before_after
 from analytics.outcomes import attach_lineage, in_scope, normalise_job_names
 from analytics.rates import rank_by_lower_bound, stability
 from analytics.setup import event_table, workflow_table
+from analytics.spreadsheet import for_spreadsheets
 from ciflake.config import Config, ConfigError, parse_datetime
 from ciflake.events import all_events
 from collector.frames import logical_job_frame, logical_run_frame
@@ -155,7 +156,6 @@ CATEGORY_COLUMNS = {
     "failures": "category",
     "signatures": "category",
 }
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # OWASP: tab and CR too
 
 
 def runs_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
@@ -237,21 +237,6 @@ def before_after_export(
         for bound in ("low", "high")
     }
     return table.rename(columns=renamed)[BEFORE_AFTER_COLUMNS]
-
-
-def for_spreadsheets(frame: pd.DataFrame) -> pd.DataFrame:
-    """Times as ISO-8601 UTC text, and text cells that a spreadsheet would run as a formula
-    prefixed with ``'``."""
-    out = frame.copy()
-    for column in out.columns:
-        values = out[column]
-        if isinstance(values.dtype, pd.DatetimeTZDtype):
-            out[column] = values.dt.tz_convert("UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-        elif values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
-            text = values.astype("string")
-            risky = text.str.startswith(FORMULA_PREFIXES).fillna(False)
-            out[column] = text.where(~risky, "'" + text)
-    return out
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> None:

@@ -13,8 +13,9 @@ from scipy.stats import fisher_exact
 from sqlalchemy.orm import Session
 
 from analytics.rates import wilson_interval
+from analytics.spreadsheet import csv_bytes, for_spreadsheets
 from ciflake.cli import cli
-from ciflake.export import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS, for_spreadsheets
+from ciflake.export import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
 from store.queries import (
     RunFilter,
@@ -276,3 +277,13 @@ def test_export_without_database_is_one_line(runner, tmp_path):
     result = runner.invoke(cli, ["--db", url, "export", "runs", "--out", str(tmp_path / "x.csv")])
     assert result.exit_code == 2
     assert result.output.startswith("ciflake: error: ")
+
+
+def test_dashboard_downloads_are_neutralised_like_exports():
+    """The dashboard's CSV bytes go through the same neutralisation as ``ciflake export``."""
+    frame = pd.DataFrame({"line": ['=HYPERLINK("x")', "ok"], "labels": [["L20x8", "gpu"], []]})
+    text = csv_bytes(frame).decode("utf-8").splitlines()
+    assert text[0] == "line,labels"
+    assert text[1].startswith("\"'=HYPERLINK(")
+    assert text[1].endswith(",L20x8;gpu")
+    assert text[2] == "ok,"

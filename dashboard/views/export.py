@@ -2,9 +2,9 @@
 
 import streamlit as st
 
+from analytics.spreadsheet import csv_bytes
 from dashboard import loaders
 from dashboard.context import current_view
-from dashboard.export import csv_bytes
 
 view = current_view()
 url, filters = view.db_url, view.filters

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 import dashboard
+from analytics.spreadsheet import for_spreadsheets
 from ciflake.cli import cli
-from ciflake.export import for_spreadsheets
 from collector.client import CollectError, GitHubClient
 from collector.markdown import code_block, md_text
 from store.engine import make_engine
