@@ -194,6 +194,16 @@ DEFAULT_BRANCH_EVENTS = frozenset({"push", "schedule", "workflow_dispatch"})
 PR_EVENTS = frozenset({"pull_request", "pull_request_target"})
 
 
+def scope_terms(scope: str, default_branch: str) -> tuple[tuple[str, ...], str | None]:
+    """The scope as (events, head branch) for a SQL filter (store.queries.RunFilter): the same
+    runs as ``in_scope``; empty events and None: no condition."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope {scope!r} not in {', '.join(SCOPES)}")
+    if scope == "default":
+        return tuple(sorted(DEFAULT_BRANCH_EVENTS)), default_branch
+    return (tuple(sorted(PR_EVENTS)), None) if scope == "pr" else ((), None)
+
+
 def in_scope(runs: pd.DataFrame, scope: str, default_branch: str) -> pd.Series:
     """DESIGN.md scope: ``default`` = push/schedule/workflow_dispatch runs on the default
     branch; ``pr`` = pull-request runs; ``all`` = both (and anything else)."""

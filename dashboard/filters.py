@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 
 import streamlit as st
 
+from analytics.outcomes import scope_terms
 from store.queries import RunFilter
 
 TAGS = ("fully_async", "one_step_off_policy", "separate_async", "opd", "ascend")
@@ -23,13 +24,18 @@ class Filters:
     tags: tuple[str, ...]
     scope: str
 
-    def run_filter(self, paths: tuple[str, ...], *, dated: bool = True) -> RunFilter:
-        """The SQL filter: ``paths`` are the workflows carrying the selected tags."""
+    def run_filter(
+        self, paths: tuple[str, ...], *, dated: bool = True, default_branch: str | None = None
+    ) -> RunFilter:
+        """The SQL filter: ``paths`` are the workflows carrying the selected tags; with
+        ``default_branch``, only the runs of the selected scope."""
+        events, branch = scope_terms(self.scope, default_branch) if default_branch else ((), None)
+        where = RunFilter(repo=self.repo, paths=paths, events=events, branch=branch)
         if not dated:
-            return RunFilter(repo=self.repo, paths=paths)
+            return where
         since = datetime.combine(self.first_day, time(), UTC)
         until = datetime.combine(self.last_day + timedelta(days=1), time(), UTC)
-        return RunFilter(repo=self.repo, since=since, until=until, paths=paths)
+        return replace(where, since=since, until=until)
 
 
 def sidebar_filters(repos: list[str], default_repo: str, span: tuple[date, date]) -> Filters:

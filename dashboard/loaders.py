@@ -110,10 +110,12 @@ def _tagged_paths(config: Config, tags: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w.path for w in config.workflows if set(w.tags) & set(tags)) or ("<none>",)
 
 
-def _where(filters: Filters) -> queries.RunFilter:
-    """The SQL filter: repository and tagged workflows, every date. Dates are cut in pandas
-    (``_dated``), so every page and date range shares one cached load."""
-    return filters.run_filter(_tagged_paths(current_config(), filters.tags), dated=False)
+def _where(filters: Filters, *, dated: bool = False) -> queries.RunFilter:
+    """The SQL filter: repository, tagged workflows and scope, and by default every date: the
+    shared frames cut dates in pandas (``_dated``), so every date range shares one load."""
+    config = current_config()
+    paths = _tagged_paths(config, filters.tags)
+    return filters.run_filter(paths, dated=dated, default_branch=config.default_branch)
 
 
 def _dated(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
@@ -128,14 +130,15 @@ def _dated(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
 @st.cache_resource(ttl=TTL)
 def _all_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     config, eng = current_config(), engine(db_url)
-    runs = outcomes.logical_runs(queries.load_runs(eng, where), queries.load_attempts(eng, where))
+    attempts = queries.load_attempts(eng, where, reruns_only=True)
+    runs = outcomes.logical_runs(queries.load_runs(eng, where), attempts)
     runs = outcomes.attach_lineage(runs, setup.workflow_table(config.workflows))
     return outcomes.with_run_categories(runs, _all_failures(db_url, where))
 
 
 @st.cache_resource(ttl=TTL)
 def _all_failures(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
-    return queries.load_failures(engine(db_url), where)
+    return queries.load_failures(engine(db_url), where, categories_only=True)
 
 
 # What before/after and the category mix read of a logical run, and coverage of a logical job:
@@ -162,17 +165,12 @@ STRIP_RUN_COLUMNS = [
 ]
 
 
-def _scoped(frame: pd.DataFrame, scope: str) -> pd.DataFrame:
-    branch = current_config().default_branch
-    return frame[outcomes.in_scope(frame, scope, branch)].reset_index(drop=True)
-
-
 @st.cache_resource(ttl=TTL)
 def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     """Logical runs in scope with lineage, tags and failure_category; ``dated``: in the
     date range only. Shared by the loaders of a page (a resource: do not modify it)."""
     frame = _all_runs(db_url, _where(filters))
-    return _scoped(_dated(frame, filters) if dated else frame, filters.scope)
+    return _dated(frame, filters) if dated else frame
 
 
 @st.cache_resource(ttl=TTL)
@@ -189,14 +187,7 @@ def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     """Logical jobs in scope, with the category of their last red shard. Shared by the
     loaders of a page (a resource: do not modify it)."""
     frame = _all_jobs(db_url, _where(filters))
-    return _scoped(_dated(frame, filters) if dated else frame, filters.scope)
-
-
-def _failures(db_url: str, filters: Filters) -> pd.DataFrame:
-    """Failures of the runs in the date range (any scope)."""
-    where = _where(filters)
-    frame = _all_failures(db_url, where)
-    return frame[frame["run_id"].isin(_dated(_all_runs(db_url, where), filters)["run_id"])]
+    return _dated(frame, filters) if dated else frame
 
 
 def events(db_url: str) -> pd.DataFrame:
@@ -276,7 +267,7 @@ def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
 @st.cache_data(ttl=TTL)
 def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
-    frame = _scoped(_all_runs(db_url, _where(filters))[STRIP_RUN_COLUMNS], filters.scope)
+    frame = _all_runs(db_url, _where(filters))[STRIP_RUN_COLUMNS]
     return derive.successor_first_runs(frame, events(db_url), config.first_runs, config.window_days)
 
 
@@ -342,7 +333,7 @@ def flaky_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
 def job_verdicts(db_url: str, filters: Filters) -> pd.DataFrame:
     """Every failed logical job with its verdict and evidence (analytics.verdicts)."""
     frame = jobs(db_url, filters)
-    return verdicts.job_verdicts(frame, _failures(db_url, filters))
+    return verdicts.job_verdicts(frame, _all_failures(db_url, _where(filters)))
 
 
 # ---- Runners and environments ---------------------------------------------------------------
@@ -367,4 +358,5 @@ def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
 def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
     """Failures per environment fact (cann, driver, torch...) and version, with the runners
     and categories they hit."""
-    return derive.environment_failures(_failures(db_url, filters), jobs(db_url, filters))
+    failures = queries.load_failures(engine(db_url), _where(filters, dated=True))
+    return derive.environment_failures(failures, jobs(db_url, filters))

@@ -40,12 +40,16 @@ def table_counts(engine: Engine) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class RunFilter:
-    """Which runs to load: ``since`` inclusive, ``until`` exclusive, ``paths`` = workflow files."""
+    """Which runs to load: ``since`` inclusive, ``until`` exclusive, ``paths`` = workflow files,
+    ``events`` = trigger events, ``branch`` = head branch (a scope, pushed into SQL so a page
+    never loads the runs it would drop)."""
 
     repo: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     paths: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+    branch: str | None = None
 
 
 def _filtered(stmt: Select[Any], where: RunFilter) -> Select[Any]:
@@ -58,6 +62,10 @@ def _filtered(stmt: Select[Any], where: RunFilter) -> Select[Any]:
         stmt = stmt.where(run.created_at < where.until)
     if where.paths:
         stmt = stmt.where(run.workflow_path.in_(where.paths))
+    if where.events:
+        stmt = stmt.where(run.event.in_(where.events))
+    if where.branch is not None:
+        stmt = stmt.where(run.head_branch == where.branch)
     return stmt
 
 
@@ -99,14 +107,20 @@ def load_runs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     return _raw_frame(engine, _filtered(stmt, where), ("created_at",))
 
 
-def load_attempts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
-    """Every stored attempt of the selected runs. Columns: run_id, attempt, status, conclusion."""
+def load_attempts(
+    engine: Engine, where: RunFilter = RunFilter(), *, reruns_only: bool = False
+) -> pd.DataFrame:
+    """Every stored attempt of the selected runs. Columns: run_id, attempt, status, conclusion.
+    ``reruns_only``: only of runs with more than one attempt, the only ones whose logical
+    outcome the attempts change (analytics.outcomes.logical_runs)."""
     att = RunAttempt
     stmt = (
         select(att.run_id, att.attempt, att.status, att.conclusion)
         .join(WorkflowRun, WorkflowRun.id == att.run_id)
         .order_by(att.run_id, att.attempt)
     )
+    if reruns_only:
+        stmt = stmt.where(WorkflowRun.run_attempt > 1)
     return _raw_frame(engine, _filtered(stmt, where))
 
 
@@ -137,27 +151,25 @@ def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     return _frame(engine, _filtered(stmt, where), ("created_at", "started_at", "completed_at"))
 
 
-def load_failures(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+def load_failures(
+    engine: Engine, where: RunFilter = RunFilter(), *, categories_only: bool = False
+) -> pd.DataFrame:
     """The classified failures of the selected runs (``job_id`` 0: the run itself).
 
-    Columns: run_id, run_attempt, job_id, category, rule, signature, line, env (dict)."""
+    Columns: run_id, run_attempt, job_id, category, rule, signature, line, env (dict);
+    ``categories_only``: the first four, all that run and job categories need."""
     fail = Failure
+    detail = (fail.rule, fail.signature, fail.line, type_coerce(fail.env, String).label("env"))
     stmt = (
-        select(
-            fail.run_id,
-            fail.run_attempt,
-            fail.job_id,
-            fail.category,
-            fail.rule,
-            fail.signature,
-            fail.line,
-            type_coerce(fail.env, String).label("env"),
-        )
+        select(fail.run_id, fail.run_attempt, fail.job_id, fail.category)
         .join(WorkflowRun, WorkflowRun.id == fail.run_id)
         .order_by(fail.run_id, fail.run_attempt, fail.job_id)
     )
+    if not categories_only:
+        stmt = stmt.add_columns(*detail)
     frame = _raw_frame(engine, _filtered(stmt, where))
-    frame["env"] = _json_values(frame["env"])
+    if not categories_only:
+        frame["env"] = _json_values(frame["env"])
     return frame
 
 

@@ -1,0 +1,66 @@
+"""The dashboard's lean loads (scope in SQL, attempts of reruns only, failure categories only)
+give the same logical runs and jobs as the full loads the export and summary use."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analytics.outcomes import in_scope, scope_terms
+from ciflake.config import load_config
+from collector.frames import logical_job_frame, logical_run_frame
+from dashboard import loaders
+from dashboard.filters import Filters
+from store.engine import make_engine
+from store.queries import RunFilter, load_runs
+from tests.collected import collected_copy
+
+REPO = "verl-project/verl"
+RUN_KEYS = ["run_id", "logical_outcome", "first_attempt_conclusion", "failure_category"]
+JOB_KEYS = ["run_id", "logical_job", "logical_outcome", "red_attempts", "red_job_id", "category"]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> str:
+    return collected_copy(tmp_path_factory.mktemp("loads"))
+
+
+@pytest.fixture
+def reference(db, monkeypatch):
+    """(logical runs, logical jobs) of every run, loaded in full (collector.frames)."""
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    engine, config = make_engine(db, read_only=True), load_config()
+    runs = logical_run_frame(engine, config, RunFilter(repo=REPO))
+    jobs = logical_job_frame(engine, config, RunFilter(repo=REPO), runs)
+    yield runs, jobs, config
+    engine.dispose()
+
+
+def _rows(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return frame[keys].astype(object).sort_values(keys[:2]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("scope", ["default", "pr", "all"])
+def test_sql_scope_selects_the_runs_in_scope(db, scope):
+    engine = make_engine(db, read_only=True)
+    every = load_runs(engine, RunFilter(repo=REPO))
+    events, branch = scope_terms(scope, "main")
+    scoped = load_runs(engine, RunFilter(repo=REPO, events=events, branch=branch))
+    expected = every[in_scope(every, scope, "main")]
+    assert 0 < len(scoped) and (scope == "all") == (len(scoped) == len(every))
+    assert sorted(scoped["run_id"]) == sorted(expected["run_id"])
+    engine.dispose()
+
+
+@pytest.mark.parametrize("scope", ["default", "pr", "all"])
+def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
+    runs, jobs, config = reference
+    filters = Filters(REPO, *loaders.day_span(db, REPO), (), scope)
+    shown_runs = loaders.runs(db, filters, dated=False)
+    expected_runs = runs[in_scope(runs, scope, config.default_branch)]
+    assert (shown_runs["logical_outcome"] == "flaky").any()
+    pd.testing.assert_frame_equal(_rows(shown_runs, RUN_KEYS), _rows(expected_runs, RUN_KEYS))
+    shown_jobs = loaders.jobs(db, filters, dated=False)
+    expected_jobs = jobs[in_scope(jobs, scope, config.default_branch)]
+    assert shown_jobs["category"].notna().any()
+    pd.testing.assert_frame_equal(_rows(shown_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
