@@ -31,6 +31,47 @@ def event_pairs(events: pd.DataFrame, lineages: Sequence[str]) -> pd.DataFrame:
     return touched.reset_index(drop=True).rename_axis("pair").reset_index()
 
 
+def _naive(times: pd.Series) -> np.ndarray:
+    """UTC times as naive datetime64[ns], for binary search."""
+    return times.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+
+
+def rows_around(
+    frame: pd.DataFrame,
+    pairs: pd.DataFrame,
+    start: pd.Timedelta,
+    end: pd.Timedelta | None,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """The rows of ``frame`` whose created_at lies in [event_date + start, event_date + end)
+    of each (event, lineage) ``pair`` of their lineage, tagged with ``pair``; ``end`` None: no
+    end; ``limit``: only the first ``limit`` rows (by created_at, then run_id) of each pair.
+    Found by binary search in each lineage's sorted rows, so the cost is the rows returned,
+    not rows x events."""
+    ordered = frame.sort_values(["lineage", "created_at", "run_id"], kind="stable")
+    times = _naive(ordered["created_at"])
+    chosen, tags = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+    groups = ordered.groupby("lineage", sort=False).indices
+    for lineage, events in pairs.groupby("lineage", sort=False):
+        rows = groups.get(lineage)
+        if rows is None:
+            continue
+        lineage_times = times[rows]
+        dates = _naive(events["event_date"])
+        lows = np.searchsorted(lineage_times, dates + start.to_timedelta64(), side="left")
+        highs = (
+            np.searchsorted(lineage_times, dates + end.to_timedelta64(), side="left")
+            if end is not None
+            else np.full(len(dates), len(rows))
+        )
+        if limit is not None:
+            highs = np.minimum(highs, lows + limit)
+        for pair, low, high in zip(events["pair"], lows, highs, strict=True):
+            chosen.append(rows[low:high])
+            tags.append(np.full(max(high - low, 0), pair, dtype=np.int64))
+    return ordered.iloc[np.concatenate(chosen)].assign(pair=np.concatenate(tags))
+
+
 def event_windows(
     runs: pd.DataFrame, pairs: pd.DataFrame, window_days: int = 14, first_runs: int = 10
 ) -> pd.DataFrame:
@@ -38,16 +79,16 @@ def event_windows(
     side: before = [date - W, date), after = [date, date + W), first = the first N
     non-excluded runs at or after the date, however late. ``runs`` need lineage, created_at,
     logical_outcome."""
-    tagged = runs.merge(pairs[["pair", "lineage", "event_date"]], on="lineage")
-    offset = tagged["created_at"] - tagged.pop("event_date")
-    window = pd.Timedelta(days=window_days)
-    zero = pd.Timedelta(0)
-    before = tagged[(offset >= -window) & (offset < zero)].assign(side="before")
-    after = tagged[(offset >= zero) & (offset < window)].assign(side="after")
-    later = tagged[(offset >= zero) & (tagged["logical_outcome"] != "excluded")]
-    later = later.sort_values(["created_at", "run_id"])
-    first = later[later.groupby("pair").cumcount() < first_runs].assign(side="first")
-    return pd.concat([before, after, first], ignore_index=True)
+    window, zero = pd.Timedelta(days=window_days), pd.Timedelta(0)
+    counted = runs[runs["logical_outcome"] != "excluded"]
+    return pd.concat(
+        [
+            rows_around(runs, pairs, -window, zero).assign(side="before"),
+            rows_around(runs, pairs, zero, window).assign(side="after"),
+            rows_around(counted, pairs, zero, None, first_runs).assign(side="first"),
+        ],
+        ignore_index=True,
+    )
 
 
 def _scoped_windows(

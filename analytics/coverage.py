@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from analytics.before_after import event_pairs
+from analytics.before_after import event_pairs, rows_around
 
 MIGRATION_KINDS = ("migration",)
 
@@ -59,11 +59,9 @@ def coverage_diff(
     pairs = event_pairs(chosen, sorted(jobs["lineage"].dropna().unique()))
     ran = jobs[jobs["logical_outcome"] != "excluded"]
     ran = ran.assign(successor_job=successor_names(ran["logical_job"], ran["lineage"], renames))
-    tagged = ran.merge(pairs[["pair", "lineage", "event_date"]], on="lineage")
-    offset = tagged["created_at"] - tagged["event_date"]
-    window = pd.Timedelta(days=window_days)
-    before = tagged[(offset >= -window) & (offset < pd.Timedelta(0))]
-    after = tagged[(offset >= pd.Timedelta(0)) & (offset < window)]
+    window, zero = pd.Timedelta(days=window_days), pd.Timedelta(0)
+    before = rows_around(ran, pairs, -window, zero)
+    after = rows_around(ran, pairs, zero, window)
     seen_before = (
         before.sort_values("created_at")
         .groupby(["pair", "successor_job", "logical_job"])

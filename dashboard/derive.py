@@ -1,16 +1,13 @@
 """Pure derivations the pages need and ``analytics`` does not offer: tile statuses, grid cells,
-successor strips, coverage lost, NEW signatures, runner attribution. DataFrames in and out,
+successor strips, NEW signatures, runner attribution. DataFrames in and out,
 no Streamlit, so they are tested like the analytics."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from analytics import rates
-from analytics.before_after import event_pairs
 
 RECENT_RUNS = 10  # TestGrid's num_columns_recent: the runs a tile status looks at
 NEW_DAYS = 21  # Treeherder: a failure line unseen for 21 days is new
@@ -118,57 +115,6 @@ def successor_first_runs(
     )
 
 
-def _renamed(names: pd.Series, renames: Mapping[str, str]) -> pd.Series:
-    """Predecessor job names under their successor's stem (longest stem first)."""
-    out = names.copy()
-    for stem in sorted(renames, key=len, reverse=True):
-        hit = names.str.startswith(stem) & (out == names)
-        out[hit] = renames[stem] + names[hit].str[len(stem) :]
-    return out
-
-
-def coverage_lost(
-    jobs: pd.DataFrame,
-    events: pd.DataFrame,
-    renames: Mapping[str, Mapping[str, str]],
-    window_days: int,
-) -> pd.DataFrame:
-    """Per event and lineage it touches: logical jobs that ran in the ``window_days`` before
-    it and (under their successor's name) not in the ``window_days`` after.
-
-    Columns: event_pr, event_title, lineage, logical_job, last_run, runs_before."""
-    pairs = event_pairs(events, sorted(jobs["lineage"].dropna().unique()))
-    window = pd.Timedelta(days=window_days)
-    tagged = jobs.merge(pairs[["pair", "lineage", "event_date"]], on="lineage")
-    offset = tagged["created_at"] - tagged["event_date"]
-    tagged = tagged.assign(
-        successor=pd.concat(
-            [
-                _renamed(group["logical_job"], renames.get(lineage, {}))
-                for lineage, group in tagged.groupby("lineage")
-            ]
-        )
-        if len(tagged)
-        else tagged["logical_job"]
-    )
-    before = tagged[(offset >= -window) & (offset < pd.Timedelta(0))]
-    after = tagged[(offset >= pd.Timedelta(0)) & (offset < window)]
-    seen_after = set(zip(after["pair"], after["successor"], strict=True))
-    lost = before[
-        [(p, s) not in seen_after for p, s in zip(before["pair"], before["successor"], strict=True)]
-    ]
-    table = (
-        lost.groupby(["pair", "logical_job"])
-        .agg(last_run=("created_at", "max"), runs_before=("run_id", "nunique"))
-        .reset_index()
-    )
-    return (
-        pairs[["pair", "event_pr", "event_title", "lineage"]]
-        .merge(table, on="pair")
-        .drop(columns="pair")
-    )
-
-
 def mark_new(signatures: pd.DataFrame, reference: pd.Timestamp) -> pd.DataFrame:
     """``new``: the signature was first seen (in the whole history) within NEW_DAYS of
     ``reference``, the end of the selected range."""
@@ -178,9 +124,10 @@ def mark_new(signatures: pd.DataFrame, reference: pd.Timestamp) -> pd.DataFrame:
 
 def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
     """``runner_pool``: the job's runner labels (``labels`` as stored JSON text) joined by
-    "+"; "(no runner)" when it never ran."""
-    pools = jobs["labels"].str.replace(r'[\[\]"\s]', "", regex=True).str.replace(",", "+")
-    pools = pools.where(pools.str.len() > 0)
+    "+"; "(no runner)" when it never ran. Computed once per distinct label set."""
+    distinct = pd.Series(jobs["labels"].dropna().unique(), dtype="object")
+    names = distinct.str.replace(r'[\[\]"\s]', "", regex=True).str.replace(",", "+")
+    pools = jobs["labels"].map(dict(zip(distinct, names.where(names.str.len() > 0), strict=True)))
     return jobs.assign(
         runner_pool=pools.fillna("(no runner)"), runner_name=jobs["runner_name"].fillna("(none)")
     )

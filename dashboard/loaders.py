@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from dataclasses import replace
 from datetime import date, datetime
 from urllib.parse import urlparse
 
@@ -16,7 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from analytics import before_after as ba
-from analytics import outcomes, rates, setup, verdicts
+from analytics import coverage, outcomes, rates, setup, verdicts
 from ciflake.config import Config, load_config
 from ciflake.events import all_events
 from dashboard import derive
@@ -131,7 +132,7 @@ def _dated(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
 def _all_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
     config, eng = current_config(), engine(db_url)
     attempts = queries.load_attempts(eng, where, reruns_only=True)
-    runs = outcomes.logical_runs(queries.load_runs(eng, where), attempts)
+    runs = outcomes.logical_runs(queries.run_outcomes(eng, where), attempts)
     runs = outcomes.attach_lineage(runs, setup.workflow_table(config.workflows))
     return outcomes.with_run_categories(runs, _all_failures(db_url, where))
 
@@ -152,7 +153,24 @@ WINDOW_RUN_COLUMNS = [
     "event",
     "head_branch",
 ]
-COVERAGE_JOB_COLUMNS = ["run_id", "lineage", "logical_job", "created_at"]
+COVERAGE_JOB_COLUMNS = [
+    "run_id",
+    "lineage",
+    "workflow_path",
+    "logical_job",
+    "logical_outcome",
+    "created_at",
+]
+COVERAGE_LOST_COLUMNS = [
+    "event_pr",
+    "event_title",
+    "lineage",
+    "logical_job",
+    "successor_job",
+    "before_runs",
+    "last_run_at",
+    "last_workflow_path",
+]
 # What a successor's first-runs strip reads of a run (event and branch: for the scope).
 STRIP_RUN_COLUMNS = [
     "workflow_path",
@@ -228,9 +246,10 @@ def timeline(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
 
 @st.cache_data(ttl=TTL)
 def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.DataFrame:
-    """Cells of the job x day grid of one workflow, the last ``days`` days of the range."""
-    frame = jobs(db_url, filters)
-    return derive.job_day_cells(frame[frame["workflow_path"] == workflow_path], days)
+    """Cells of the job x day grid of one workflow, the last ``days`` days of the range. Only
+    that workflow's jobs are loaded: the overview needs no other job."""
+    where = replace(_where(filters), paths=(workflow_path,))
+    return derive.job_day_cells(_dated(_all_jobs(db_url, where), filters), days)
 
 
 # ---- Migrations -----------------------------------------------------------------------------
@@ -273,10 +292,17 @@ def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
 
 @st.cache_data(ttl=TTL)
 def coverage_lost(db_url: str, filters: Filters) -> pd.DataFrame:
-    config = current_config()
-    frame = jobs(db_url, filters, dated=False)[COVERAGE_JOB_COLUMNS]
-    renames = setup.job_renames(config.lineages)
-    return derive.coverage_lost(frame, events(db_url), renames, config.window_days)
+    """Logical jobs that ran in the window before an event (of any kind) and have no
+    successor after it (analytics.coverage)."""
+    config, table = current_config(), events(db_url)
+    diff = coverage.coverage_diff(
+        jobs(db_url, filters, dated=False)[COVERAGE_JOB_COLUMNS],
+        table,
+        setup.job_renames(config.lineages),
+        window_days=config.window_days,
+        kinds=tuple(table["event_kind"].unique()),
+    )
+    return coverage.lost_jobs(diff)[COVERAGE_LOST_COLUMNS]
 
 
 # ---- Failures -------------------------------------------------------------------------------

@@ -107,6 +107,25 @@ def load_runs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     return _raw_frame(engine, _filtered(stmt, where), ("created_at",))
 
 
+def run_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """The selected runs with only what logical outcomes and the dashboard's pages read, in no
+    particular order: run_id, workflow_path, event, head_branch, head_sha, run_attempt,
+    conclusion, created_at, html_url."""
+    run = WorkflowRun
+    stmt = select(
+        run.id.label("run_id"),
+        run.workflow_path,
+        run.event,
+        run.head_branch,
+        run.head_sha,
+        run.run_attempt,
+        run.conclusion,
+        run.created_at,
+        run.html_url,
+    )
+    return _raw_frame(engine, _filtered(stmt, where), ("created_at",))
+
+
 def load_attempts(
     engine: Engine, where: RunFilter = RunFilter(), *, reruns_only: bool = False
 ) -> pd.DataFrame:

@@ -171,3 +171,21 @@ def test_grid_cells_pick_the_worst_state_per_day() -> None:
     assert cells.at["b", "state"] == "retry-green"
     assert "c" not in cells.index
     assert charts.job_day_heatmap(cells.reset_index()).data[0].z.shape == (2, 1)
+
+
+def test_runner_pools_from_stored_labels() -> None:
+    jobs = pd.DataFrame(
+        {
+            "labels": ['["linux", "gpu-8"]', "[]", None, '["linux", "gpu-8"]', '["npu"]'],
+            "runner_name": ["r1", None, None, "r2", "n1"],
+        }
+    )
+    pooled = derive.with_runner_pool(jobs)
+    assert list(pooled["runner_pool"]) == [
+        "linux+gpu-8",
+        "(no runner)",
+        "(no runner)",
+        "linux+gpu-8",
+        "npu",
+    ]
+    assert list(pooled["runner_name"]) == ["r1", "(none)", "(none)", "r2", "n1"]

@@ -47,7 +47,7 @@ def test_sql_scope_selects_the_runs_in_scope(db, scope):
     events, branch = scope_terms(scope, "main")
     scoped = load_runs(engine, RunFilter(repo=REPO, events=events, branch=branch))
     expected = every[in_scope(every, scope, "main")]
-    assert 0 < len(scoped) and (scope == "all") == (len(scoped) == len(every))
+    assert len(scoped) > 0 and (scope == "all") == (len(scoped) == len(every))
     assert sorted(scoped["run_id"]) == sorted(expected["run_id"])
     engine.dispose()
 
