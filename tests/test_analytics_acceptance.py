@@ -79,16 +79,23 @@ def test_oom_share_drops_across_6568_and_6649(june):
     runs, config = june
     # The strongest version that holds on every seed tried (1-8 at this scale, 7 at scale 1):
     # every run (pushes and PRs); at #6568 the OOM share of red runs and the OOM runs per run
-    # drop; at #6649 the OOM runs per run drop. Not asserted, because they do not hold in
-    # general: the default branch alone (~5 OOM runs a side here; it rises on seeds 1, 4 and 6,
-    # and at #6649 on seed 7 at scale 1), and the share at #6649, whose two windows each hold an
-    # invalid-file window (#6568's, #6551's) whose ci_config reds dilute the share.
+    # drop; at #6649 the OOM runs per run drop; and across the pair, the 14 days before #6568
+    # against the 14 days after #6649, both the share and the runs per run drop (seeds 1-8: the
+    # share from 0.29-0.67 to 0.05-0.27). Not asserted, because they do not hold in general: the
+    # default branch alone (0-7 OOM runs a side here: its share rises at #6568 on seed 1, at
+    # #6649 on seeds 1, 4 and 6, across the pair on seed 1, 0.17 -> 0.20, and at #6649 on seed
+    # 7 at scale 1), and the share at #6649 alone (rises on seed 4, 0.22 -> 0.27): its before
+    # window holds #6568's invalid-file window and its after window #6551's, whose ci_config
+    # reds dilute the share, and the rollout-memory OOM regime (#6649 until #6784) starts there.
     shift = category_shift(runs, event_table(config.events), scope="all")
     oom = shift[(shift["failure_category"] == "oom") & (shift["lineage"] == LINEAGE)]
     oom = oom.set_index("event_pr")
     assert oom.loc[6568, "after_share"] < oom.loc[6568, "before_share"]
     for pr in (6568, 6649):
         assert oom.loc[pr, "after_per_run"] < oom.loc[pr, "before_per_run"], pr
+    for column in ("share", "per_run"):
+        before, after = oom.loc[6568, f"before_{column}"], oom.loc[6649, f"after_{column}"]
+        assert after < before, column
 
 
 def test_coverage_diff_at_7357_lists_the_trtllm_jobs(history):
@@ -213,12 +220,19 @@ def _report(found: pd.DataFrame, daily: pd.DataFrame, truth: pd.DataFrame) -> No
             )
 
 
-def test_changepoints_fall_within_3_days_of_true_changes(history):
+@pytest.fixture(scope="module")
+def found_changepoints(history):
+    """(daily, truth, found): the changepoints of every lineage with their nearest true date."""
     _, config, runs = history
     daily = daily_failures(runs)
     truth = true_change_dates(config)
     found = _with_nearest(changepoints(daily), truth)
     _report(found, daily, truth)
+    return daily, truth, found
+
+
+def test_changepoints_fall_within_3_days_of_true_changes(found_changepoints):
+    daily, truth, found = found_changepoints
 
     # The truth set is sparse enough for the test to fail: most days are not near a true date.
     subject_days = daily.loc[daily["lineage"] == LINEAGE, "day"]
@@ -237,3 +251,58 @@ def test_changepoints_fall_within_3_days_of_true_changes(history):
     near_shift = _near(subject["date"], shift_dates)
     drops = subject[near_shift & (subject["after_rate"] < subject["before_rate"])]
     assert not drops.empty, subject
+
+
+# Every lineage of the verl configuration (asserted against the collected runs below).
+LINEAGES = (
+    "e2e_ascend",
+    "e2e_fully_async_policy_trtllm",
+    "e2e_v1_separate_async",
+    "e2e_v1_separate_async_ascend",
+    "e2e_v1_separate_async_opd",
+)
+# Truth sets so dense that precision cannot fail: the share of the lineage's days within 3 days
+# of a true date, measured on seeds 1-8 (the trtllm workflow lived 97 days with 16 true dates:
+# its jobs come and go). Its precision is still asserted, but proves little; no changepoint was
+# found there on any seed tried.
+DENSE = {"e2e_fully_async_policy_trtllm": "62-70%"}
+# e2e_ascend fails at this scale for want of runs, not for the search or the truth set. Its
+# changepoints on seeds 1-8 (distance to the nearest true date, days): 1: +0.0; 2: +4.0, -10.0;
+# 3: -1.4, -3.0; 4: +2.0, +1.0; 5: +1.0, -0.1; 6: +0.0; 7: +5.0, -4.0; 8: +0.0, +4.0 (on 16
+# seeds of fakehub's History read directly, which gives the same changepoints on seeds 1-8, it
+# fails on 8). The lineage has
+# ~3.5 runs a day. Its two steps: 2025-12-10 (one NPU job becomes three, red 0.14 -> 0.38) is
+# found on the day on most seeds, but on seed 7 its first five days hold 2 red of 17 runs (seed
+# 2: 4 of 17), and the likelihood interval (12-13..12-16) excludes the true date; 2026-08-14
+# (three jobs become two, 0.31 -> 0.22) is significant over ~100 days a side but moves the
+# log-likelihood by ~0.1 a day, so its 95% interval spans weeks (07-23..08-16 on seed 7) and the
+# estimate lands up to 11 days off. Pooled over seeds (40 for December, 12 at scale 1 for
+# August) the simulated red rate steps on the catalog's day at both dates and matches its
+# expected rate: nothing is missing from the truth set. Strict: the day it
+# passes (a better detector, a bigger scale), the mark must go.
+ASCEND_SHORT_OF_RUNS = pytest.mark.xfail(
+    strict=True, reason="e2e_ascend: too few runs a day to date its steps within 3 days"
+)
+
+
+@pytest.mark.parametrize(
+    "lineage",
+    [
+        pytest.param(name, marks=ASCEND_SHORT_OF_RUNS) if name == "e2e_ascend" else name
+        for name in LINEAGES
+    ],
+)
+def test_changepoints_of_every_lineage_fall_within_3_days_of_true_changes(
+    found_changepoints, lineage
+):
+    daily, truth, found = found_changepoints
+    assert set(daily["lineage"]) <= set(LINEAGES)
+    mine = found[found["lineage"] == lineage]
+    # Whether the check could fail: the share of the lineage's days near one of its true dates.
+    days = daily.loc[daily["lineage"] == lineage, "day"]
+    near = _near(days, truth.loc[truth["lineage"] == lineage, "date"]).mean()
+    if lineage in DENSE:
+        assert near >= 0.5, f"{lineage}: {near:.0%} of days near a true date; move it out of DENSE"
+    else:
+        assert near < 0.5, f"{lineage}: {near:.0%} of days near a true date"
+    assert (mine["distance_days"].abs() <= TOLERANCE / pd.Timedelta(days=1)).all(), mine

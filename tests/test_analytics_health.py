@@ -108,6 +108,50 @@ def test_changepoints_two_shifts_and_none_in_a_flat_series():
     assert changepoints(_daily([])).empty
 
 
+def test_changepoints_two_nearby_steps_each_at_its_true_day():
+    # A short high stretch between two lower ones of unequal rates (20 runs a day): from the
+    # whole series no single cut gains enough, so binary segmentation's first step found
+    # nothing and never looked again (at penalty_factor 1.5 as at 2.5); the best partition has
+    # both steps, each on its true day.
+    found = changepoints(_daily([0.1] * 15 + [0.5] * 6 + [0.15] * 30, runs_per_day=20))
+    assert found["date"].dt.strftime("%m-%d").tolist() == ["05-16", "05-22"]
+    assert found["before_rate"].tolist() == pytest.approx([0.1, 0.5])
+    assert found["after_rate"].tolist() == pytest.approx([0.5, 0.15])
+    assert found["after_runs"].tolist() == [120, 600]
+
+
+def _binomial_loglik(red: int, runs: int) -> float:
+    return sum(x * math.log(x / runs) for x in (red, runs - red) if x > 0)
+
+
+def test_changepoint_interval_is_its_profile_likelihood_interval():
+    # 20 days at 1/10 red, a two-day ramp at 3/10, 18 days at 6/10 (10 runs a day). The best cut
+    # is after the ramp (05-23); cutting before the ramp (05-21) loses 0.62 of log-likelihood,
+    # within 1.92, so the interval is 05-21..05-23; one day further either way loses > 5.
+    found = changepoints(_daily([0.1] * 20 + [0.3] * 2 + [0.6] * 18))
+    assert len(found) == 1
+    row = found.iloc[0]
+    cut = {  # cut before day i: red and runs on either side
+        i: _binomial_loglik(*left) + _binomial_loglik(*right)
+        for i, left, right in [
+            (19, (19, 190), (115, 210)),
+            (20, (20, 200), (114, 200)),
+            (21, (23, 210), (111, 190)),
+            (22, (26, 220), (108, 180)),
+            (23, (32, 230), (102, 170)),
+        ]
+    }
+    assert max(cut, key=cut.get) == 22
+    assert cut[22] - cut[20] == pytest.approx(0.62, abs=0.01)
+    assert cut[22] - cut[19] > 5 and cut[22] - cut[23] > 5
+    assert row["date"] == pd.Timestamp("2026-05-23", tz="UTC")
+    assert (row["date_low"], row["date_high"]) == (
+        pd.Timestamp("2026-05-21", tz="UTC"),
+        pd.Timestamp("2026-05-23", tz="UTC"),
+    )
+    assert row["gain"] == pytest.approx(cut[22] - _binomial_loglik(134, 400))
+
+
 def test_daily_failures_and_nearest_event():
     runs = runs_frame(
         [
