@@ -119,6 +119,22 @@ class RunAttempt(Base):
     job_count: Mapped[int | None] = mapped_column(Integer)
 
 
+# SQLite only: the columns the dashboard reads of every job (store.queries.job_outcomes), so
+# the read never visits the wide table rows. PostgreSQL cannot put a json column in a btree key;
+# ``info["dialects"]`` tells the migrations' comparison (migrations/env.py) to skip it there.
+JOB_OUTCOME_READS = Index(
+    "ix_jobs_outcome_reads",
+    "run_id",
+    "run_attempt",
+    "name",
+    "conclusion",
+    "id",
+    "runner_name",
+    "labels",
+    info={"dialects": ("sqlite",)},
+).ddl_if(dialect="sqlite")
+
+
 class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
@@ -128,6 +144,7 @@ class Job(Base):
             ondelete="CASCADE",
         ),
         Index(None, "run_id", "run_attempt"),
+        JOB_OUTCOME_READS,
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
