@@ -85,6 +85,64 @@ def _decode(distinct: Any, codes: pd.Series) -> pd.Series:
     return pd.Series(taken, index=codes.index)
 
 
+def _attempt_conclusion(red: pd.Series, green: pd.Series) -> np.ndarray:
+    return np.select([red, green], ["failure", "success"], default="other")
+
+
+def _one_row_each(frame: pd.DataFrame) -> pd.DataFrame:
+    """``_collapsed`` for pairs with a single job row: that row is every attempt there is."""
+    conclusion = _attempt_conclusion(frame["red"], frame["green"])
+    return pd.DataFrame(
+        {
+            "last_attempt": frame["run_attempt"],
+            "runner_name": frame["runner_name"],
+            "labels": frame["labels"],
+            "started_at": frame["started_at"],
+            "completed_at": frame["completed_at"],
+            "conclusion": conclusion,
+            "attempts": 1,
+            "first_conclusion": conclusion,
+            "red_attempts": 0,
+            "red_attempt": frame["run_attempt"].where(frame["red"]).astype(float),
+            "red_job_id": frame["job_id"].where(frame["red"]).astype(float),
+        }
+    ).set_axis(pd.MultiIndex.from_frame(frame[["run_id", "logical_job"]]))
+
+
+def _collapsed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (run_id, logical_job): the latest attempt's last_attempt, runner_name, labels,
+    started_at, completed_at and conclusion, with attempts, first_conclusion, red_attempts,
+    red_attempt and red_job_id. ``frame``: one row per job, as logical_jobs builds it."""
+    # Red shards first, so the first row of an attempt carries the red job's id and runner.
+    frame = frame.sort_values(["run_id", "logical_job", "run_attempt", "red"], ascending=False)
+    per_attempt = frame.groupby(["run_id", "logical_job", "run_attempt"], sort=False).agg(
+        red=("red", "any"),
+        green=("green", "all"),
+        job_id=("job_id", "first"),
+        runner_name=("runner_name", "first"),
+        labels=("labels", "first"),
+        started_at=("started_at", "min"),
+        completed_at=("completed_at", "max"),
+    )
+    per_attempt["conclusion"] = _attempt_conclusion(per_attempt["red"], per_attempt["green"])
+    per_attempt = per_attempt.reset_index().sort_values(["run_id", "logical_job", "run_attempt"])
+    keys = ["run_id", "logical_job"]
+    grouped = per_attempt.groupby(keys, sort=False)
+    latest = grouped.tail(1).set_index(keys)
+    summary = pd.DataFrame(
+        {
+            "attempts": grouped.size(),
+            "first_conclusion": grouped["conclusion"].first(),
+            "red_attempts": grouped["red"].sum() - latest["red"].astype(int),
+        }
+    )
+    reds = per_attempt[per_attempt["red"]].groupby(keys, sort=False).tail(1).set_index(keys)
+    summary["red_attempt"] = reds["run_attempt"]
+    summary["red_job_id"] = reds["job_id"]
+    latest = latest.rename(columns={"run_attempt": "last_attempt"})
+    return latest.drop(columns=["red", "green", "job_id"]).join(summary)
+
+
 def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataFrame:
     """One row per (run, logical job) across the run's attempts and shards.
 
@@ -116,36 +174,9 @@ def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataF
             "completed_at": jobs["completed_at"].reset_index(drop=True),
         }
     )
-    # Red shards first, so the first row of an attempt carries the red job's id and runner.
-    frame = frame.sort_values(["run_id", "logical_job", "run_attempt", "red"], ascending=False)
-    per_attempt = frame.groupby(["run_id", "logical_job", "run_attempt"], sort=False).agg(
-        red=("red", "any"),
-        green=("green", "all"),
-        job_id=("job_id", "first"),
-        runner_name=("runner_name", "first"),
-        labels=("labels", "first"),
-        started_at=("started_at", "min"),
-        completed_at=("completed_at", "max"),
-    )
-    per_attempt["conclusion"] = np.select(
-        [per_attempt["red"], per_attempt["green"]], ["failure", "success"], default="other"
-    )
-    per_attempt = per_attempt.reset_index().sort_values(["run_id", "logical_job", "run_attempt"])
-    keys = ["run_id", "logical_job"]
-    grouped = per_attempt.groupby(keys, sort=False)
-    latest = grouped.tail(1).set_index(keys)
-    summary = pd.DataFrame(
-        {
-            "attempts": grouped.size(),
-            "first_conclusion": grouped["conclusion"].first(),
-            "red_attempts": grouped["red"].sum() - latest["red"].astype(int),
-        }
-    )
-    reds = per_attempt[per_attempt["red"]].groupby(keys, sort=False).tail(1).set_index(keys)
-    summary["red_attempt"] = reds["run_attempt"]
-    summary["red_job_id"] = reds["job_id"]
-    latest = latest.rename(columns={"run_attempt": "last_attempt"})
-    latest = latest.drop(columns=["red", "green", "job_id"]).join(summary)
+    # Most (run, logical job) pairs are one job of one attempt: they need no grouping.
+    several = frame.duplicated(["run_id", "logical_job"], keep=False).to_numpy()
+    latest = pd.concat([_one_row_each(frame[~several]), _collapsed(frame[several])])
     latest["logical_outcome"] = outcome_of(latest["conclusion"], latest["red_attempts"] > 0)
     latest = latest.reset_index()
     latest["logical_job"] = _decode(names, latest["logical_job"])

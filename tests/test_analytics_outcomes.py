@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from analytics_frames import attempts_frame, day, failures_frame, jobs_frame, runs_frame
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analytics.outcomes import (
     attach_lineage,
@@ -214,3 +216,72 @@ def test_verdicts_skip_excluded_neighbours():
     out = job_verdicts(jobs, failures_frame([]))
     assert out["verdict"].tolist() == ["one_off"]
     assert out["next_run_id"].tolist() == [4]
+
+
+CONCLUSIONS = ["success", "failure", "timed_out", "cancelled", "skipped", None]
+
+
+def _naive_logical_jobs(jobs: pd.DataFrame) -> dict[tuple[int, str], dict]:
+    """DESIGN.md's definition, one (run, logical job) at a time: an attempt is red if any
+    shard is red, green if every shard is green."""
+    out = {}
+    jobs = jobs.assign(logical_job=normalise_job_names(jobs["name"], STRIP))
+    for key, group in jobs.groupby(["run_id", "logical_job"]):
+        attempts = []
+        for attempt, shards in sorted(group.groupby("run_attempt")):
+            red = shards["conclusion"].isin(["failure", "timed_out", "startup_failure"]).any()
+            green = (shards["conclusion"] == "success").all()
+            attempts.append((attempt, red, green, shards))
+        last, red, green, _ = attempts[-1]
+        red_before = sum(r for _, r, _, _ in attempts[:-1])
+        reds = [(a, s) for a, r, _, s in attempts if r]
+        first_red, first_green = attempts[0][1], attempts[0][2]
+        out[key] = {
+            "attempts": len(attempts),
+            "last_attempt": last,
+            "red_attempts": red_before,
+            "first_conclusion": "failure" if first_red else "success" if first_green else "other",
+            "logical_outcome": "fail"
+            if red
+            else ("flaky" if red_before else "pass")
+            if green
+            else "excluded",
+            "red_attempt": reds[-1][0] if reds else None,
+            "red_job_ids": set(
+                reds[-1][1].loc[reds[-1][1]["conclusion"].isin(["failure", "timed_out"]), "job_id"]
+            )
+            if reds
+            else set(),
+        }
+    return out
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 4),  # run
+            st.integers(1, 3),  # attempt
+            st.sampled_from(["unit / shard-1", "unit / shard-2", "lint", "e2e (fsdp2)"]),
+            st.sampled_from(CONCLUSIONS),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_logical_jobs_match_the_definition(rows):
+    jobs = jobs_frame([(i + 1, *row) for i, row in enumerate(rows)])
+    runs = runs_frame([{"run_id": r, "created_at": day(r)} for r in sorted(set(jobs["run_id"]))])
+    got = logical_jobs(jobs, runs, STRIP).set_index(["run_id", "logical_job"])
+    expected = _naive_logical_jobs(jobs)
+    assert set(got.index) == set(expected)
+    for key, want in expected.items():
+        row = got.loc[key]
+        for column in ("attempts", "last_attempt", "red_attempts", "first_conclusion"):
+            assert row[column] == want[column], (key, column)
+        assert row["logical_outcome"] == want["logical_outcome"], key
+        if want["red_attempt"] is None:
+            assert pd.isna(row["red_attempt"]) and pd.isna(row["red_job_id"])
+        else:
+            assert row["red_attempt"] == want["red_attempt"]
+            assert row["red_job_id"] in want["red_job_ids"]
