@@ -48,7 +48,7 @@ def outcome_counts(
     """Counts of pass, flaky, fail and excluded per group, plus ``runs`` = pass + flaky + fail.
     An empty frame gives an empty table with these columns."""
     counts = (
-        pd.crosstab([frame[c] for c in by], frame[outcome])
+        frame.groupby([*by, outcome]).size().unstack(outcome, fill_value=0)
         if len(frame)
         else pd.DataFrame(columns=OUTCOMES, index=pd.MultiIndex.from_tuples([], names=by))
     )

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from analytics import before_after as ba
+from analytics import changepoints as cp
 from analytics import coverage, outcomes, rates, setup, verdicts
 from ciflake.config import Config, load_config
 from ciflake.events import all_events
@@ -288,6 +289,14 @@ def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
     frame = _all_runs(db_url, _where(filters))[STRIP_RUN_COLUMNS]
     return derive.successor_first_runs(frame, events(db_url), config.first_runs, config.window_days)
+
+
+@st.cache_data(ttl=TTL)
+def changepoints(db_url: str, filters: Filters) -> pd.DataFrame:
+    """The dates where a lineage's red rate shifted in the range (analytics.changepoints),
+    each with the nearest change event that touches its lineage."""
+    found = cp.changepoints(cp.daily_failures(runs(db_url, filters)))
+    return cp.nearest_events(found, events(db_url))
 
 
 @st.cache_data(ttl=TTL)

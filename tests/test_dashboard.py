@@ -64,6 +64,7 @@ def test_overview_tiles_timeline_and_grid(app: AppTest) -> None:
     assert all(any(len(trace.get("x", [])) for trace in f["data"]) for f in figures)
     labels = {a["text"] for a in figures[0]["layout"]["annotations"]}
     assert {"#6568", "#7357"} <= labels
+    assert "Changepoints" in [header.value for header in app.subheader]
 
 
 def _tiles(app: AppTest) -> set[str]:
@@ -125,7 +126,7 @@ def test_flaky_and_runner_pages_have_rows(app: AppTest) -> None:
 def test_export_offers_a_csv_per_table(app: AppTest) -> None:
     _visit(app, "export")
     buttons = app.get("download_button")
-    assert len(buttons) >= 6
+    assert len(buttons) == 8
 
 
 def test_empty_database_gets_the_command_to_run(

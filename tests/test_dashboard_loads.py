@@ -3,16 +3,23 @@ give the same logical runs and jobs as the full loads the export and summary use
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pandas as pd
 import pytest
+from sqlalchemy.orm import Session
 
 from analytics.outcomes import in_scope, scope_terms
 from ciflake.config import load_config
+from ciflake.events import add_event
 from collector.frames import logical_job_frame, logical_run_frame
 from dashboard import loaders
 from dashboard.filters import Filters
 from store.engine import make_engine
+from store.migrate import upgrade
+from store.models import Workflow, WorkflowRun
 from store.queries import RunFilter, load_runs
+from store.upsert import upsert
 from tests.collected import collected_copy
 
 REPO = "verl-project/verl"
@@ -64,3 +71,52 @@ def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
     expected_jobs = jobs[in_scope(jobs, scope, config.default_branch)]
     assert shown_jobs["category"].notna().any()
     pd.testing.assert_frame_equal(_rows(shown_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
+
+
+def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
+    """A lineage whose red rate steps from 1 in 12 to 7 in 12 runs a day on 2024-01-31, and an
+    image change recorded the day after: the overview finds the step and names the event."""
+    url = f"sqlite:///{tmp_path / 'step.db'}"
+    monkeypatch.setenv("CIFLAKE_DB_URL", url)
+    engine = make_engine(url)
+    upgrade(engine)
+    path = ".github/workflows/e2e_ascend.yml"
+    start = datetime(2024, 1, 1, 8, tzinfo=UTC)
+    runs = [
+        {
+            "id": day * 100 + i,
+            "repo": REPO,
+            "workflow_id": 1,
+            "workflow_path": path,
+            "event": "push",
+            "head_branch": "main",
+            "head_sha": f"{day * 100 + i:040x}",
+            "run_number": day * 100 + i,
+            "run_attempt": 1,
+            "status": "completed",
+            "conclusion": "failure" if i < (1 if day < 30 else 7) else "success",
+            "created_at": start + timedelta(days=day, minutes=i),
+        }
+        for day in range(60)
+        for i in range(12)
+    ]
+    with Session(engine) as session, session.begin():
+        upsert(
+            session,
+            Workflow,
+            [{"id": 1, "repo": REPO, "path": path, "name": "ascend", "state": "active"}],
+        )
+        upsert(session, WorkflowRun, runs)
+    add_event(engine, REPO, start + timedelta(days=31), "new NPU image", None, "image")
+    filters = Filters(REPO, *loaders.day_span(url, REPO), (), "default")
+    found = loaders.changepoints(url, filters)
+    assert list(found["lineage"]) == ["e2e_ascend"]
+    step = found.iloc[0]
+    assert step["date"] == pd.Timestamp("2024-01-31", tz="UTC")
+    assert step["date_low"] <= step["date"] <= step["date_high"]
+    assert step["before_rate"] == pytest.approx(1 / 12) and step["after_rate"] == pytest.approx(
+        7 / 12
+    )
+    assert step["event_title"] == "new NPU image"
+    assert step["distance_days"] == pytest.approx(-(1 + 8 / 24))
+    engine.dispose()

@@ -16,6 +16,7 @@ TABLES = {
     "verdicts": lambda: loaders.job_verdicts(url, filters),
     "runner-pools": lambda: loaders.runner_rates(url, filters, "runner_pool"),
     "coverage-lost": lambda: loaders.coverage_lost(url, filters),
+    "changepoints": lambda: loaders.changepoints(url, filters),
 }
 
 st.title("Export")

@@ -1,5 +1,7 @@
-"""Overview: a status tile per lineage and workflow, the stability timeline, the job x day grid."""
+"""Overview: a status tile per lineage and workflow, the stability timeline with the
+changepoints found in it, the job x day grid."""
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import charts, loaders
@@ -38,6 +40,40 @@ st.plotly_chart(charts.stability_timeline(timeline, loaders.events(view.db_url))
 st.caption(
     "Band: 95% Wilson interval. Dotted lines: change events (hover the label for the title)."
 )
+
+st.subheader("Changepoints")
+st.caption(
+    "Dates in the range where a lineage's red rate (flaky or fail) shifted, found without "
+    "looking at the events; the interval is where the date can lie (95% likelihood). A shift "
+    "far from any event is a change nobody announced."
+)
+found = loaders.changepoints(view.db_url, view.filters)
+if found.empty:
+    st.caption("No shift in the range that the data can date.")
+else:
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "lineage": found["lineage"],
+                "date": found["date"].dt.date,
+                "between": found["date_low"].dt.strftime("%Y-%m-%d")
+                + " – "
+                + found["date_high"].dt.strftime("%Y-%m-%d"),
+                "red rate": found["before_rate"].map("{:.0%}".format)
+                + " → "
+                + found["after_rate"].map("{:.0%}".format),
+                "runs before / after": found["before_runs"].astype(str)
+                + " / "
+                + found["after_runs"].astype(str),
+                "nearest event": found["event_pr"].map(
+                    lambda pr: f"#{pr:.0f} " if pd.notna(pr) else ""
+                )
+                + found["event_title"].fillna("–"),
+                "days from it": found["distance_days"].round(1),
+            }
+        ),
+        hide_index=True,
+    )
 
 st.subheader("Job x day")
 workflows = tiles.loc[tiles["level"] == "workflow"].sort_values("last_run", ascending=False)
