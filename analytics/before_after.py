@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import fisher_exact
+from scipy.special import gammaln
 
 from analytics.outcomes import in_scope
 from analytics.rates import OUTCOMES, stability
@@ -140,6 +140,26 @@ def before_after(
     return table.drop(columns="pair")
 
 
+def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
+    """The two-sided Fisher exact p of [[a, b], [c, d]]: the probability, under fixed margins,
+    of every table at most as likely as this one (scipy.stats.fisher_exact's definition and
+    relative tolerance), from log-factorials in numpy: scipy's function costs a millisecond a
+    call, which a page pays twice per event and lineage."""
+    rows, column, total = a + b, a + c, a + b + c + d
+    support = np.arange(max(0, column - (c + d)), min(rows, column) + 1)
+    log_pmf = (
+        _log_choose(rows, support)
+        + _log_choose(total - rows, column - support)
+        - _log_choose(total, column)
+    )
+    observed = log_pmf[a - support[0]]
+    return float(min(1.0, np.exp(log_pmf[log_pmf <= observed + np.log1p(1e-7)]).sum()))
+
+
+def _log_choose(n: int | np.ndarray, k: int | np.ndarray) -> np.ndarray:
+    return gammaln(np.add(n, 1)) - gammaln(np.add(k, 1)) - gammaln(np.subtract(n, k) + 1)
+
+
 def fisher_p_values(table: pd.DataFrame, left: str, right: str) -> np.ndarray:
     """Two-sided Fisher exact p of pass vs (flaky + fail) between two sides, per row; NaN when
     a side has no runs (nothing to compare)."""
@@ -147,7 +167,7 @@ def fisher_p_values(table: pd.DataFrame, left: str, right: str) -> np.ndarray:
     b, d = table[f"{left}_runs"] - a, table[f"{right}_runs"] - c
     return np.array(
         [
-            fisher_exact([[w, x], [y, z]]).pvalue if (w + x) and (y + z) else np.nan
+            fisher_two_sided(int(w), int(x), int(y), int(z)) if (w + x) and (y + z) else np.nan
             for w, x, y, z in zip(a, b, c, d, strict=True)
         ],
         dtype=float,

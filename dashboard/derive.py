@@ -165,7 +165,8 @@ def environment_failures(failures: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataF
     if facts.empty:
         return pd.DataFrame(columns=["fact", "version", "failures", "jobs", "pools", "categories"])
     facts[["fact", "version"]] = pd.DataFrame(facts.pop("env").tolist(), index=facts.index)
-    located = with_runner_pool(jobs)[["red_job_id", "logical_job", "runner_pool"]]
+    failed = jobs[jobs["red_job_id"].isin(facts["job_id"])]
+    located = with_runner_pool(failed)[["red_job_id", "logical_job", "runner_pool"]]
     facts = facts.merge(located, left_on="job_id", right_on="red_job_id", how="left")
     grouped = facts.groupby(["fact", "version"])
     table = grouped.agg(

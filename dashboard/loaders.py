@@ -140,7 +140,7 @@ def _all_runs(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
 
 @st.cache_resource(ttl=TTL)
 def _all_failures(db_url: str, where: queries.RunFilter) -> pd.DataFrame:
-    return queries.load_failures(engine(db_url), where, categories_only=True)
+    return queries.load_failures(engine(db_url), where, detail=())
 
 
 # What before/after and the category mix read of a logical run, and coverage of a logical job:
@@ -393,5 +393,5 @@ def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
 def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
     """Failures per environment fact (cann, driver, torch...) and version, with the runners
     and categories they hit."""
-    failures = queries.load_failures(engine(db_url), _where(filters, dated=True))
+    failures = queries.load_failures(engine(db_url), _where(filters, dated=True), detail=("env",))
     return derive.environment_failures(failures, jobs(db_url, filters))

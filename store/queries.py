@@ -170,24 +170,31 @@ def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     return _frame(engine, _filtered(stmt, where), ("created_at", "started_at", "completed_at"))
 
 
+FAILURE_DETAIL = ("rule", "signature", "line", "env")
+
+
 def load_failures(
-    engine: Engine, where: RunFilter = RunFilter(), *, categories_only: bool = False
+    engine: Engine, where: RunFilter = RunFilter(), *, detail: tuple[str, ...] = FAILURE_DETAIL
 ) -> pd.DataFrame:
     """The classified failures of the selected runs (``job_id`` 0: the run itself).
 
-    Columns: run_id, run_attempt, job_id, category, rule, signature, line, env (dict);
-    ``categories_only``: the first four, all that run and job categories need."""
+    Columns: run_id, run_attempt, job_id, category, then the ``detail`` columns asked for, of
+    rule, signature, line and env (dict): run and job categories need none."""
     fail = Failure
-    detail = (fail.rule, fail.signature, fail.line, type_coerce(fail.env, String).label("env"))
+    columns = {
+        "rule": fail.rule,
+        "signature": fail.signature,
+        "line": fail.line,
+        "env": type_coerce(fail.env, String).label("env"),
+    }
     stmt = (
         select(fail.run_id, fail.run_attempt, fail.job_id, fail.category)
+        .add_columns(*(columns[name] for name in detail))
         .join(WorkflowRun, WorkflowRun.id == fail.run_id)
         .order_by(fail.run_id, fail.run_attempt, fail.job_id)
     )
-    if not categories_only:
-        stmt = stmt.add_columns(*detail)
     frame = _raw_frame(engine, _filtered(stmt, where))
-    if not categories_only:
+    if "env" in detail:
         frame["env"] = _json_values(frame["env"])
     return frame
 

@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from analytics_frames import day, runs_frame
-from hypothesis import given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from scipy.stats import fisher_exact
 
-from analytics.before_after import before_after, category_shift
+from analytics.before_after import before_after, category_shift, fisher_two_sided
 from analytics.rates import (
     NOT_ENOUGH_DATA,
     outcome_counts,
@@ -241,3 +242,11 @@ def test_category_shift_hand_computed():
 def test_outcome_counts_keeps_all_outcome_columns():
     counts = outcome_counts(_frame({"a": ["pass"]}), ["workflow_path"])
     assert list(counts.columns) == ["workflow_path", "runs", "pass", "flaky", "fail", "excluded"]
+
+
+@given(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60), st.integers(0, 60))
+@settings(max_examples=300, deadline=None)
+def test_fisher_two_sided_equals_scipy(a, b, c, d):
+    assume(a + b and c + d)
+    expected = fisher_exact([[a, b], [c, d]]).pvalue
+    assert fisher_two_sided(a, b, c, d) == pytest.approx(expected, rel=1e-9, abs=1e-12)
