@@ -8,7 +8,7 @@ the success rate's split), and the shift in the mix of failure categories.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,40 +36,55 @@ def _naive(times: pd.Series) -> np.ndarray:
     return times.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
 
 
+# A window around an event: (start, end, limit): created_at in [date + start, date + end), no
+# end when end is None, and only the first ``limit`` rows (by created_at, then run_id).
+Window = tuple[pd.Timedelta, pd.Timedelta | None, int | None]
+
+
+def either_side(window_days: int) -> dict[str, Window]:
+    """The W days before an event, [date - W, date), and after it, [date, date + W)."""
+    window, zero = pd.Timedelta(days=window_days), pd.Timedelta(0)
+    return {"before": (-window, zero, None), "after": (zero, window, None)}
+
+
 def rows_around(
-    frame: pd.DataFrame,
-    pairs: pd.DataFrame,
-    start: pd.Timedelta,
-    end: pd.Timedelta | None,
-    limit: int | None = None,
+    frame: pd.DataFrame, pairs: pd.DataFrame, windows: Mapping[str, Window]
 ) -> pd.DataFrame:
-    """The rows of ``frame`` whose created_at lies in [event_date + start, event_date + end)
-    of each (event, lineage) ``pair`` of their lineage, tagged with ``pair``; ``end`` None: no
-    end; ``limit``: only the first ``limit`` rows (by created_at, then run_id) of each pair.
-    Found by binary search in each lineage's sorted rows, so the cost is the rows returned,
-    not rows x events."""
-    ordered = frame.sort_values(["lineage", "created_at", "run_id"], kind="stable")
-    times = _naive(ordered["created_at"])
-    chosen, tags = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
-    groups = ordered.groupby("lineage", sort=False).indices
+    """The rows of ``frame`` in each window around each (event, lineage) ``pair`` of their
+    lineage, tagged with ``pair`` and ``side`` (the window's name). Found by binary search in
+    each lineage's time-ordered row positions, so the cost is the rows returned, not rows x
+    events, and the frame itself is never sorted."""
+    times = _naive(frame["created_at"])
+    codes, lineages = pd.factorize(frame["lineage"], sort=True)
+    order = np.lexsort((frame["run_id"].to_numpy(), times, codes))
+    starts = np.searchsorted(codes[order], np.arange(len(lineages) + 1))
+    positions = {name: order[starts[i] : starts[i + 1]] for i, name in enumerate(lineages)}
+    names = list(windows)
+    chosen, pair_tags, side_tags = [np.empty(0, dtype=np.int64)], [], []
     for lineage, events in pairs.groupby("lineage", sort=False):
-        rows = groups.get(lineage)
+        rows = positions.get(lineage)
         if rows is None:
             continue
-        lineage_times = times[rows]
-        dates = _naive(events["event_date"])
-        lows = np.searchsorted(lineage_times, dates + start.to_timedelta64(), side="left")
-        highs = (
-            np.searchsorted(lineage_times, dates + end.to_timedelta64(), side="left")
-            if end is not None
-            else np.full(len(dates), len(rows))
-        )
-        if limit is not None:
-            highs = np.minimum(highs, lows + limit)
-        for pair, low, high in zip(events["pair"], lows, highs, strict=True):
-            chosen.append(rows[low:high])
-            tags.append(np.full(max(high - low, 0), pair, dtype=np.int64))
-    return ordered.iloc[np.concatenate(chosen)].assign(pair=np.concatenate(tags))
+        lineage_times, dates = times[rows], _naive(events["event_date"])
+        for side, (start, end, limit) in enumerate(windows.values()):
+            lows = np.searchsorted(lineage_times, dates + start.to_timedelta64())
+            highs = (
+                np.searchsorted(lineage_times, dates + end.to_timedelta64())
+                if end is not None
+                else np.full(len(dates), len(rows))
+            )
+            if limit is not None:
+                highs = np.minimum(highs, lows + limit)
+            for pair, low, high in zip(events["pair"], lows, highs, strict=True):
+                chosen.append(rows[low:high])
+                pair_tags.append(np.full(max(high - low, 0), pair, dtype=np.int64))
+                side_tags.append(np.full(max(high - low, 0), side, dtype=np.int64))
+    picked = frame.iloc[np.concatenate(chosen)]
+    side_codes = np.concatenate([np.empty(0, dtype=np.int64), *side_tags])
+    return picked.assign(
+        pair=np.concatenate([np.empty(0, dtype=np.int64), *pair_tags]),
+        side=np.array(names, dtype=object)[side_codes],
+    )
 
 
 def event_windows(
@@ -83,9 +98,10 @@ def event_windows(
     counted = runs[runs["logical_outcome"] != "excluded"]
     return pd.concat(
         [
-            rows_around(runs, pairs, -window, zero).assign(side="before"),
-            rows_around(runs, pairs, zero, window).assign(side="after"),
-            rows_around(counted, pairs, zero, None, first_runs).assign(side="first"),
+            rows_around(
+                runs, pairs, {"before": (-window, zero, None), "after": (zero, window, None)}
+            ),
+            rows_around(counted, pairs, {"first": (zero, None, first_runs)}),
         ],
         ignore_index=True,
     )

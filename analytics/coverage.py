@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from analytics.before_after import event_pairs, rows_around
+from analytics.before_after import either_side, event_pairs, rows_around
 
 MIGRATION_KINDS = ("migration",)
 
@@ -59,9 +59,8 @@ def coverage_diff(
     pairs = event_pairs(chosen, sorted(jobs["lineage"].dropna().unique()))
     ran = jobs[jobs["logical_outcome"] != "excluded"]
     ran = ran.assign(successor_job=successor_names(ran["logical_job"], ran["lineage"], renames))
-    window, zero = pd.Timedelta(days=window_days), pd.Timedelta(0)
-    before = rows_around(ran, pairs, -window, zero)
-    after = rows_around(ran, pairs, zero, window)
+    around = rows_around(ran, pairs, either_side(window_days))
+    before, after = around[around["side"] == "before"], around[around["side"] == "after"]
     seen_before = (
         before.sort_values("created_at")
         .groupby(["pair", "successor_job", "logical_job"])

@@ -88,6 +88,8 @@ def successor_first_runs(
     for event in events.itertuples():
         start = event.event_date - pd.Timedelta(days=1)
         new = born[(born >= start) & (born < event.event_date + pd.Timedelta(days=window_days))]
+        if new.empty:
+            continue
         first = (
             counted[counted["workflow_path"].isin(new.index)]
             .groupby("workflow_path")
