@@ -51,7 +51,8 @@ def rows_around(
     frame: pd.DataFrame, pairs: pd.DataFrame, windows: Mapping[str, Window]
 ) -> pd.DataFrame:
     """The rows of ``frame`` in each window around each (event, lineage) ``pair`` of their
-    lineage, tagged with ``pair`` and ``side`` (the window's name). Found by binary search in
+    lineage, tagged with ``pair`` and ``side`` (the window's name); created_at must be UTC-aware
+    and never missing, as the store returns it. Found by binary search in
     each lineage's time-ordered row positions, so the cost is the rows returned, not rows x
     events, and the frame itself is never sorted."""
     times = _naive(frame["created_at"])
@@ -94,14 +95,11 @@ def event_windows(
     side: before = [date - W, date), after = [date, date + W), first = the first N
     non-excluded runs at or after the date, however late. ``runs`` need lineage, created_at,
     logical_outcome."""
-    window, zero = pd.Timedelta(days=window_days), pd.Timedelta(0)
     counted = runs[runs["logical_outcome"] != "excluded"]
     return pd.concat(
         [
-            rows_around(
-                runs, pairs, {"before": (-window, zero, None), "after": (zero, window, None)}
-            ),
-            rows_around(counted, pairs, {"first": (zero, None, first_runs)}),
+            rows_around(runs, pairs, either_side(window_days)),
+            rows_around(counted, pairs, {"first": (pd.Timedelta(0), None, first_runs)}),
         ],
         ignore_index=True,
     )
@@ -158,9 +156,9 @@ def before_after(
 
 def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
     """The two-sided Fisher exact p of [[a, b], [c, d]]: the probability, under fixed margins,
-    of every table at most as likely as this one (scipy.stats.fisher_exact's definition and
-    relative tolerance), from log-factorials in numpy: scipy's function costs a millisecond a
-    call, which a page pays twice per event and lineage."""
+    of every table at most as likely as this one (scipy.stats.fisher_exact's definition; "at
+    most" with R's fisher.test relative tolerance, 1e-7), from log-factorials in numpy: scipy's
+    function costs a millisecond a call, which a page pays twice per event and lineage."""
     rows, column, total = a + b, a + c, a + b + c + d
     support = np.arange(max(0, column - (c + d)), min(rows, column) + 1)
     log_pmf = (

@@ -62,7 +62,7 @@ def coverage_diff(
     around = rows_around(ran, pairs, either_side(window_days))
     before, after = around[around["side"] == "before"], around[around["side"] == "after"]
     seen_before = (
-        before.sort_values("created_at")
+        before.sort_values(["created_at", "run_id"], kind="stable")
         .groupby(["pair", "successor_job", "logical_job"])
         .agg(
             before_runs=("run_id", "nunique"),

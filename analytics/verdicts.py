@@ -39,7 +39,8 @@ def job_verdicts(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
     # the end: sorting every column of a million jobs costs more than the rest.
     columns = [*SEQUENCE, "created_at", "run_id", "head_sha", "logical_outcome"]
     narrow = jobs[columns].set_axis(pd.RangeIndex(len(jobs)))
-    seq = narrow[narrow["logical_outcome"] != "excluded"].sort_values([*SEQUENCE, "created_at"])
+    seq = narrow[narrow["logical_outcome"] != "excluded"]
+    seq = seq.sort_values([*SEQUENCE, "created_at", "run_id"], kind="stable")
     grouped = seq.groupby(SEQUENCE, sort=False, dropna=False)
     seq = seq.assign(
         prev_run_id=grouped["run_id"].shift(1),

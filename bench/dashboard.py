@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -82,6 +83,8 @@ def _cold(db_url: str, page: str) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of one page's data, every cache empty: in a child forked from
     an interpreter that imported the dashboard and computed nothing, which is a fresh process
     without paying the imports (about 8 s here) again for each measurement."""
+    if threading.active_count() != 1:
+        raise RuntimeError("forking with threads running: the child could inherit held locks")
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -114,13 +117,12 @@ def _all_pages(db_url: str) -> dict[str, list[tuple[float, float]]]:
 
 
 def _measured(db_url: str) -> dict[str, list[tuple[float, float]]]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.dashboard", db_url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.dashboard", db_url], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"measuring the pages on {db_url} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _copies(source: Path, target: Path, copies: int) -> None:
@@ -203,8 +205,9 @@ def measure() -> list[dict]:
                     "target": "-",
                     "met": None,
                     "command": COMMAND,
-                    "note": "the largest over the pages and repetitions, each in a child forked "
-                    "from an interpreter that has imported the dashboard (its ~250 MB included)",
+                    "note": "the largest over the pages and repetitions: ru_maxrss of the forked "
+                    "child, which counts the imported dashboard's pages only as far as the child "
+                    "touched them (not comparable with figures from fresh interpreters)",
                 }
             )
             if copies > 1:

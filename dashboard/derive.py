@@ -25,7 +25,7 @@ def tile_statuses(
     RECENT_RUNS counted runs all passed on the first attempt; NO DATA: nothing counted;
     FLAKY otherwise."""
     table = rates.stability(runs, [by], min_runs).set_index(by)
-    ordered = runs.sort_values("created_at")
+    ordered = runs.sort_values(["created_at", "run_id"], kind="stable")
     gaps = ordered["created_at"] - ordered.groupby(by)["created_at"].shift()
     usual_gap = gaps.groupby(ordered[by]).median()
     last_run = ordered.groupby(by)["created_at"].max()
@@ -83,7 +83,8 @@ def successor_first_runs(
     Columns: event_pr, event_title, workflow_path, order, logical_outcome, failure_category,
     created_at, html_url."""
     born = runs.groupby("workflow_path")["created_at"].min()
-    counted = runs[runs["logical_outcome"] != "excluded"].sort_values("created_at")
+    counted = runs[runs["logical_outcome"] != "excluded"]
+    counted = counted.sort_values(["created_at", "run_id"], kind="stable")
     strips = []
     for event in events.itertuples():
         start = event.event_date - pd.Timedelta(days=1)

@@ -29,7 +29,9 @@ class Filters:
     ) -> RunFilter:
         """The SQL filter: ``paths`` are the workflows carrying the selected tags; with
         ``default_branch``, only the runs of the selected scope."""
-        events, branch = scope_terms(self.scope, default_branch) if default_branch else ((), None)
+        events, branch = (
+            scope_terms(self.scope, default_branch) if default_branch is not None else ((), None)
+        )
         where = RunFilter(repo=self.repo, paths=paths, events=events, branch=branch)
         if not dated:
             return where

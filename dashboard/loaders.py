@@ -174,6 +174,7 @@ COVERAGE_LOST_COLUMNS = [
 ]
 # What a successor's first-runs strip reads of a run (event and branch: for the scope).
 STRIP_RUN_COLUMNS = [
+    "run_id",
     "workflow_path",
     "created_at",
     "logical_outcome",
