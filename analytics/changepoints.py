@@ -15,18 +15,31 @@ every partition, so at 1.5 it spent changepoints on weak steps of fakehub's hist
 bursts, small job changes) and lost its big June shift on 3 of 16 seeds; 2.5 kept it on all 16
 (3.0 lost it on 2).
 
+A cut on a day the lineage's job set changed (``job_set_changes``: a workflow starts or stops,
+a job joins or leaves) pays ``KNOWN_SHARE`` of the penalty: the data say when such a change
+happened, so the cut estimates one parameter (the new rate) where a free cut estimates two (rate
+and date). A run's red rate moves whenever its job set does (one more job, one more chance to
+fail), and those steps are often small: on a lineage of ~3.5 runs a day (fakehub's e2e_ascend,
+one NPU job becoming three) a free search dated them up to 10 days off on half the seeds, the
+known day wins them back; on series with no step, 20 known days each, no cut was made in 300.
+
 Each changepoint comes with an interval for its date: the days where it can move, its
 neighbouring changepoints fixed, losing at most ``LIKELIHOOD_DROP`` (chi-square(1) 95% / 2) of
-log-likelihood, the profile-likelihood interval LUCI Analysis approximates. Red = flaky or fail
-(first attempt red), over non-excluded runs.
+penalised log-likelihood, the profile-likelihood interval LUCI Analysis approximates. Red =
+flaky or fail (first attempt red), over non-excluded runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
+from analytics.outcomes import normalise_job_names
+
 LIKELIHOOD_DROP = 1.92
+KNOWN_SHARE = 0.5
 RED_OUTCOMES = ("fail", "flaky")
 
 
@@ -63,20 +76,22 @@ def _segment_loglik(ck: np.ndarray, cn: np.ndarray, s, t) -> np.ndarray:
     return _loglik(ck[t] - ck[s], cn[t] - cn[s])
 
 
-def _partition(k: np.ndarray, n: np.ndarray, penalty: float, min_runs: int) -> list[int]:
+def _partition(k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_runs: int) -> list[int]:
     """The changepoints (indices of the first day of each new segment) of the partition that
-    maximises log-likelihood - penalty x changepoints, segments of >= min_runs runs.
+    maximises log-likelihood - the penalties of its cuts (``penalty[t]``: a cut before day t),
+    segments of >= min_runs runs.
 
     best[t] is the best score of days [0, t); the last segment of that partition starts at
-    last[t], the s maximising best[s] - penalty + loglik(s, t) over the admissible s."""
+    last[t], the s maximising best[s] - penalty[s] + loglik(s, t) over the admissible s."""
     size = len(k)
     ck, cn = _cumulative(k), _cumulative(n)
+    paid = np.concatenate([[0.0], penalty[1:size]])  # the first segment pays no changepoint
     best = np.full(size + 1, -np.inf)
-    best[0] = penalty  # the first segment pays no changepoint
+    best[0] = 0.0
     last = np.zeros(size + 1, dtype=int)
     for t in range(1, size + 1):
         s = np.arange(t)
-        score = best[:t] - penalty + _segment_loglik(ck, cn, s, t)
+        score = best[:t] - paid[:t] + _segment_loglik(ck, cn, s, t)
         score[cn[t] - cn[:t] < min_runs] = -np.inf
         last[t] = int(np.argmax(score))
         best[t] = score[last[t]]
@@ -90,43 +105,116 @@ def _partition(k: np.ndarray, n: np.ndarray, penalty: float, min_runs: int) -> l
 
 
 def _profile(
-    ck: np.ndarray, cn: np.ndarray, lo: int, cut: int, hi: int, min_runs: int
+    ck: np.ndarray,
+    cn: np.ndarray,
+    penalty: np.ndarray,
+    bounds: tuple[int, int, int],
+    min_runs: int,
 ) -> tuple[int, int, float]:
     """The interval (first and last admissible day index) of the changepoint ``cut`` between its
-    neighbours ``lo`` and ``hi``, fixed: the cuts whose log-likelihood is within LIKELIHOOD_DROP
-    of the best; and the gain of the cut over no cut between lo and hi."""
+    neighbours ``lo`` and ``hi`` (``bounds``), fixed: the cuts whose penalised log-likelihood is
+    within LIKELIHOOD_DROP of the best; and the gain of the cut over no cut between lo and hi."""
+    lo, cut, hi = bounds
     u = np.arange(lo + 1, hi)
-    profile = _segment_loglik(ck, cn, lo, u) + _segment_loglik(ck, cn, u, hi)
+    fit = _segment_loglik(ck, cn, lo, u) + _segment_loglik(ck, cn, u, hi)
     admissible = (cn[u] - cn[lo] >= min_runs) & (cn[hi] - cn[u] >= min_runs)
-    profile = np.where(admissible, profile, -np.inf)
+    profile = np.where(admissible, fit - penalty[u], -np.inf)
     at_cut = profile[cut - lo - 1]
     near = u[profile >= at_cut - LIKELIHOOD_DROP]
-    gain = at_cut - float(_segment_loglik(ck, cn, lo, hi))
+    gain = float(fit[cut - lo - 1] - _segment_loglik(ck, cn, lo, hi))
     return int(near.min()), int(near.max()), gain
+
+
+def job_set_changes(
+    presence: pd.DataFrame,
+    run_days: pd.DataFrame,
+    lineage_of: Mapping[str, str] | pd.Series,
+    strip: str = "",
+    *,
+    hold: int = 3,
+) -> pd.DataFrame:
+    """The days each lineage's job set changed, from the data alone: a workflow's first day with
+    runs and the day after its last (inside the lineage's span of days), and the day a logical
+    job starts (or stops) being in most of its workflow's runs, the new state holding for at
+    least ``hold`` days with runs (a job skipped for a day or two, a file broken for one push,
+    is not a new job set).
+
+    ``presence``: workflow_path, day, name, runs (runs whose first attempt has a job of that
+    name, queries.daily_job_presence); ``run_days``: workflow_path, day, runs (other columns
+    summed away, queries.daily_run_counts); ``lineage_of``: workflow_path -> lineage (workflows
+    left out are dropped). Columns: lineage, day, what ("path: +job, -job")."""
+    totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
+    named = presence.assign(logical_job=normalise_job_names(presence["name"], strip))
+    with_job = named.groupby(["workflow_path", "day", "logical_job"])["runs"].max()
+    share = (with_job / totals).dropna().unstack("logical_job", fill_value=0.0)
+    share = share.reindex(totals.index, fill_value=0.0)
+    rows: list[tuple[str, pd.Timestamp, str]] = []
+    for path, grid in share.groupby(level="workflow_path", sort=True):
+        days = grid.index.get_level_values("day")
+        rows += [(path, days[0], "first run"), (path, days[-1] + pd.Timedelta(days=1), "stopped")]
+        present = grid.to_numpy() >= 0.5
+        for column, job in enumerate(grid.columns):
+            rows += [
+                (path, days[at], f"{'+' if now else '-'}{job}")
+                for at, now in _held_flips(present[:, column], hold)
+            ]
+    frame = pd.DataFrame(rows, columns=["workflow_path", "day", "what"])
+    frame["lineage"] = frame["workflow_path"].map(lineage_of)
+    frame = frame.dropna(subset="lineage")
+    # The first and last days of a lineage's data are where it starts and ends, not changes.
+    days = totals.reset_index().assign(lineage=lambda f: f["workflow_path"].map(lineage_of))
+    span = days.groupby("lineage")["day"].agg(["min", "max"])
+    first, last = (frame["lineage"].map(span[edge]) for edge in ("min", "max"))
+    frame = frame[(frame["day"] > first) & (frame["day"] <= last)]
+    per_path = frame.groupby(["lineage", "day", "workflow_path"], as_index=False, sort=True).agg(
+        what=("what", ", ".join)
+    )
+    per_path["what"] = per_path["workflow_path"] + ": " + per_path["what"]
+    return per_path.groupby(["lineage", "day"], as_index=False, sort=True).agg(
+        what=("what", "; ".join)
+    )
+
+
+def _held_flips(present: np.ndarray, hold: int) -> list[tuple[int, bool]]:
+    """(index, new state) where ``present`` changes between two stretches of at least ``hold``
+    equal values (shorter stretches in between ignored)."""
+    edges = np.flatnonzero(np.diff(present.astype(np.int8))) + 1
+    starts = np.concatenate([[0], edges]).astype(int)
+    ends = np.concatenate([edges, [len(present)]]).astype(int)
+    held = [int(a) for a, b in zip(starts, ends, strict=True) if b - a >= hold]
+    pairs = zip(held, held[1:], strict=False)
+    return [(at, bool(present[at])) for was, at in pairs if present[was] != present[at]]
 
 
 def changepoints(
     daily: pd.DataFrame,
     by: str = "lineage",
     *,
+    known: pd.DataFrame | None = None,
     penalty_factor: float = 2.5,
     min_runs: int = 10,
 ) -> pd.DataFrame:
     """The changepoints of each group's daily series (daily_failures): ``by``, date (the first
     day of the new regime), date_low, date_high, before_rate/after_rate and before_runs/
     after_runs (the adjacent segments), gain (the log-likelihood the changepoint adds over
-    joining its two segments, in log-likelihood units). Every segment holds at least
-    ``min_runs`` runs; each changepoint costs ``penalty_factor`` x log(runs) of gain."""
+    joining its two segments, in log-likelihood units) and known_change (what changed in the
+    job set that day, "" if nothing did). Every segment holds at least ``min_runs`` runs; each
+    changepoint costs ``penalty_factor`` x log(runs) of gain, ``KNOWN_SHARE`` of that on a day
+    of ``known`` (``by``, day, what: job_set_changes; a day between two days with runs counts
+    for the next)."""
+    known = pd.DataFrame(columns=[by, "day", "what"]) if known is None else known
     rows = []
     for key, series in daily.sort_values("day").groupby(by, sort=True):
         k, n = series["red"].to_numpy(float), series["runs"].to_numpy(float)
         days = series["day"].to_numpy()
-        penalty = penalty_factor * np.log(max(n.sum(), 2.0))
+        changes = _known_days(known[known[by] == key], pd.DatetimeIndex(series["day"]))
+        penalty = np.full(len(k) + 1, penalty_factor * np.log(max(n.sum(), 2.0)))
+        penalty[list(changes)] *= KNOWN_SHARE
         cuts = _partition(k, n, penalty, min_runs)
         ck, cn = _cumulative(k), _cumulative(n)
         bounds = [0, *cuts, len(k)]
         for lo, cut, hi in zip(bounds, bounds[1:], bounds[2:], strict=False):
-            low, high, gain = _profile(ck, cn, lo, cut, hi, min_runs)
+            low, high, gain = _profile(ck, cn, penalty, (lo, cut, hi), min_runs)
             rows.append(
                 {
                     by: key,
@@ -138,12 +226,26 @@ def changepoints(
                     "before_runs": int(cn[cut] - cn[lo]),
                     "after_runs": int(cn[hi] - cn[cut]),
                     "gain": gain,
+                    "known_change": changes.get(cut, ""),
                 }
             )
     columns = [by, "date", "date_low", "date_high", "before_rate", "after_rate"]
-    out = pd.DataFrame(rows, columns=[*columns, "before_runs", "after_runs", "gain"])
+    out = pd.DataFrame(
+        rows, columns=[*columns, "before_runs", "after_runs", "gain", "known_change"]
+    )
     for column in ("date", "date_low", "date_high"):
         out[column] = pd.to_datetime(out[column], utc=True)
+    return out
+
+
+def _known_days(known: pd.DataFrame, days: pd.DatetimeIndex) -> dict[int, str]:
+    """Index of the series day each known change falls on (the first day with runs on or after
+    it) -> what changed; changes before the second day or after the last cannot be cuts."""
+    at = days.searchsorted(pd.DatetimeIndex(pd.to_datetime(known["day"], utc=True)))
+    out: dict[int, str] = {}
+    for index, what in zip(at.tolist(), known["what"], strict=True):
+        if 0 < index < len(days):
+            out[index] = f"{out[index]}; {what}" if index in out else what
     return out
 
 

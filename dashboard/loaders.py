@@ -295,8 +295,16 @@ def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
 @st.cache_data(ttl=TTL)
 def changepoints(db_url: str, filters: Filters) -> pd.DataFrame:
     """The dates where a lineage's red rate shifted in the range (analytics.changepoints),
-    each with the nearest change event that touches its lineage."""
-    found = cp.changepoints(cp.daily_failures(runs(db_url, filters)))
+    each with what changed in its job set that day and the nearest change event that touches
+    its lineage."""
+    frame, where, eng = runs(db_url, filters), _where(filters, dated=True), engine(db_url)
+    known = cp.job_set_changes(
+        queries.daily_job_presence(eng, where),
+        queries.daily_run_counts(eng, where),
+        frame.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"],
+        current_config().job_name_strip,
+    )
+    found = cp.changepoints(cp.daily_failures(frame), known=known)
     return cp.nearest_events(found, events(db_url))
 
 

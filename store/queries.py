@@ -229,6 +229,23 @@ def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataF
     return _frame(engine, _filtered(stmt, where), ("day",))
 
 
+def daily_job_presence(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Per workflow, UTC day and job name: how many runs had a job of that name in their first
+    attempt, counted in SQL (when each job joined or left a workflow, without loading jobs).
+
+    Columns: workflow_path, day (tz-aware UTC midnight), name, runs."""
+    run = WorkflowRun
+    day = func.date(run.created_at).label("day")
+    stmt = (
+        select(run.workflow_path, day, Job.name, func.count().label("runs"))
+        .join(Job, Job.run_id == run.id)
+        .where(Job.run_attempt == 1)
+        .group_by(run.workflow_path, day, Job.name)
+        .order_by(run.workflow_path, day, Job.name)
+    )
+    return _frame(engine, _filtered(stmt, where), ("day",))
+
+
 # -- dashboard reads: small aggregates and single rows, so a page never loads a whole table
 
 

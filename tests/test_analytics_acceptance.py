@@ -10,14 +10,14 @@ import pytest
 
 import fakehub
 from analytics.before_after import category_shift
-from analytics.changepoints import changepoints, daily_failures
+from analytics.changepoints import changepoints, daily_failures, job_set_changes
 from analytics.coverage import coverage_diff, lost_jobs
 from analytics.outcomes import logical_jobs
 from analytics.setup import event_table, job_renames
 from ciflake.config import Config, load_config
 from ciflake.export import logical_run_frame
 from fakehub.catalog import FAR_FUTURE, FAR_PAST, JobSpec, RateChange, WorkflowSpec, load
-from store.queries import RunFilter, load_jobs
+from store.queries import RunFilter, daily_job_presence, daily_run_counts, load_jobs
 from tests.hubtools import collect, migrated
 
 pytestmark = pytest.mark.slow
@@ -217,22 +217,31 @@ def _report(found: pd.DataFrame, daily: pd.DataFrame, truth: pd.DataFrame) -> No
                 f"  {row.date:%Y-%m-%d} [{row.date_low:%m-%d}..{row.date_high:%m-%d}] "
                 f"{row.before_rate:.2f}->{row.after_rate:.2f} nearest {row.true_date:%Y-%m-%d} "
                 f"({row.distance_days:+.1f} d): {row.why}"
+                + (f" | job set: {row.known_change}" if row.known_change else "")
             )
 
 
 @pytest.fixture(scope="module")
 def found_changepoints(history):
-    """(daily, truth, found): the changepoints of every lineage with their nearest true date."""
-    _, config, runs = history
+    """(daily, truth, found): the changepoints of every lineage with their nearest true date,
+    searched as the dashboard does: the job set changes read from the stored jobs are known
+    days."""
+    engine, config, runs = history
     daily = daily_failures(runs)
+    known = job_set_changes(
+        daily_job_presence(engine),
+        daily_run_counts(engine),
+        runs.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"],
+        config.job_name_strip,
+    )
     truth = true_change_dates(config)
-    found = _with_nearest(changepoints(daily), truth)
+    found = _with_nearest(changepoints(daily, known=known), truth)
     _report(found, daily, truth)
-    return daily, truth, found
+    return daily, truth, found, known
 
 
 def test_changepoints_fall_within_3_days_of_true_changes(found_changepoints):
-    daily, truth, found = found_changepoints
+    daily, truth, found, _ = found_changepoints
 
     # The truth set is sparse enough for the test to fail: most days are not near a true date.
     subject_days = daily.loc[daily["lineage"] == LINEAGE, "day"]
@@ -266,36 +275,13 @@ LINEAGES = (
 # its jobs come and go). Its precision is still asserted, but proves little; no changepoint was
 # found there on any seed tried.
 DENSE = {"e2e_fully_async_policy_trtllm": "62-70%"}
-# e2e_ascend fails at this scale for want of runs, not for the search or the truth set. Its
-# changepoints on seeds 1-8 (distance to the nearest true date, days): 1: +0.0; 2: +4.0, -10.0;
-# 3: -1.4, -3.0; 4: +2.0, +1.0; 5: +1.0, -0.1; 6: +0.0; 7: +5.0, -4.0; 8: +0.0, +4.0 (on 16
-# seeds of fakehub's History read directly, which gives the same changepoints on seeds 1-8, it
-# fails on 8). The lineage has
-# ~3.5 runs a day. Its two steps: 2025-12-10 (one NPU job becomes three, red 0.14 -> 0.38) is
-# found on the day on most seeds, but on seed 7 its first five days hold 2 red of 17 runs (seed
-# 2: 4 of 17), and the likelihood interval (12-13..12-16) excludes the true date; 2026-08-14
-# (three jobs become two, 0.31 -> 0.22) is significant over ~100 days a side but moves the
-# log-likelihood by ~0.1 a day, so its 95% interval spans weeks (07-23..08-16 on seed 7) and the
-# estimate lands up to 11 days off. Pooled over seeds (40 for December, 12 at scale 1 for
-# August) the simulated red rate steps on the catalog's day at both dates and matches its
-# expected rate: nothing is missing from the truth set. Strict: the day it
-# passes (a better detector, a bigger scale), the mark must go.
-ASCEND_SHORT_OF_RUNS = pytest.mark.xfail(
-    strict=True, reason="e2e_ascend: too few runs a day to date its steps within 3 days"
-)
 
 
-@pytest.mark.parametrize(
-    "lineage",
-    [
-        pytest.param(name, marks=ASCEND_SHORT_OF_RUNS) if name == "e2e_ascend" else name
-        for name in LINEAGES
-    ],
-)
+@pytest.mark.parametrize("lineage", LINEAGES)
 def test_changepoints_of_every_lineage_fall_within_3_days_of_true_changes(
     found_changepoints, lineage
 ):
-    daily, truth, found = found_changepoints
+    daily, truth, found, _ = found_changepoints
     assert set(daily["lineage"]) <= set(LINEAGES)
     mine = found[found["lineage"] == lineage]
     # Whether the check could fail: the share of the lineage's days near one of its true dates.
@@ -306,3 +292,35 @@ def test_changepoints_of_every_lineage_fall_within_3_days_of_true_changes(
     else:
         assert near < 0.5, f"{lineage}: {near:.0%} of days near a true date"
     assert (mine["distance_days"].abs() <= TOLERANCE / pd.Timedelta(days=1)).all(), mine
+
+
+def test_job_set_changes_read_from_the_data_are_true_change_dates(found_changepoints):
+    # The known days come from the stored jobs alone; each must be one of the simulation's
+    # (a job's from/to or absence, a workflow's presence, an invalid window), within a day:
+    # a change inside a day shows on that day or the next.
+    _, truth, found, known = found_changepoints
+    assert set(known["lineage"]) == set(LINEAGES)
+    for lineage, days in known.groupby("lineage"):
+        dates = truth.loc[truth["lineage"] == lineage, "date"]
+        near = [(dates - day).abs().min() <= pd.Timedelta(days=1) for day in days["day"]]
+        assert all(near), days[[not n for n in near]]
+    # A known day lowers the evidence a cut needs, it does not make one: most are not cut.
+    on_known = found[found["known_change"] != ""]
+    assert len(on_known) < len(known) / 2, (len(on_known), len(known))
+
+
+def test_e2e_ascend_steps_dated_on_their_job_set_changes(found_changepoints):
+    # e2e_ascend has ~3.5 runs a day and two steps: 2025-12-10 (one NPU job becomes three, red
+    # 0.14 -> 0.38) and 2026-08-14 (three become two, 0.31 -> 0.22). Searched freely, the first
+    # landed 5 days late on this seed, 4 days off or more on 8 of 16 seeds, and the second
+    # drifted up to 11 days (its likelihood moves ~0.1 a day); with the job set changes as
+    # known days both land on their day on seeds 1-16 but seed 3, which cuts at 2025-12-28
+    # (a fourth job joins) instead of 12-10.
+    _, _, found, _ = found_changepoints
+    mine = found[found["lineage"] == "e2e_ascend"]
+    mine = mine.set_index(mine["date"].dt.strftime("%Y-%m-%d"))
+    assert {"2025-12-10", "2026-08-14"} <= set(mine.index), mine
+    rise, drop = mine.loc["2025-12-10"], mine.loc["2026-08-14"]
+    assert rise["after_rate"] > rise["before_rate"] and drop["after_rate"] < drop["before_rate"]
+    assert "+E2E Ascend testing for RL training scenarios of LLM models" in rise["known_change"]
+    assert "-" in drop["known_change"]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from analytics_frames import day, failures_frame, jobs_frame, runs_frame
 
-from analytics.changepoints import changepoints, daily_failures, nearest_events
+from analytics.changepoints import changepoints, daily_failures, job_set_changes, nearest_events
 from analytics.coverage import coverage_diff, lost_jobs, successor_names
 from analytics.health import (
     devices,
@@ -150,6 +150,92 @@ def test_changepoint_interval_is_its_profile_likelihood_interval():
         pd.Timestamp("2026-05-23", tz="UTC"),
     )
     assert row["gain"] == pytest.approx(cut[22] - _binomial_loglik(134, 400))
+
+
+def _known(*days: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"lineage": "L", "day": pd.to_datetime(list(days), utc=True), "what": "wf: +job"}
+    )
+
+
+def test_changepoint_moves_to_a_known_day_within_half_the_penalty():
+    # 30 days at 1/10 red, a known job set change on day 31 (05-31), three more days at 1/10,
+    # then 4/10 (10 runs a day, 600 runs: a free cut costs 2.5 x log 600 = 16.0, a known one
+    # 8.0). Free, the cut lands where the data turn (06-03, gain 38.2); cutting on 05-31 gains
+    # 31.9, 6.2 less, under the 8.0 the known day saves, so the cut moves there, and its
+    # interval reaches 06-03 (1.7 of penalised log-likelihood below). A known day further
+    # off (05-25) would cost more than it saves: the cut stays on 06-03.
+    daily = _daily([0.1] * 33 + [0.4] * 27)
+    free = changepoints(daily).iloc[0]
+    assert free["date"] == pd.Timestamp("2026-06-03", tz="UTC") and free["known_change"] == ""
+    assert free["gain"] == pytest.approx(38.16, abs=0.01)
+    moved = changepoints(daily, known=_known("2026-05-31")).iloc[0]
+    assert (moved["date"], moved["date_low"], moved["date_high"]) == tuple(
+        pd.Timestamp(d, tz="UTC") for d in ("2026-05-31", "2026-05-31", "2026-06-03")
+    )
+    assert moved["gain"] == pytest.approx(31.94, abs=0.01) and moved["known_change"] == "wf: +job"
+    stays = changepoints(daily, known=_known("2026-05-25")).iloc[0]
+    assert stays["date"] == free["date"] and stays["known_change"] == ""
+
+
+@pytest.mark.slow
+def test_known_days_make_no_changepoint_without_a_step():
+    # 200 series of a constant red rate (0.1-0.5, ~4 runs a day for 300 days), each with 20
+    # known days: none gets a cut (a cut on a known day still needs a gain of 1.25 x log(runs),
+    # ~8.9 here: a likelihood-ratio statistic of 17.8, p < 1e-4 for one day, ~5e-4 for 20).
+    rng = np.random.default_rng(7)
+    days = pd.date_range("2026-01-01", periods=300, freq="D", tz="UTC")
+    cut = 0
+    for _ in range(200):
+        runs = np.maximum(rng.poisson(4, len(days)), 1)
+        red = rng.binomial(runs, rng.uniform(0.1, 0.5))
+        daily = pd.DataFrame({"lineage": "L", "day": days, "runs": runs, "red": red})
+        known = _known(*pd.DatetimeIndex(rng.choice(days[1:], 20, replace=False)).strftime("%F"))
+        cut += not changepoints(daily, known=known).empty
+    assert cut == 0
+
+
+def test_known_days_on_the_edges_of_a_series_are_not_cuts():
+    # The first day cannot start a new segment and a day after the last holds no runs; a known
+    # day between two days with runs counts for the next one.
+    daily = _daily([0.1] * 20 + [0.6] * 20).drop(index=20)  # no runs on 05-21
+    known = _known("2026-04-01", "2026-05-01", "2026-05-21", "2026-07-01")
+    found = changepoints(daily, known=known)
+    assert found["date"].tolist() == [pd.Timestamp("2026-05-22", tz="UTC")]
+    assert found["known_change"].tolist() == ["wf: +job"]
+
+
+def test_job_set_changes_from_daily_presence():
+    # old.yml runs 05-01..05-08 (2 runs a day): build every day but 05-02 (a one-day skip,
+    # not a change), a matrix test (py3.10 and py3.11: one logical job) every day, gpu from
+    # 05-04. new.yml (same lineage) runs 05-07..05-12; other.yml is not in the lineage map.
+    # The lineage's own first day (05-01) and the day after its last (05-13) are its edges.
+    rows, totals = [], []
+    for offset in range(12):
+        d = pd.Timestamp("2026-05-01", tz="UTC") + pd.Timedelta(days=offset)
+        if offset < 8:
+            totals += [("old.yml", d, "success", 1), ("old.yml", d, "failure", 1)]
+            names = ["test (py3.10)", "test (py3.11)"] + ["build"] * (offset != 1)
+            rows += [("old.yml", d, n, 2) for n in names + ["gpu"] * (offset >= 3)]
+        if offset >= 6:
+            totals.append(("new.yml", d, "success", 2))
+            rows.append(("new.yml", d, "e2e", 2))
+        totals.append(("other.yml", d, "success", 1))
+        rows.append(("other.yml", d, "lint" if offset < 6 else "fmt", 1))
+    presence = pd.DataFrame(rows, columns=["workflow_path", "day", "name", "runs"])
+    run_days = pd.DataFrame(totals, columns=["workflow_path", "day", "conclusion", "runs"])
+    lineage_of = {"old.yml": "L", "new.yml": "L"}
+    found = job_set_changes(presence, run_days, lineage_of, r"\s*\(.*\)")
+    assert found.assign(day=found["day"].dt.strftime("%m-%d")).values.tolist() == [
+        ["L", "05-04", "old.yml: +gpu"],
+        ["L", "05-07", "new.yml: first run"],
+        ["L", "05-09", "old.yml: stopped"],
+    ]
+    # Without the strip, each matrix leg is its own job; their presence does not change.
+    assert len(job_set_changes(presence, run_days, lineage_of)) == 3
+    # Hold 1: the one-day skip of build counts, both ways.
+    held_once = job_set_changes(presence, run_days, lineage_of, hold=1)
+    assert held_once["what"].tolist()[:2] == ["old.yml: -build", "old.yml: +build"]
 
 
 def test_daily_failures_and_nearest_event():

@@ -17,7 +17,7 @@ from dashboard import loaders
 from dashboard.filters import Filters
 from store.engine import make_engine
 from store.migrate import upgrade
-from store.models import Workflow, WorkflowRun
+from store.models import Job, RunAttempt, Workflow, WorkflowRun
 from store.queries import RunFilter, load_runs
 from store.upsert import upsert
 from tests.collected import collected_copy
@@ -74,8 +74,9 @@ def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
 
 
 def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
-    """A lineage whose red rate steps from 1 in 12 to 7 in 12 runs a day on 2024-01-31, and an
-    image change recorded the day after: the overview finds the step and names the event."""
+    """A lineage whose red rate steps from 1 in 12 to 7 in 12 runs a day on 2024-01-31, when a
+    second job joins its runs, and an image change recorded the day after: the overview finds
+    the step, says what changed in the job set that day and names the nearest event."""
     url = f"sqlite:///{tmp_path / 'step.db'}"
     monkeypatch.setenv("CIFLAKE_DB_URL", url)
     engine = make_engine(url)
@@ -107,6 +108,21 @@ def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
             [{"id": 1, "repo": REPO, "path": path, "name": "ascend", "state": "active"}],
         )
         upsert(session, WorkflowRun, runs)
+        upsert(session, RunAttempt, [{"run_id": run["id"], "attempt": 1} for run in runs])
+        jobs = [
+            {
+                "id": run["id"] * 10 + k,
+                "run_id": run["id"],
+                "run_attempt": 1,
+                "name": name,
+                "conclusion": run["conclusion"] if k == 0 else "success",
+                "labels": [],
+                "steps": [],
+            }
+            for run in runs
+            for k, name in enumerate(["npu", "npu-vlm"][: 1 + (run["id"] >= 3000)])
+        ]
+        upsert(session, Job, jobs)
     add_event(engine, REPO, start + timedelta(days=31), "new NPU image", None, "image")
     filters = Filters(REPO, *loaders.day_span(url, REPO), (), "default")
     found = loaders.changepoints(url, filters)
@@ -117,6 +133,7 @@ def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
     assert step["before_rate"] == pytest.approx(1 / 12) and step["after_rate"] == pytest.approx(
         7 / 12
     )
+    assert step["known_change"] == f"{path}: +npu-vlm"
     assert step["event_title"] == "new NPU image"
     assert step["distance_days"] == pytest.approx(-(1 + 8 / 24))
     engine.dispose()

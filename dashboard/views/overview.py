@@ -44,8 +44,10 @@ st.caption(
 st.subheader("Changepoints")
 st.caption(
     "Dates in the range where a lineage's red rate (flaky or fail) shifted, found without "
-    "looking at the events; the interval is where the date can lie (95% likelihood). A shift "
-    "far from any event is a change nobody announced."
+    "looking at the events; the interval is where the date can lie (95% likelihood). A day "
+    "when a workflow of the lineage started or stopped, or a job joined (+) or left (-) its "
+    "runs, needs half the evidence: such a change is dated by the data, only the new rate is "
+    "unknown. A shift far from any event is a change nobody announced."
 )
 found = loaders.changepoints(view.db_url, view.filters)
 if found.empty:
@@ -65,6 +67,7 @@ else:
                 "runs before / after": found["before_runs"].astype(str)
                 + " / "
                 + found["after_runs"].astype(str),
+                "job set that day": found["known_change"],
                 "nearest event": found["event_pr"].map(
                     lambda pr: f"#{pr:.0f} " if pd.notna(pr) else ""
                 )
