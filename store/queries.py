@@ -10,7 +10,9 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import Engine, Select, String, func, select, type_coerce
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import FunctionElement
 
 from store.models import (
     Base,
@@ -36,6 +38,25 @@ def table_counts(engine: Engine) -> dict[str, int]:
 # ---- analytics frames -----------------------------------------------------------------------
 # One loader per frame the analytics need. Filters run in SQL on the run (repo, creation time,
 # workflow path), so a page asks only for the runs it shows. Times come back tz-aware UTC.
+
+
+class UTCDay(FunctionElement[Any]):
+    """The UTC calendar day of a stored time, whatever the session's time zone: PostgreSQL's
+    ``date()`` of a timestamptz uses the session's (a server or a PGTZ in Asia/Shanghai would
+    move every evening run to the next day); SQLite stores UTC text already."""
+
+    name = "utc_day"
+    inherit_cache = True
+
+
+@compiles(UTCDay)
+def _utc_day_text(element: UTCDay, compiler: Any, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(UTCDay, "postgresql")
+def _utc_day_postgresql(element: UTCDay, compiler: Any, **kw: Any) -> str:
+    return f"date(timezone('UTC', {compiler.process(element.clauses, **kw)}))"
 
 
 @dataclass(frozen=True)
@@ -220,7 +241,7 @@ def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataF
 
     Columns: workflow_path, day (tz-aware UTC midnight), conclusion, runs."""
     run = WorkflowRun
-    day = func.date(run.created_at).label("day")
+    day = UTCDay(run.created_at).label("day")
     stmt = (
         select(run.workflow_path, day, run.conclusion, func.count().label("runs"))
         .group_by(run.workflow_path, day, run.conclusion)
@@ -235,7 +256,7 @@ def daily_job_presence(engine: Engine, where: RunFilter = RunFilter()) -> pd.Dat
 
     Columns: workflow_path, day (tz-aware UTC midnight), name, runs."""
     run = WorkflowRun
-    day = func.date(run.created_at).label("day")
+    day = UTCDay(run.created_at).label("day")
     stmt = (
         select(run.workflow_path, day, Job.name, func.count().label("runs"))
         .join(Job, Job.run_id == run.id)
@@ -282,7 +303,7 @@ def daily_failure_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.D
     """Classified failures per day and category, counted in SQL.
 
     Columns: day (tz-aware UTC midnight), category, failures."""
-    day = func.date(WorkflowRun.created_at).label("day")
+    day = UTCDay(WorkflowRun.created_at).label("day")
     stmt = (
         select(day, Failure.category, func.count().label("failures"))
         .join(WorkflowRun, WorkflowRun.id == Failure.run_id)

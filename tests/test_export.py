@@ -16,9 +16,12 @@ from analytics.rates import wilson_interval
 from analytics.spreadsheet import csv_bytes, for_spreadsheets
 from ciflake.cli import cli
 from ciflake.export import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS
+from store.engine import make_engine
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
 from store.queries import (
     RunFilter,
+    daily_failure_counts,
+    daily_job_presence,
     daily_run_counts,
     load_attempts,
     load_failures,
@@ -140,6 +143,19 @@ def test_queries_load_and_filter_in_sql(filled):
     assert load_runs(filled, RunFilter(repo="other/repo")).empty
     daily = daily_run_counts(filled, where)
     assert daily["runs"].sum() == 5 and str(daily["day"].dt.tz) == "UTC"
+
+
+def test_days_are_utc_days_whatever_the_session_time_zone(filled, db_url, monkeypatch):
+    # Every run here is created at 12:44Z, 02:44 the next day in Kiritimati (UTC+14): a
+    # PostgreSQL session there (PGTZ, or the server's own zone) still counts each on its UTC day.
+    monkeypatch.setenv("PGTZ", "Pacific/Kiritimati")
+    far_east = make_engine(db_url)
+    runs_per_day = load_runs(far_east)["created_at"].dt.floor("D").value_counts().sort_index()
+    for daily in (daily_run_counts(far_east), daily_job_presence(far_east)):
+        assert daily.groupby("day")["runs"].sum().to_dict() == runs_per_day.to_dict()
+    failures = daily_failure_counts(far_east)
+    assert set(failures["day"]) <= set(runs_per_day.index) and failures["failures"].sum() == 7
+    far_east.dispose()
 
 
 def _export(runner, db_url, tmp_path, *args):
