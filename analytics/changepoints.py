@@ -146,13 +146,16 @@ def job_set_changes(
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
     named = presence.assign(logical_job=normalise_job_names(presence["name"], strip))
     with_job = named.groupby(["workflow_path", "day", "logical_job"])["runs"].max()
-    share = (with_job / totals).dropna().unstack("logical_job", fill_value=0.0)
-    share = share.reindex(totals.index, fill_value=0.0)
+    jobs_of = dict(list(with_job.groupby(level="workflow_path")))
     rows: list[tuple[str, pd.Timestamp, str]] = []
-    for path, grid in share.groupby(level="workflow_path", sort=True):
-        days = grid.index.get_level_values("day")
+    for path, runs in totals.groupby(level="workflow_path", sort=True):
+        days = runs.index.get_level_values("day")
         rows += [(path, days[0], "first run"), (path, days[-1] + pd.Timedelta(days=1), "stopped")]
-        present = grid.to_numpy() >= 0.5
+        if path not in jobs_of:
+            continue
+        grid = jobs_of[path].droplevel("workflow_path").unstack("logical_job", fill_value=0)
+        grid = grid.reindex(days, fill_value=0)
+        present = grid.to_numpy() >= 0.5 * runs.to_numpy()[:, None]
         for column, job in enumerate(grid.columns):
             rows += [
                 (path, days[at], f"{'+' if now else '-'}{job}")
@@ -160,19 +163,18 @@ def job_set_changes(
             ]
     frame = pd.DataFrame(rows, columns=["workflow_path", "day", "what"])
     frame["lineage"] = frame["workflow_path"].map(lineage_of)
-    frame = frame.dropna(subset="lineage")
     # The first and last days of a lineage's data are where it starts and ends, not changes.
-    days = totals.reset_index().assign(lineage=lambda f: f["workflow_path"].map(lineage_of))
-    span = days.groupby("lineage")["day"].agg(["min", "max"])
-    first, last = (frame["lineage"].map(span[edge]) for edge in ("min", "max"))
-    frame = frame[(frame["day"] > first) & (frame["day"] <= last)]
+    span = frame.groupby("lineage", as_index=False)["day"].agg(first="min", last="max")
+    frame = frame.merge(span, on="lineage")
+    frame = frame[(frame["day"] > frame["first"]) & (frame["day"] < frame["last"])]
     per_path = frame.groupby(["lineage", "day", "workflow_path"], as_index=False, sort=True).agg(
         what=("what", ", ".join)
     )
     per_path["what"] = per_path["workflow_path"] + ": " + per_path["what"]
-    return per_path.groupby(["lineage", "day"], as_index=False, sort=True).agg(
+    out = per_path.groupby(["lineage", "day"], as_index=False, sort=True).agg(
         what=("what", "; ".join)
     )
+    return out.astype({"day": "datetime64[us, UTC]"}) if out.empty else out
 
 
 def _held_flips(present: np.ndarray, hold: int) -> list[tuple[int, bool]]:

@@ -236,6 +236,10 @@ def test_job_set_changes_from_daily_presence():
     # Hold 1: the one-day skip of build counts, both ways.
     held_once = job_set_changes(presence, run_days, lineage_of, hold=1)
     assert held_once["what"].tolist()[:2] == ["old.yml: -build", "old.yml: +build"]
+    # Runs whose jobs are unknown still start and stop; no runs at all, no change.
+    no_jobs = job_set_changes(presence.iloc[:0], run_days, lineage_of)
+    assert no_jobs["what"].tolist() == ["new.yml: first run", "old.yml: stopped"]
+    assert job_set_changes(presence.iloc[:0], run_days.iloc[:0], lineage_of).empty
 
 
 def test_daily_failures_and_nearest_event():
