@@ -324,3 +324,15 @@ def test_e2e_ascend_steps_dated_on_their_job_set_changes(found_changepoints):
     assert rise["after_rate"] > rise["before_rate"] and drop["after_rate"] < drop["before_rate"]
     assert "+E2E Ascend testing for RL training scenarios of LLM models" in rise["known_change"]
     assert "-" in drop["known_change"]
+
+
+def test_the_seed_sweep_finds_what_the_collect_finds(found_changepoints, history):
+    # tests.changepoint_seeds reads fakehub's History instead of collecting it, to sweep seeds
+    # in seconds: on this seed it must find the very changepoints the collected database gives.
+    from tests.changepoint_seeds import search  # here: it imports this module
+
+    _, config, _ = history
+    _, truth, found, _ = found_changepoints
+    swept = search(SEED, SCALE, config, truth)["known"]
+    columns = ["lineage", "date", "before_runs", "after_runs", "known_change"]
+    pd.testing.assert_frame_equal(swept[columns], found[columns])
