@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -34,13 +36,36 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+@contextmanager
+def _transaction(engine: Engine) -> Iterator[Connection]:
+    """A connection in one transaction that holds the DDL too. Python's sqlite3 (before 3.12)
+    opens transactions only for INSERT, UPDATE and DELETE and runs each CREATE or ALTER on its
+    own, so a collect killed while migrating left half a schema without its version row, and
+    every later upgrade failed on "table already exists". On SQLite the driver's implicit
+    transactions are turned off for the migration and one BEGIN covers it all."""
+    with engine.connect() as conn:
+        if engine.dialect.name != "sqlite":
+            with conn.begin():
+                yield conn
+            return
+        raw = conn.connection.dbapi_connection
+        implicit = raw.isolation_level
+        raw.isolation_level = None
+        try:
+            with conn.begin():
+                conn.exec_driver_sql("BEGIN")
+                yield conn
+        finally:
+            raw.isolation_level = implicit
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    with engine.begin() as conn:
+    with _transaction(engine) as conn:
         command.upgrade(alembic_config(conn), revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
-    with engine.begin() as conn:
+    with _transaction(engine) as conn:
         command.downgrade(alembic_config(conn), revision)
 
 

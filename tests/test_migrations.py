@@ -1,6 +1,7 @@
+import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
+from sqlalchemy import event, inspect
 
 from store.engine import make_engine
 from store.migrate import alembic_config, current_revision, head_revision, upgrade
@@ -32,3 +33,25 @@ def test_upgrade_twice_is_a_no_op(db_url):
     upgrade(engine)
     upgrade(engine)
     assert current_revision(engine) == head_revision()
+
+
+def test_a_migration_stopped_halfway_leaves_nothing_behind(db_url):
+    # A collect killed while it creates the schema: here the CREATE TABLE of the jobs table
+    # fails, after the tables before it were made. Nothing of the migration may stay (on
+    # SQLite each CREATE used to commit on its own), so the next upgrade starts clean.
+    engine = make_engine(db_url)
+
+    def stop_at_jobs(conn, cursor, statement, *args):
+        if statement.lstrip().startswith("CREATE TABLE jobs"):
+            raise KeyboardInterrupt("killed")
+
+    event.listen(engine, "before_cursor_execute", stop_at_jobs)
+    with pytest.raises(KeyboardInterrupt):
+        upgrade(engine)
+    event.remove(engine, "before_cursor_execute", stop_at_jobs)
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    assert current_revision(engine) is None
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    assert set(Base.metadata.tables) <= set(inspect(engine).get_table_names())
+    engine.dispose()
