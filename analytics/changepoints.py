@@ -16,31 +16,31 @@ bursts, small job changes) and lost its big June shift on 3 of 16 seeds; 2.5 kep
 (3.0 lost it on 2).
 
 A cut on a day the lineage's job set changed (``job_set_changes``: a workflow starts or stops,
-a job joins or leaves) pays ``KNOWN_SHARE`` of the penalty: the data say when such a change
-happened, so the cut estimates one parameter (the new rate) where a free cut estimates two (rate
-and date). A run's red rate moves whenever its job set does (one more job, one more chance to
-fail), and those steps are often small. On fakehub's e2e_ascend (~3.5 runs a day, one NPU job
-becoming three) the free search put a changepoint 4-10 days from any true change on 8 of 16
-seeds; with the known days none of 67 changepoints over 16 seeds is more than 3 days off, the
-June shift is kept on 15 (``python -m tests.changepoint_seeds``), and on series with no step
-and 20 known days each, no cut was made in 300.
+a job joins or leaves) pays ``KNOWN_SHARE`` of the penalty: a prior that a run's red rate moves
+when its job set does (one more job, one more chance to fail) and that the data say when the
+set changed, while a free cut must find its date among all days. Those steps are often small:
+on fakehub's e2e_ascend (~3.5 runs a day, one NPU job becoming three) the free search put a
+changepoint 4-10 days from any true change on 8 of 16 seeds. ``KNOWN_SHARE`` 0.5 was chosen by
+a sweep (``python -m tests.changepoint_seeds --known-share S``, seeds 1-16): at 0.3, 0.4 and
+0.5 no changepoint is more than 3 days from a true change or fails to be a shift of the
+simulated rate, at 0.6-0.8 some are; 0.4 finds the June shift on one more seed (16) and
+e2e_ascend's December rise on one fewer (14) than 0.5; on 300 series with no step and 60
+known days each, 0.3 cut 6, 0.4 and 0.5 none (20 known days: 0.4 cut 1, 0.5 none).
 
-Each changepoint comes with an interval for its date: the days where it can move, its
-neighbouring changepoints fixed, losing at most ``LIKELIHOOD_DROP`` (chi-square(1) 95% / 2) of
-penalised log-likelihood, the profile-likelihood interval LUCI Analysis approximates. Penalised,
-so that it always holds the date: a cut on a known day reaches a free day only where the data
-make up for the discount, and its interval can be that day alone. Red = flaky or fail (first
-attempt red), over non-excluded runs.
+Each changepoint comes with an interval for its date, its neighbouring changepoints fixed: the
+days where a cut fits the data at least as well as on its date, less ``LIKELIHOOD_DROP``
+(chi-square(1) 95% / 2): for a free cut, the profile-likelihood interval LUCI Analysis
+approximates; for a cut on a known day, also every day the data would prefer, so that the
+discount never narrows it. Red = flaky or fail (first attempt red), over non-excluded runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from analytics.outcomes import normalise_job_names
 
 LIKELIHOOD_DROP = 1.92
 KNOWN_SHARE = 0.5
@@ -109,22 +109,19 @@ def _partition(k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_runs: int)
 
 
 def _profile(
-    ck: np.ndarray,
-    cn: np.ndarray,
-    penalty: np.ndarray,
-    bounds: tuple[int, int, int],
-    min_runs: int,
+    ck: np.ndarray, cn: np.ndarray, bounds: tuple[int, int, int], min_runs: int
 ) -> tuple[int, int, float]:
-    """The interval (first and last admissible day index) of the changepoint ``cut`` between its
-    neighbours ``lo`` and ``hi`` (``bounds``), fixed: the cuts whose penalised log-likelihood is
-    within LIKELIHOOD_DROP of the best; and the gain of the cut over no cut between lo and hi."""
+    """The interval (first and last day index) of the changepoint ``cut`` between its
+    neighbours ``lo`` and ``hi`` (``bounds``), fixed: from the first to the last day where a
+    cut fits the data at least as well as on its date, less LIKELIHOOD_DROP; and the gain of
+    the cut over no cut between lo and hi. For a free cut (the data's best day) this is the
+    profile-likelihood interval; a cut on a known day may fit worse than the data's best, and
+    then its interval takes those days in: wide, it says the data alone do not date the step."""
     lo, cut, hi = bounds
     u = np.arange(lo + 1, hi)
     fit = _segment_loglik(ck, cn, lo, u) + _segment_loglik(ck, cn, u, hi)
     admissible = (cn[u] - cn[lo] >= min_runs) & (cn[hi] - cn[u] >= min_runs)
-    profile = np.where(admissible, fit - penalty[u], -np.inf)
-    at_cut = profile[cut - lo - 1]
-    near = u[profile >= at_cut - LIKELIHOOD_DROP]
+    near = u[admissible & (fit >= fit[cut - lo - 1] - LIKELIHOOD_DROP)]
     gain = float(fit[cut - lo - 1] - _segment_loglik(ck, cn, lo, hi))
     return int(near.min()), int(near.max()), gain
 
@@ -133,23 +130,24 @@ def job_set_changes(
     presence: pd.DataFrame,
     run_days: pd.DataFrame,
     lineage_of: Mapping[str, str] | pd.Series,
-    strip: str = "",
     *,
     hold: int = 3,
 ) -> pd.DataFrame:
     """The days each lineage's job set changed, from the data alone: a workflow's first day with
-    runs and the day after its last (inside the lineage's span of days), and the day a logical
-    job starts (or stops) being in most of its workflow's runs, the new state holding for at
-    least ``hold`` days with runs (a job skipped for a day or two, a file broken for one push,
-    is not a new job set).
+    runs and the day after its last, and the day a job starts (or stops) being in at least half
+    of its workflow's runs, the new state holding for at least ``hold`` days with runs (a job
+    skipped for a day or two, a file broken for one push, is not a new job set). Jobs go by
+    their name as GitHub shows it, so a matrix that gains a leg changes the set. A change needs
+    ``hold`` days with runs of its lineage on either side: a workflow whose first stored run
+    comes a day after its lineage's (a backfill's edge) did not start then.
 
     ``presence``: workflow_path, day, name, runs (runs whose first attempt has a job of that
     name, queries.daily_job_presence); ``run_days``: workflow_path, day, runs (other columns
     summed away, queries.daily_run_counts); ``lineage_of``: workflow_path -> lineage (workflows
-    left out are dropped). Columns: lineage, day, what ("path: +job, -job")."""
+    left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the ``known`` of
+    changepoints(by="lineage")."""
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
-    named = presence.assign(logical_job=normalise_job_names(presence["name"], strip))
-    with_job = named.groupby(["workflow_path", "day", "logical_job"])["runs"].max()
+    with_job = presence.groupby(["workflow_path", "day", "name"])["runs"].sum()
     jobs_of = dict(list(with_job.groupby(level="workflow_path")))
     rows: list[tuple[str, pd.Timestamp, str]] = []
     for path, runs in totals.groupby(level="workflow_path", sort=True):
@@ -157,7 +155,7 @@ def job_set_changes(
         rows += [(path, days[0], "first run"), (path, days[-1] + pd.Timedelta(days=1), "stopped")]
         if path not in jobs_of:
             continue
-        grid = jobs_of[path].droplevel("workflow_path").unstack("logical_job", fill_value=0)
+        grid = jobs_of[path].droplevel("workflow_path").unstack("name", fill_value=0)
         grid = grid.reindex(days, fill_value=0)
         present = grid.to_numpy() >= 0.5 * runs.to_numpy()[:, None]
         for column, job in enumerate(grid.columns):
@@ -167,10 +165,16 @@ def job_set_changes(
             ]
     frame = pd.DataFrame(rows, columns=["workflow_path", "day", "what"])
     frame["lineage"] = frame["workflow_path"].map(lineage_of)
-    # The first and last days of a lineage's data are where it starts and ends, not changes.
-    span = frame.groupby("lineage", as_index=False)["day"].agg(first="min", last="max")
-    frame = frame.merge(span, on="lineage")
-    frame = frame[(frame["day"] > frame["first"]) & (frame["day"] < frame["last"])]
+    day_rows = totals.reset_index().assign(lineage=lambda f: f["workflow_path"].map(lineage_of))
+    lineage_days = {
+        lineage: pd.DatetimeIndex(days.unique()).sort_values()
+        for lineage, days in day_rows.groupby("lineage")["day"]
+    }
+    held = [
+        _held_around(lineage_days.get(lineage), day, hold)
+        for lineage, day in zip(frame["lineage"], frame["day"], strict=True)
+    ]
+    frame = frame[np.array(held, dtype=bool)]
     per_path = frame.groupby(["lineage", "day", "workflow_path"], as_index=False, sort=True).agg(
         what=("what", ", ".join)
     )
@@ -181,15 +185,39 @@ def job_set_changes(
     return out.astype({"day": "datetime64[us, UTC]"}) if out.empty else out
 
 
+def _held_around(days: pd.DatetimeIndex | None, day: pd.Timestamp, hold: int) -> bool:
+    """Whether ``days`` (a lineage's days with runs, sorted) hold at least ``hold`` days before
+    ``day`` and ``hold`` from it on."""
+    if days is None:
+        return False
+    before = int(days.searchsorted(day))
+    return before >= hold and len(days) - before >= hold
+
+
+def lineage_changepoints(
+    runs: pd.DataFrame, presence: pd.DataFrame, run_days: pd.DataFrame, **search: Any
+) -> pd.DataFrame:
+    """changepoints of each lineage's daily series (``runs``: logical runs with lineage), the
+    job set changes read from ``presence`` and ``run_days`` (job_set_changes) as known days."""
+    lineage_of = runs.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
+    known = job_set_changes(presence, run_days, lineage_of)
+    return changepoints(daily_failures(runs), known=known, **search)
+
+
 def _held_flips(present: np.ndarray, hold: int) -> list[tuple[int, bool]]:
     """(index, new state) where ``present`` changes between two stretches of at least ``hold``
-    equal values (shorter stretches in between ignored)."""
+    equal values: the first index after the old stretch, so that a straggler of the old state
+    among the first days of the new one does not date the change late."""
     edges = np.flatnonzero(np.diff(present.astype(np.int8))) + 1
     starts = np.concatenate([[0], edges]).astype(int)
     ends = np.concatenate([edges, [len(present)]]).astype(int)
-    held = [int(a) for a, b in zip(starts, ends, strict=True) if b - a >= hold]
+    held = [(int(a), int(b)) for a, b in zip(starts, ends, strict=True) if b - a >= hold]
     pairs = zip(held, held[1:], strict=False)
-    return [(at, bool(present[at])) for was, at in pairs if present[was] != present[at]]
+    return [
+        (old_end, bool(present[new_start]))
+        for (old_start, old_end), (new_start, _) in pairs
+        if present[old_start] != present[new_start]
+    ]
 
 
 def changepoints(
@@ -197,6 +225,7 @@ def changepoints(
     by: str = "lineage",
     *,
     known: pd.DataFrame | None = None,
+    known_share: float = KNOWN_SHARE,
     penalty_factor: float = 2.5,
     min_runs: int = 10,
 ) -> pd.DataFrame:
@@ -205,9 +234,9 @@ def changepoints(
     after_runs (the adjacent segments), gain (the log-likelihood the changepoint adds over
     joining its two segments, in log-likelihood units) and known_change (what changed in the
     job set that day, "" if nothing did). Every segment holds at least ``min_runs`` runs; each
-    changepoint costs ``penalty_factor`` x log(runs) of gain, ``KNOWN_SHARE`` of that on a day
-    of ``known`` (``by``, day, what: job_set_changes; a day between two days with runs counts
-    for the next)."""
+    changepoint costs ``penalty_factor`` x log(runs) of gain, ``known_share`` of that on a day
+    of ``known`` (``by``, day, what, e.g. job_set_changes for by="lineage"; a day between two
+    days with runs counts for the next)."""
     known = pd.DataFrame(columns=[by, "day", "what"]) if known is None else known
     rows = []
     for key, series in daily.sort_values("day").groupby(by, sort=True):
@@ -215,12 +244,12 @@ def changepoints(
         days = series["day"].to_numpy()
         changes = _known_days(known[known[by] == key], pd.DatetimeIndex(series["day"]))
         penalty = np.full(len(k) + 1, penalty_factor * np.log(max(n.sum(), 2.0)))
-        penalty[list(changes)] *= KNOWN_SHARE
+        penalty[list(changes)] *= known_share
         cuts = _partition(k, n, penalty, min_runs)
         ck, cn = _cumulative(k), _cumulative(n)
         bounds = [0, *cuts, len(k)]
         for lo, cut, hi in zip(bounds, bounds[1:], bounds[2:], strict=False):
-            low, high, gain = _profile(ck, cn, penalty, (lo, cut, hi), min_runs)
+            low, high, gain = _profile(ck, cn, (lo, cut, hi), min_runs)
             rows.append(
                 {
                     by: key,
@@ -246,12 +275,11 @@ def changepoints(
 
 def _known_days(known: pd.DataFrame, days: pd.DatetimeIndex) -> dict[int, str]:
     """Index of the series day each known change falls on (the first day with runs on or after
-    it) -> what changed; changes before the second day or after the last cannot be cuts."""
+    it, len(days) after the last) -> what changed. Index 0 and len(days) can never be cuts."""
     at = days.searchsorted(pd.DatetimeIndex(pd.to_datetime(known["day"], utc=True)))
     out: dict[int, str] = {}
     for index, what in zip(at.tolist(), known["what"], strict=True):
-        if 0 < index < len(days):
-            out[index] = f"{out[index]}; {what}" if index in out else what
+        out[index] = f"{out[index]}; {what}" if index in out else what
     return out
 
 

@@ -296,15 +296,14 @@ def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
 def changepoints(db_url: str, filters: Filters) -> pd.DataFrame:
     """The dates where a lineage's red rate shifted in the range (analytics.changepoints),
     each with what changed in its job set that day and the nearest change event that touches
-    its lineage."""
-    frame, where, eng = runs(db_url, filters), _where(filters, dated=True), engine(db_url)
-    known = cp.job_set_changes(
+    its lineage. Job set changes are read over every date: the first run of a workflow in the
+    range is not its first run."""
+    where, eng = _where(filters), engine(db_url)
+    found = cp.lineage_changepoints(
+        runs(db_url, filters),
         queries.daily_job_presence(eng, where),
         queries.daily_run_counts(eng, where),
-        frame.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"],
-        current_config().job_name_strip,
     )
-    found = cp.changepoints(cp.daily_failures(frame), known=known)
     return cp.nearest_events(found, events(db_url))
 
 

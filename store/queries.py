@@ -258,7 +258,7 @@ def daily_job_presence(engine: Engine, where: RunFilter = RunFilter()) -> pd.Dat
     run = WorkflowRun
     day = UTCDay(run.created_at).label("day")
     stmt = (
-        select(run.workflow_path, day, Job.name, func.count().label("runs"))
+        select(run.workflow_path, day, Job.name, func.count(func.distinct(run.id)).label("runs"))
         .join(Job, Job.run_id == run.id)
         .where(Job.run_attempt == 1)
         .group_by(run.workflow_path, day, Job.name)

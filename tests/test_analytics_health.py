@@ -158,31 +158,67 @@ def _known(*days: str) -> pd.DataFrame:
     )
 
 
+def _cut_fits(rates: list[float], runs_per_day: int = 10) -> dict[int, float]:
+    """Log-likelihood of one step before day i, for every i: what the interval is made of."""
+    red = [round(r * runs_per_day) for r in rates]
+    return {
+        i: _binomial_loglik(sum(red[:i]), i * runs_per_day)
+        + _binomial_loglik(sum(red[i:]), (len(red) - i) * runs_per_day)
+        for i in range(1, len(red))
+    }
+
+
 def test_changepoint_moves_to_a_known_day_within_half_the_penalty():
     # 30 days at 1/10 red, a known job set change on day 31 (05-31), three more days at 1/10,
     # then 4/10 (10 runs a day, 600 runs: a free cut costs 2.5 x log 600 = 16.0, a known one
     # 8.0). Free, the cut lands where the data turn (06-03, gain 38.2); cutting on 05-31 gains
-    # 31.9, 6.2 less, under the 8.0 the known day saves, so the cut moves there, and its
-    # interval reaches 06-03 (1.7 of penalised log-likelihood below). A known day further
-    # off (05-25) would cost more than it saves: the cut stays on 06-03.
-    daily = _daily([0.1] * 33 + [0.4] * 27)
+    # 31.9, 6.2 less, under the 8.0 the known day saves, so the cut moves there. A known day
+    # further off (05-25) would cost more than it saves: the cut stays on 06-03.
+    rates = [0.1] * 33 + [0.4] * 27
+    daily = _daily(rates)
     free = changepoints(daily).iloc[0]
     assert free["date"] == pd.Timestamp("2026-06-03", tz="UTC") and free["known_change"] == ""
     assert free["gain"] == pytest.approx(38.16, abs=0.01)
     moved = changepoints(daily, known=_known("2026-05-31")).iloc[0]
-    assert (moved["date"], moved["date_low"], moved["date_high"]) == tuple(
-        pd.Timestamp(d, tz="UTC") for d in ("2026-05-31", "2026-05-31", "2026-06-03")
-    )
+    assert moved["date"] == pd.Timestamp("2026-05-31", tz="UTC")
     assert moved["gain"] == pytest.approx(31.94, abs=0.01) and moved["known_change"] == "wf: +job"
+    # Its interval: every day where a step fits at least as well as on 05-31, less 1.92. The
+    # data's own best day (06-03) is in it, so the discount never narrows it.
+    fits = _cut_fits(rates)
+    inside = [i for i, fit in fits.items() if fit >= fits[30] - 1.92]
+    assert inside == list(range(29, 36))
+    assert (moved["date_low"], moved["date_high"]) == (
+        pd.Timestamp("2026-05-30", tz="UTC"),
+        pd.Timestamp("2026-06-05", tz="UTC"),
+    )
     stays = changepoints(daily, known=_known("2026-05-25")).iloc[0]
     assert stays["date"] == free["date"] and stays["known_change"] == ""
 
 
+def test_a_known_days_interval_takes_in_the_days_the_data_prefer():
+    # 1/10 red for 20 days, a two-day burst at 5/10 (05-21, 05-22: a known job set change on
+    # 05-21), 1/10 for four days, then 5/10. The data's best single step is 05-27; the known
+    # day fits 3.8 worse, within its 7.7 discount, so the cut is on 05-21. Days 05-26..05-28
+    # fit better than 05-21 does, 05-22..05-25 worse: the interval spans them all, 05-21..05-28.
+    rates = [0.1] * 20 + [0.5] * 2 + [0.1] * 4 + [0.5] * 20
+    fits = _cut_fits(rates)
+    assert max(fits, key=fits.get) == 26
+    assert [i for i, fit in fits.items() if fit >= fits[20] - 1.92] == [20, 25, 26, 27]
+    found = changepoints(_daily(rates), known=_known("2026-05-21")).iloc[0]
+    assert found["date"] == pd.Timestamp("2026-05-21", tz="UTC")
+    assert (found["date_low"], found["date_high"]) == (
+        pd.Timestamp("2026-05-21", tz="UTC"),
+        pd.Timestamp("2026-05-28", tz="UTC"),
+    )
+    assert changepoints(_daily(rates)).iloc[0]["date"] == pd.Timestamp("2026-05-27", tz="UTC")
+
+
 @pytest.mark.slow
 def test_known_days_make_no_changepoint_without_a_step():
-    # 200 series of a constant red rate (0.1-0.5, ~4 runs a day for 300 days), each with 20
-    # known days: none gets a cut (a cut on a known day still needs a gain of 1.25 x log(runs),
-    # ~8.9 here: a likelihood-ratio statistic of 17.8, p < 1e-4 for one day, ~5e-4 for 20).
+    # 200 series of a constant red rate (0.1-0.5, ~4 runs a day for 300 days), each with 60
+    # known days (a job set changing every 5 days, like fakehub's trtllm workflow): none gets
+    # a cut (a cut on a known day still needs a gain of 1.25 x log(runs), ~8.9 here: a
+    # likelihood-ratio statistic of 17.8, p ~ 2e-5 for one day, ~1.5e-3 for 60).
     rng = np.random.default_rng(7)
     days = pd.date_range("2026-01-01", periods=300, freq="D", tz="UTC")
     cut = 0
@@ -190,15 +226,16 @@ def test_known_days_make_no_changepoint_without_a_step():
         runs = np.maximum(rng.poisson(4, len(days)), 1)
         red = rng.binomial(runs, rng.uniform(0.1, 0.5))
         daily = pd.DataFrame({"lineage": "L", "day": days, "runs": runs, "red": red})
-        known = _known(*pd.DatetimeIndex(rng.choice(days[1:], 20, replace=False)).strftime("%F"))
+        known = _known(*pd.DatetimeIndex(rng.choice(days[1:], 60, replace=False)).strftime("%F"))
         cut += not changepoints(daily, known=known).empty
     assert cut == 0
 
 
-def test_known_days_on_the_edges_of_a_series_are_not_cuts():
-    # The first day cannot start a new segment and a day after the last holds no runs; a known
-    # day between two days with runs counts for the next one.
-    daily = _daily([0.1] * 20 + [0.6] * 20).drop(index=20)  # no runs on 05-21
+def test_known_days_on_the_edges_of_a_series_label_no_cut():
+    # A known day before the series or on its first day cannot start a segment, one after it
+    # holds no runs; a known day between two days with runs (05-21 has none) counts for the
+    # next one, which the cut takes, with its label.
+    daily = _daily([0.1] * 20 + [0.6] * 20).drop(index=20)
     known = _known("2026-04-01", "2026-05-01", "2026-05-21", "2026-07-01")
     found = changepoints(daily, known=known)
     assert found["date"].tolist() == [pd.Timestamp("2026-05-22", tz="UTC")]
@@ -206,36 +243,46 @@ def test_known_days_on_the_edges_of_a_series_are_not_cuts():
 
 
 def test_job_set_changes_from_daily_presence():
-    # old.yml runs 05-01..05-08 (2 runs a day): build every day but 05-02 (a one-day skip,
-    # not a change), a matrix test (py3.10 and py3.11: one logical job) every day, gpu from
-    # 05-04. new.yml (same lineage) runs 05-07..05-12; other.yml is not in the lineage map.
-    # The lineage's own first day (05-01) and the day after its last (05-13) are its edges.
+    # Lineage L, 05-01..05-12. old.yml runs 05-01..05-08 (2 runs a day): build every day but
+    # 05-02 (a one-day skip, not a change), a matrix test on py3.10 and py3.11 every day and
+    # on py3.12 from 05-05 (a leg more: a change), gpu from 05-04 but skipped on 05-05 (dated
+    # 05-04 all the same). new.yml runs 05-07..05-12. nightly.yml runs from 05-02, one day
+    # after its lineage's first: a backfill's edge, not a start. other.yml is not in L. The
+    # lineage's own first day and the day after its last are its edges, not changes.
     rows, totals = [], []
     for offset in range(12):
         d = pd.Timestamp("2026-05-01", tz="UTC") + pd.Timedelta(days=offset)
         if offset < 8:
             totals += [("old.yml", d, "success", 1), ("old.yml", d, "failure", 1)]
-            names = ["test (py3.10)", "test (py3.11)"] + ["build"] * (offset != 1)
-            rows += [("old.yml", d, n, 2) for n in names + ["gpu"] * (offset >= 3)]
+            names = ["test (py3.10)", "test (py3.11)"] + ["test (py3.12)"] * (offset >= 4)
+            names += ["build"] * (offset != 1) + ["gpu"] * (offset >= 3 and offset != 4)
+            rows += [("old.yml", d, name, 2) for name in names]
         if offset >= 6:
             totals.append(("new.yml", d, "success", 2))
             rows.append(("new.yml", d, "e2e", 2))
+        if offset >= 1:
+            totals.append(("nightly.yml", d, "success", 1))
+            rows.append(("nightly.yml", d, "nightly", 1))
         totals.append(("other.yml", d, "success", 1))
         rows.append(("other.yml", d, "lint" if offset < 6 else "fmt", 1))
     presence = pd.DataFrame(rows, columns=["workflow_path", "day", "name", "runs"])
     run_days = pd.DataFrame(totals, columns=["workflow_path", "day", "conclusion", "runs"])
-    lineage_of = {"old.yml": "L", "new.yml": "L"}
-    found = job_set_changes(presence, run_days, lineage_of, r"\s*\(.*\)")
+    lineage_of = {"old.yml": "L", "new.yml": "L", "nightly.yml": "L"}
+    found = job_set_changes(presence, run_days, lineage_of)
     assert found.assign(day=found["day"].dt.strftime("%m-%d")).values.tolist() == [
         ["L", "05-04", "old.yml: +gpu"],
+        ["L", "05-05", "old.yml: +test (py3.12)"],
         ["L", "05-07", "new.yml: first run"],
         ["L", "05-09", "old.yml: stopped"],
     ]
-    # Without the strip, each matrix leg is its own job; their presence does not change.
-    assert len(job_set_changes(presence, run_days, lineage_of)) == 3
-    # Hold 1: the one-day skip of build counts, both ways.
+    # Hold 1: the skips count, both ways, and one day of the lineage before nightly.yml will do.
     held_once = job_set_changes(presence, run_days, lineage_of, hold=1)
-    assert held_once["what"].tolist()[:2] == ["old.yml: -build", "old.yml: +build"]
+    assert held_once["what"].tolist()[:4] == [
+        "nightly.yml: first run; old.yml: -build",
+        "old.yml: +build",
+        "old.yml: +gpu",
+        "old.yml: -gpu, +test (py3.12)",
+    ]
     # Runs whose jobs are unknown still start and stop; no runs at all, no change.
     no_jobs = job_set_changes(presence.iloc[:0], run_days, lineage_of)
     assert no_jobs["what"].tolist() == ["new.yml: first run", "old.yml: stopped"]

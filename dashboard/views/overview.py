@@ -44,10 +44,11 @@ st.caption(
 st.subheader("Changepoints")
 st.caption(
     "Dates in the range where a lineage's red rate (flaky or fail) shifted, found without "
-    "looking at the events; the interval is where the date can lie (95% likelihood). A day "
-    "when a workflow of the lineage started or stopped, or a job joined (+) or left (-) its "
-    "runs, needs half the evidence: such a change is dated by the data, only the new rate is "
-    "unknown. A shift far from any event is a change nobody announced."
+    "looking at the events. A step on a day when a workflow of the lineage started or stopped, "
+    "or a job joined (+) or left (-) its runs, pays half the penalty of a step on another day: "
+    "job sets change red rates, and the data say when they changed. The interval holds every "
+    "day where the step fits the data about as well (within 1.92 of log-likelihood): wide, the "
+    "data alone do not date it. A shift far from any event is a change nobody announced."
 )
 found = loaders.changepoints(view.db_url, view.filters)
 if found.empty:
