@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import xlogy
 
 LIKELIHOOD_DROP = 1.92
 KNOWN_SHARE = 0.5
@@ -60,13 +61,17 @@ def daily_failures(runs: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     )
 
 
+def runs_per_day(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per workflow_path and UTC day: ``runs``, every run counted (the ``run_days`` of
+    job_set_changes, from logical runs already loaded rather than another query)."""
+    days = runs["created_at"].dt.floor("D").rename("day")
+    return runs.groupby([runs["workflow_path"], days]).size().rename("runs").reset_index()
+
+
 def _loglik(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Binomial log-likelihood (without the constant) of k reds in n at the MLE rate."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(n > 0, k / n, 0.0)
-        a = np.where(k > 0, k * np.log(np.where(p > 0, p, 1.0)), 0.0)
-        b = np.where(n - k > 0, (n - k) * np.log(np.where(p < 1, 1 - p, 1.0)), 0.0)
-    return a + b
+    """Binomial log-likelihood (without the constant) of k reds in n at the MLE rate:
+    k log(k/n) + (n-k) log((n-k)/n), with 0 log 0 = 0."""
+    return xlogy(k, k) + xlogy(n - k, n - k) - xlogy(n, n)
 
 
 def _cumulative(x: np.ndarray) -> np.ndarray:
@@ -142,8 +147,8 @@ def job_set_changes(
     comes a day after its lineage's (a backfill's edge) did not start then.
 
     ``presence``: workflow_path, day, name, runs (runs whose first attempt has a job of that
-    name, queries.daily_job_presence); ``run_days``: workflow_path, day, runs (other columns
-    summed away, queries.daily_run_counts); ``lineage_of``: workflow_path -> lineage (workflows
+    name, queries.daily_job_presence); ``run_days``: workflow_path, day, runs (runs_per_day;
+    other columns are summed away); ``lineage_of``: workflow_path -> lineage (workflows
     left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the ``known`` of
     changepoints(by="lineage")."""
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
@@ -195,12 +200,14 @@ def _held_around(days: pd.DatetimeIndex | None, day: pd.Timestamp, hold: int) ->
 
 
 def lineage_changepoints(
-    runs: pd.DataFrame, presence: pd.DataFrame, run_days: pd.DataFrame, **search: Any
+    runs: pd.DataFrame, every_run: pd.DataFrame, presence: pd.DataFrame, **search: Any
 ) -> pd.DataFrame:
     """changepoints of each lineage's daily series (``runs``: logical runs with lineage), the
-    job set changes read from ``presence`` and ``run_days`` (job_set_changes) as known days."""
-    lineage_of = runs.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
-    known = job_set_changes(presence, run_days, lineage_of)
+    job set changes (job_set_changes) of ``every_run`` (the same runs over every date, so that
+    the first run in a date range is not taken for a workflow's first) and ``presence`` as
+    known days."""
+    lineage_of = every_run.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
+    known = job_set_changes(presence, runs_per_day(every_run), lineage_of)
     return changepoints(daily_failures(runs), known=known, **search)
 
 

@@ -298,11 +298,10 @@ def changepoints(db_url: str, filters: Filters) -> pd.DataFrame:
     each with what changed in its job set that day and the nearest change event that touches
     its lineage. Job set changes are read over every date: the first run of a workflow in the
     range is not its first run."""
-    where, eng = _where(filters), engine(db_url)
     found = cp.lineage_changepoints(
         runs(db_url, filters),
-        queries.daily_job_presence(eng, where),
-        queries.daily_run_counts(eng, where),
+        runs(db_url, filters, dated=False),
+        queries.daily_job_presence(engine(db_url), _where(filters)),
     )
     return cp.nearest_events(found, events(db_url))
 

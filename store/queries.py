@@ -264,7 +264,7 @@ def daily_job_presence(engine: Engine, where: RunFilter = RunFilter()) -> pd.Dat
         .group_by(run.workflow_path, day, Job.name)
         .order_by(run.workflow_path, day, Job.name)
     )
-    return _frame(engine, _filtered(stmt, where), ("day",))
+    return _raw_frame(engine, _filtered(stmt, where), ("day",))
 
 
 # -- dashboard reads: small aggregates and single rows, so a page never loads a whole table

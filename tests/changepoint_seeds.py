@@ -36,9 +36,9 @@ from tests.simulated_truth import (
 )
 
 
-def stored_frames(history: History, config: Config) -> tuple[pd.DataFrame, ...]:
-    """(logical runs with lineage, daily job presence, daily run counts) as a full collect
-    would store them and store.queries would read them."""
+def stored_frames(history: History, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(logical runs with lineage, daily job presence) as a full collect would store them and
+    store.queries would read them."""
     runs, attempts, jobs = [], [], []
     for run in history.runs:
         created = pd.Timestamp(run.created_at)
@@ -53,9 +53,7 @@ def stored_frames(history: History, config: Config) -> tuple[pd.DataFrame, ...]:
     logical = attach_lineage(logical_runs(frame, attempt_frame), workflow_table(config.workflows))
     presence = pd.DataFrame(jobs, columns=["workflow_path", "day", "name"])
     presence = presence.groupby(["workflow_path", "day", "name"]).size().rename("runs")
-    days = frame.assign(day=frame["created_at"].dt.floor("D"))
-    run_days = days.groupby(["workflow_path", "day"]).size().rename("runs")
-    return logical, presence.reset_index(), run_days.reset_index()
+    return logical, presence.reset_index()
 
 
 def search(
@@ -64,10 +62,10 @@ def search(
     """Per search ("known", "free"): the changepoints with their nearest true date and the
     simulated red rate either side (expected_before, expected_after)."""
     history = History(seed, scale, DEFAULT_END)
-    runs, presence, run_days = stored_frames(history, config)
+    runs, presence = stored_frames(history, config)
     runs = runs.merge(expected_red(history), on="run_id")
     found = {
-        "known": lineage_changepoints(runs, presence, run_days, known_share=known_share),
+        "known": lineage_changepoints(runs, runs, presence, known_share=known_share),
         "free": changepoints(daily_failures(runs)),
     }
     out = {}

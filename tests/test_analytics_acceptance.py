@@ -12,14 +12,19 @@ import pytest
 
 import fakehub
 from analytics.before_after import category_shift
-from analytics.changepoints import daily_failures, job_set_changes, lineage_changepoints
+from analytics.changepoints import (
+    daily_failures,
+    job_set_changes,
+    lineage_changepoints,
+    runs_per_day,
+)
 from analytics.coverage import coverage_diff, lost_jobs
 from analytics.outcomes import logical_jobs
 from analytics.setup import event_table, job_renames
 from ciflake.config import Config, load_config
 from ciflake.export import logical_run_frame
 from fakehub.history import DEFAULT_END, History
-from store.queries import RunFilter, daily_job_presence, daily_run_counts, load_jobs
+from store.queries import RunFilter, daily_job_presence, load_jobs
 from tests.changepoint_seeds import search
 from tests.hubtools import collect, migrated
 from tests.simulated_truth import (
@@ -155,15 +160,15 @@ def _with_expected(found: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def found_changepoints(history) -> Found:
     engine, config, runs = history
-    presence, run_days = daily_job_presence(engine), daily_run_counts(engine)
+    presence = daily_job_presence(engine)
     lineage_of = runs.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
     truth = true_change_dates(config)
     runs = runs.merge(expected_red(History(SEED, SCALE, DEFAULT_END)), on="run_id")
-    found = with_nearest(lineage_changepoints(runs, presence, run_days), truth)
+    found = with_nearest(lineage_changepoints(runs, runs, presence), truth)
     found = _with_expected(found, runs)
     daily = daily_failures(runs)
     _report(found, daily, truth)
-    known = job_set_changes(presence, run_days, lineage_of)
+    known = job_set_changes(presence, runs_per_day(runs), lineage_of)
     return Found(daily, truth, known, runs, found)
 
 
