@@ -39,6 +39,14 @@ class NotFound(CollectError):
     pass
 
 
+class BlobGone(CollectError):
+    """The log blob does not exist (404 ``BlobNotFound``): the job produced no log."""
+
+
+class BlobExpired(CollectError):
+    """The signed log URL is no longer valid (403): GitHub's expire after one minute."""
+
+
 @dataclass
 class RequestStats:
     """What a collect cost, from our side of the wire."""
@@ -266,10 +274,16 @@ class GitHubClient:
         raise CollectError(f"GET {path}: HTTP {status}")
 
     def download(self, url: str) -> bytes:
-        """Fetch a log blob: a signed URL on another host, fetched without the token."""
+        """Fetch a log blob: a signed URL on another host, fetched without the token. Raises
+        ``BlobGone`` on 404 (the job left no log) and ``BlobExpired`` on 403 (the URL is more
+        than a minute old: ask the API for a new one)."""
         for attempt in range(BAD_BODY_RETRIES + 1):
             try:
                 response = self._blob_session.get(url, timeout=self.timeout)
+                if response.status_code == 404:
+                    raise BlobGone("log blob not found (404)")
+                if response.status_code == 403:
+                    raise BlobExpired("log URL refused (403): expired")
                 response.raise_for_status()
                 expected = response.headers.get("content-length")
                 encoded = "content-encoding" in response.headers

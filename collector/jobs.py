@@ -24,34 +24,13 @@ def fetch_jobs(client: GitHubClient, repo: str, run_id: int) -> list[dict[str, A
     return jobs
 
 
-def fetch_attempt(client: GitHubClient, repo: str, run_id: int, attempt: int) -> dict[str, Any]:
-    _status, _headers, body = client.get(f"/repos/{repo}/actions/runs/{run_id}/attempts/{attempt}")
-    return body
-
-
-def ambiguous_attempts(run: dict[str, Any], jobs: Sequence[dict[str, Any]]) -> list[int]:
-    """Earlier attempts whose conclusion the jobs cannot tell: a cancelled job and no failed
-    one is a concurrency cancel (run cancelled) or a job time limit (run failed)."""
-    latest = run.get("run_attempt") or 1
-    by_attempt: dict[int, set[Any]] = defaultdict(set)
-    for job in jobs:
-        by_attempt[job.get("run_attempt") or 1].add(job.get("conclusion"))
-    return [
-        attempt
-        for attempt, conclusions in sorted(by_attempt.items())
-        if attempt < latest and "cancelled" in conclusions and not conclusions & FAILED_CONCLUSIONS
-    ]
-
-
 def attempt_rows(
-    run: dict[str, Any],
-    jobs: Sequence[dict[str, Any]],
-    fetched: dict[int, dict[str, Any]] | None = None,
+    run: dict[str, Any], jobs: Sequence[dict[str, Any]], timed_out: set[int]
 ) -> list[dict[str, Any]]:
-    """One row per attempt. The latest attempt is the run as GitHub reports it, ``fetched``
-    attempts as GitHub reported them; the others are summed up from their jobs, which spares a
-    request per attempt."""
-    fetched = fetched or {}
+    """One row per attempt. The latest attempt is the run as GitHub reports it; the others are
+    summed up from their jobs, which spares a request per attempt. ``timed_out``: ids of jobs
+    that hit their time limit; an attempt GitHub calls ``cancelled`` with such a job timed out
+    (collector.annotations)."""
     by_attempt: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for job in jobs:
         by_attempt[job.get("run_attempt") or 1].append(job)
@@ -59,10 +38,9 @@ def attempt_rows(
     rows = []
     for attempt in range(1, latest + 1):
         attempt_jobs = by_attempt.get(attempt, [])
-        reported = run if attempt == latest else fetched.get(attempt)
-        if reported is not None:
-            status, conclusion = reported.get("status"), reported.get("conclusion")
-            started, updated = reported.get("run_started_at"), reported.get("updated_at")
+        if attempt == latest:
+            status, conclusion = run.get("status"), run.get("conclusion")
+            started, updated = run.get("run_started_at"), run.get("updated_at")
         else:
             status = "completed"
             conclusion = attempt_conclusion(attempt_jobs) if attempt_jobs else None
@@ -77,31 +55,26 @@ def attempt_rows(
                 "run_started_at": parse_time(started),
                 "updated_at": parse_time(updated),
                 "job_count": len(attempt_jobs),
+                "timed_out": conclusion == "cancelled"
+                and any(j["id"] in timed_out for j in attempt_jobs),
             }
         )
     return rows
 
 
-def failed_jobs(jobs: Sequence[dict[str, Any]], attempts: Sequence[dict[str, Any]]) -> list[dict]:
-    """Jobs that failed: failure or timed_out, and cancelled jobs of a failed attempt (a job
-    that hit its time limit is cancelled, while its run fails)."""
-    failed_attempts = {
-        (a["run_id"], a["attempt"]) for a in attempts if a["conclusion"] == "failure"
-    }
+def failed_jobs(jobs: Sequence[dict[str, Any]], timed_out: set[int]) -> list[dict]:
+    """Jobs that failed: failure or timed_out, and cancelled jobs that hit their time limit."""
     return [
-        job
-        for job in jobs
-        if job.get("conclusion") in FAILED_CONCLUSIONS
-        or (
-            job.get("conclusion") == "cancelled"
-            and (job["run_id"], job.get("run_attempt") or 1) in failed_attempts
-        )
+        job for job in jobs if job.get("conclusion") in FAILED_CONCLUSIONS or job["id"] in timed_out
     ]
 
 
 def save_jobs(
-    session: Session, attempts: Sequence[dict[str, Any]], jobs: Sequence[dict[str, Any]]
+    session: Session,
+    attempts: Sequence[dict[str, Any]],
+    jobs: Sequence[dict[str, Any]],
+    timed_out: set[int],
 ) -> int:
     upsert(session, RunAttempt, list(attempts))
-    upsert(session, Job, [job_row(job) for job in jobs])
+    upsert(session, Job, [job_row(job) | {"timed_out": job["id"] in timed_out} for job in jobs])
     return len(jobs)

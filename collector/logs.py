@@ -4,10 +4,12 @@ without the token in a small pool, archived compressed, and classified as they a
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
@@ -15,18 +17,21 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from collector.classify import Classification, classify_job
-from collector.client import CollectError, GitHubClient
-from collector.payloads import failed_steps
-from store.models import Failure, JobLog
+from collector.classify.stages import stage_of
+from collector.client import BlobExpired, BlobGone, CollectError, GitHubClient
+from collector.payloads import failed_steps, stopped_steps
+from store.models import Failure, Job, JobLog
 from store.upsert import upsert
 
 COMPRESSION = "zlib"
+URL_LIFETIME = 50.0  # seconds a log URL is trusted: GitHub's expire after 60
+URL_ROUNDS = 3  # times a job's log URL is asked for before its download counts as failed
 
 
 @dataclass
 class LogResult:
     job: dict[str, Any]
-    status: str  # ok | expired | missing | error
+    status: str  # ok | expired | missing | error (| stale: the URL expired, ask again)
     content: bytes | None = None
     error: str | None = None
 
@@ -44,37 +49,75 @@ def decompress(blob: bytes, compression: str | None) -> bytes:
 
 
 class LogFetcher:
-    """Asks the API for each log's location in the calling thread and downloads the blobs in a
-    bounded pool, so API calls stay sequential while downloads overlap."""
+    """Asks the API for each log's location in the calling thread, only when a download worker
+    is free, so each blob is fetched right after its URL is issued (GitHub's expire after a
+    minute); a URL that is older than that, or that the blob host refuses, is asked for
+    again. API calls stay sequential while downloads overlap."""
 
     def __init__(self, client: GitHubClient, repo: str, workers: int) -> None:
         self.client = client
         self.repo = repo
+        self.workers = workers
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="log")
 
     def fetch(
         self, jobs: Sequence[dict[str, Any]], on_done: Callable[[], None] = lambda: None
     ) -> list[LogResult]:
-        pending: list[Future[LogResult] | LogResult] = []
+        results: dict[int, LogResult] = {}
+        todo = list(jobs)
+        for _round in range(URL_ROUNDS):
+            todo = self._round(todo, results, on_done)
+            if not todo:
+                break
+        for job in todo:
+            results[id(job)] = LogResult(job, "error", error="log URL expired before download")
+            on_done()
+        return [results[id(job)] for job in jobs]
+
+    def _round(
+        self,
+        jobs: Sequence[dict[str, Any]],
+        results: dict[int, LogResult],
+        on_done: Callable[[], None],
+    ) -> list[dict[str, Any]]:
+        """One pass over ``jobs``; returns those whose URL went stale before the download."""
+        free = threading.Semaphore(self.workers)
+        pending: list[tuple[dict[str, Any], Future[LogResult]]] = []
         for job in jobs:
             if not (job.get("runner_name") or job.get("steps")):
-                pending.append(LogResult(job, "missing"))  # the job never ran: no log exists
+                results[id(job)] = LogResult(job, "missing")  # never ran: no log exists
+                on_done()
                 continue
+            free.acquire()
             status, location = self.client.log_location(self.repo, job["id"])
             if status == 302 and location:
-                pending.append(self.pool.submit(self._download, job, location))
+                future = self.pool.submit(self._download, job, location, time.monotonic())
+                future.add_done_callback(lambda _f: free.release())
+                pending.append((job, future))
             else:
-                pending.append(LogResult(job, "expired" if status == 410 else "missing"))
-        results = []
-        for item in pending:
-            results.append(item.result() if isinstance(item, Future) else item)
+                free.release()
+                results[id(job)] = LogResult(job, "expired" if status == 410 else "missing")
+                on_done()
+        stale = []
+        for job, future in pending:
+            result = future.result()
+            if result.status == "stale":
+                stale.append(job)
+                continue
+            results[id(job)] = result
             on_done()
-        return results
+        return stale
 
-    def _download(self, job: dict[str, Any], location: str) -> LogResult:
+    def _download(self, job: dict[str, Any], location: str, issued: float) -> LogResult:
         """Download and classify in a worker thread: the scan releases the GIL in Hyperscan."""
+        if time.monotonic() - issued > URL_LIFETIME:
+            return LogResult(job, "stale")
         try:
             result = LogResult(job, "ok", content=self.client.download(location))
+        except BlobExpired:
+            return LogResult(job, "stale")
+        except BlobGone:
+            result = LogResult(job, "missing")
         except CollectError as exc:
             return LogResult(job, "error", error=str(exc))
         result.classification  # noqa: B018 - computed here, in the pool, and cached
@@ -84,8 +127,30 @@ class LogFetcher:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def job_payload(job: Job, annotations: Sequence[str]) -> dict[str, Any]:
+    """A stored job as the fields of GitHub's payload that classification reads, with its
+    failure-level annotation messages."""
+    return {
+        "id": job.id,
+        "run_id": job.run_id,
+        "run_attempt": job.run_attempt,
+        "name": job.name,
+        "runner_name": job.runner_name,
+        "steps": job.steps,
+        "annotations": list(annotations),
+    }
+
+
 def classify(job: dict[str, Any], content: bytes | None) -> Classification:
-    return classify_job(job_name=job.get("name"), failed_steps=failed_steps(job), log=content)
+    """Classify a failed job from its log (if any), its annotations and its steps; the job
+    payload carries its failure-level annotation messages under ``annotations``."""
+    result = classify_job(
+        job_name=job.get("name"),
+        failed_steps=failed_steps(job),
+        annotations=job.get("annotations") or (),
+        log=content,
+    )
+    return replace(result, stage=stage_of(stopped_steps(job)))
 
 
 def log_row(result: LogResult, now: datetime) -> dict[str, Any]:
@@ -118,6 +183,8 @@ def failure_row(
         "env": dict(result.env),
         "classifier_version": result.rules_version,
         "classified_at": now,
+        "evidence": result.evidence,
+        "stage": result.stage,
     }
 
 
@@ -141,7 +208,8 @@ def save_logs_and_failures(session: Session, results: Sequence[LogResult]) -> No
 
 
 def save_run_failure(session: Session, run: dict[str, Any]) -> None:
-    """A run that failed with no jobs: its workflow file was invalid (``ci_config``)."""
+    """A run that failed with no jobs, or ended ``startup_failure``: its workflow file was
+    invalid (``ci_config``)."""
     result = classify_job(job_name=None, no_jobs=True)
     upsert(
         session,

@@ -110,3 +110,10 @@ def failed_steps(job: dict[str, Any]) -> list[str]:
         for s in job.get("steps") or []
         if s.get("conclusion") in FAILED_CONCLUSIONS
     ]
+
+
+def stopped_steps(job: dict[str, Any]) -> list[str]:
+    """The steps where the job stopped: failed ones, or the one a time limit cancelled."""
+    return failed_steps(job) or [
+        s.get("name") or "" for s in job.get("steps") or [] if s.get("conclusion") == "cancelled"
+    ]

@@ -9,24 +9,14 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from collector.annotations import messages
 from collector.classify import RULES_VERSION
-from collector.logs import LogResult, decompress, failure_row
+from collector.logs import LogResult, decompress, failure_row, job_payload
 from store import queries
 from store.models import Failure, Job
 from store.upsert import upsert
 
 FLUSH_EVERY = 200
-
-
-def _payload(job: Job) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "run_id": job.run_id,
-        "run_attempt": job.run_attempt,
-        "name": job.name,
-        "runner_name": job.runner_name,
-        "steps": job.steps,
-    }
 
 
 def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None]]:
@@ -48,9 +38,11 @@ def reclassify_all(engine: Engine) -> tuple[int, int, str]:
             (f.run_id, f.run_attempt, f.job_id): (f.category, f.rule, f.signature)
             for f in queries.job_failures(reader)
         }
+        notes = queries.all_annotations(reader)
         for job, content in _failed_jobs(reader):
             status = "ok" if content is not None else "missing"
-            result = LogResult(_payload(job), status, content=content).classification
+            payload = job_payload(job, messages(notes.get(job.id)))
+            result = LogResult(payload, status, content=content).classification
             key = (job.run_id, job.run_attempt, job.id)
             changed += before.get(key) != (result.category, result.rule, result.signature)
             pending.append(failure_row(job.run_id, job.run_attempt, job.id, result, now))

@@ -105,9 +105,20 @@ def fetch_run(
     return body, hdrs.get("etag")
 
 
-def save_runs(session: Session, repo: str, paths: dict[int, str], runs: Sequence[dict]) -> None:
-    upsert(
-        session,
-        WorkflowRun,
-        [run_row(repo, paths.get(run["workflow_id"], run.get("path", "")), run) for run in runs],
-    )
+def save_runs(
+    session: Session,
+    repo: str,
+    paths: dict[int, str],
+    runs: Sequence[dict],
+    timed_out: set[int] = frozenset(),  # type: ignore[assignment]
+    deleted: dict[int, datetime] | None = None,
+) -> None:
+    """Upsert runs; ``timed_out``: ids of runs whose latest attempt hit a time limit,
+    ``deleted``: ids of runs GitHub answered 404 for, with when."""
+    deleted = deleted or {}
+    rows = [
+        run_row(repo, paths.get(run["workflow_id"], run.get("path", "")), run)
+        | {"timed_out": run["id"] in timed_out, "deleted_at": deleted.get(run["id"])}
+        for run in runs
+    ]
+    upsert(session, WorkflowRun, rows)

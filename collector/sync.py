@@ -20,16 +20,16 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from ciflake.config import Config
-from collector.client import CollectError, GitHubClient
-from collector.jobs import (
-    ambiguous_attempts,
-    attempt_rows,
-    failed_jobs,
-    fetch_attempt,
-    fetch_jobs,
-    save_jobs,
+from collector.annotations import (
+    fetch_annotations,
+    hit_time_limit,
+    messages,
+    needs_annotations,
+    save_annotations,
 )
-from collector.logs import LogFetcher, save_logs_and_failures, save_run_failure
+from collector.client import CollectError, GitHubClient, NotFound
+from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
+from collector.logs import LogFetcher, job_payload, save_logs_and_failures, save_run_failure
 from collector.payloads import parse_time, run_fingerprint
 from collector.progress import CollectProgress
 from collector.runs import fetch_run, fetch_runs, fetch_workflows, save_runs, save_workflows
@@ -53,7 +53,9 @@ class CollectOptions:
 class CollectReport:
     runs_new: int = 0
     runs_updated: int = 0
+    runs_deleted: int = 0
     jobs: int = 0
+    annotations_fetched: int = 0
     logs_fetched: int = 0
     logs_expired: int = 0
     logs_missing: int = 0
@@ -66,8 +68,10 @@ class CollectReport:
 
     def line(self) -> str:
         left = "?" if self.rate_limit_remaining is None else str(self.rate_limit_remaining)
+        deleted = f" / {self.runs_deleted} deleted on GitHub" if self.runs_deleted else ""
         text = (
-            f"runs {self.runs_new} new / {self.runs_updated} updated, jobs {self.jobs}, "
+            f"runs {self.runs_new} new / {self.runs_updated} updated{deleted}, jobs {self.jobs}, "
+            f"annotations of {self.annotations_fetched} jobs, "
             f"logs {self.logs_fetched} fetched / {self.logs_expired} expired / "
             f"{self.logs_missing} missing"
             + (f" / {self.log_errors} failed" if self.log_errors else "")
@@ -205,10 +209,15 @@ class Collector:
         """Runs older than the listing window that had not completed: ask for each by id."""
         with self._session() as session:
             ids = queries.incomplete_run_ids(session, workflow_id, listed_since)
-        changed = []
+        changed, gone = [], []
         for run_id in ids:
             key = f"run:{run_id}"
-            run, etag = fetch_run(self.client, self.repo, run_id, run_etags.get(key))
+            try:
+                run, etag = fetch_run(self.client, self.repo, run_id, run_etags.get(key))
+            except NotFound:  # deleted on GitHub: marked, never asked for again
+                gone.append(run_id)
+                run_etags.pop(key, None)
+                continue
             if etag:
                 run_etags[key] = etag
             if run is not None and run.get("status") == "completed":
@@ -216,25 +225,43 @@ class Collector:
             if run is not None:
                 self.report.runs_updated += 1
                 changed.append(run)
+        if gone:
+            with self._session() as session, session.begin():
+                queries.mark_runs_deleted(session, gone, datetime.now(UTC))
+            self.report.runs_deleted += len(gone)
         return changed
 
     def _process_batch(
         self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime
     ) -> None:
         jobs_by_run: dict[int, list[dict[str, Any]]] = {}
-        attempts: list[dict[str, Any]] = []
+        deleted: dict[int, datetime] = {}
         for run in runs:
-            jobs = fetch_jobs(self.client, self.repo, run["id"])
-            fetched = {
-                n: fetch_attempt(self.client, self.repo, run["id"], n)
-                for n in ambiguous_attempts(run, jobs)
-            }
-            jobs_by_run[run["id"]] = jobs
-            attempts += attempt_rows(run, jobs, fetched)
+            try:
+                jobs_by_run[run["id"]] = fetch_jobs(self.client, self.repo, run["id"])
+            except NotFound:  # deleted since it was listed: keep what is known, ask no more
+                deleted[run["id"]] = datetime.now(UTC)
+                jobs_by_run[run["id"]] = []
             self.progress.advance_runs()
         all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
         self.progress.add_jobs(len(all_jobs))
-        failed = failed_jobs(all_jobs, attempts)
+        notes, fetched = self._annotations(all_jobs)
+        timed_out = {job["id"] for job in all_jobs if hit_time_limit(job, notes.get(job["id"]))}
+        attempts = [
+            row
+            for run in runs
+            if run["id"] not in deleted
+            for row in attempt_rows(run, jobs_by_run[run["id"]], timed_out)
+        ]
+        latest = {(r["id"], r.get("run_attempt") or 1) for r in runs}
+        timed_out_runs = {
+            a["run_id"]
+            for a in attempts
+            if a["timed_out"] and (a["run_id"], a["attempt"]) in latest
+        }
+        failed = failed_jobs(all_jobs, timed_out)
+        for job in failed:
+            job["annotations"] = messages(notes.get(job["id"]))
         results = []
         if self.options.logs and failed:
             with self._session() as session:
@@ -243,32 +270,46 @@ class Collector:
             self.progress.add_logs(len(todo))
             results = self.fetcher.fetch(todo, self.progress.advance_logs)
         with self._session() as session, session.begin():
-            save_runs(session, self.repo, {workflow["id"]: workflow["path"]}, runs)
-            self.report.jobs += save_jobs(session, attempts, all_jobs)
+            paths = {workflow["id"]: workflow["path"]}
+            save_runs(session, self.repo, paths, runs, timed_out_runs, deleted)
+            self.report.jobs += save_jobs(session, attempts, all_jobs, timed_out)
+            save_annotations(session, fetched)
             if results:
                 save_logs_and_failures(session, results)
             for run in runs:
-                if run.get("conclusion") == "failure" and not jobs_by_run[run["id"]]:
+                no_jobs = run.get("conclusion") == "failure" and not jobs_by_run[run["id"]]
+                startup = run.get("conclusion") == "startup_failure"
+                if run["id"] not in deleted and (no_jobs or startup):
                     save_run_failure(session, run)
             self._save_state(session, workflow["id"], watermark, None)
+        self.report.runs_deleted += len(deleted)
         self._count_logs(results)
+
+    def _annotations(
+        self, jobs: Sequence[dict[str, Any]]
+    ) -> tuple[dict[int, list[dict[str, Any]]], dict[int, list[dict[str, Any]]]]:
+        """(annotations of every job that needs them, those fetched now): stored ones are
+        read back, the rest asked for, one request each."""
+        wanted = [job["id"] for job in jobs if needs_annotations(job)]
+        if not wanted:
+            return {}, {}
+        with self._session() as session:
+            known = queries.stored_annotations(session, wanted)
+        fetched = {
+            job_id: fetch_annotations(self.client, self.repo, job_id)
+            for job_id in wanted
+            if job_id not in known
+        }
+        self.report.annotations_fetched += len(fetched)
+        return {**known, **fetched}, fetched
 
     def _retry_failed_logs(self) -> None:
         with self._session() as session:
             jobs = queries.jobs_with_log_errors(session, self.repo)
+            notes = queries.stored_annotations(session, [j.id for j in jobs])
         if not jobs:
             return
-        payloads = [
-            {
-                "id": j.id,
-                "run_id": j.run_id,
-                "run_attempt": j.run_attempt,
-                "name": j.name,
-                "runner_name": j.runner_name,
-                "steps": j.steps,
-            }
-            for j in jobs
-        ]
+        payloads = [job_payload(j, messages(notes.get(j.id))) for j in jobs]
         self.progress.add_logs(len(payloads))
         results = self.fetcher.fetch(payloads, self.progress.advance_logs)
         with self._session() as session, session.begin():

@@ -6,11 +6,15 @@
     POST /_admin/faults {"spec"}     replace the fault rules (syntax in fakehub.faults)
     POST /_admin/rerun {"run_id", "conclusion"?, "category"?}   append an attempt to a run
     POST /_admin/new_runs {"workflow", "count"?, "event"?, "conclusion"?, "category"?}
-    GET  /_admin/truth[?log_status=ok]  generated category and log line of each failed job, events
+    GET  /_admin/truth[?log_status=ok]  each failed or timed-out job: its category, log line, and
+                                     what a client sees without the log (annotations, failed
+                                     step, the category they determine); invalid runs; events
     GET  /_admin/inventory           counts and ids of runs, attempts, jobs and logs by status
     POST /_admin/rate_limit {"limit"?, "used"?}   set the primary budget
     POST /_admin/token {"token"}     accept this token from now on (the old one is revoked: 401)
     POST /_admin/log {"job_id", "content_b64"}   serve these bytes as the job's log (hostile logs)
+    POST /_admin/delete_run {"run_id"}   delete a run: it and its jobs answer 404 from now on
+    POST /_admin/blob_ttl {"seconds"}    how long a log URL stays valid (GitHub: 60 s)
 
 Every endpoint takes `?repo=owner/name` (default: the first repository).
 """
@@ -21,18 +25,21 @@ import base64
 from collections import Counter
 from typing import Any
 
+from fakehub.annotations import job_notes
 from fakehub.api import RepoApi
 from fakehub.faults import Faults
-from fakehub.logs import render
+from fakehub.history import Job, Run
+from fakehub.logs import Rendered, render
 from fakehub.payloads import iso
+from fakehub.steps import plan
 from fakehub.web import Request, Response, error, json_response
 
 
 class Admin:
     """Answers `/_admin/...` for an `ApiApp` (typed loosely to avoid an import cycle)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, app: Any, blob: Any) -> None:
+        self.app, self.blob = app, blob
 
     def answer(self, request: Request) -> Response:
         name = request.path.removeprefix("/_admin/").strip("/")
@@ -82,6 +89,15 @@ class Admin:
         api.log_overrides[job_id] = base64.b64decode(body["content_b64"])
         return {"job_id": job_id, "size": len(api.log_overrides[job_id])}
 
+    def post_delete_run(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        run_id = int(request.json()["run_id"])
+        api.history.delete_run(run_id)
+        return {"deleted": run_id}
+
+    def post_blob_ttl(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        self.blob.ttl = float(request.json()["seconds"])
+        return {"seconds": self.blob.ttl}
+
     def post_rerun(self, request: Request, api: RepoApi) -> dict[str, Any]:
         body = request.json()
         run = api.history.rerun(int(body["run_id"]), body.get("conclusion"), body.get("category"))
@@ -119,9 +135,11 @@ class Admin:
                     "job_name": job.spec.name,
                     "conclusion": job.conclusion,
                     "category": job.category,
+                    "cause": job.cause,
                     "line_number": rendered.line_number,
                     "line": rendered.line,
                     "log_status": api.log_status(job),
+                    **without_log(job, run, rendered, api.shapes.full),
                 }
             )
         invalid_runs = [run.id for run in history.runs if run.invalid]
@@ -167,3 +185,28 @@ class Admin:
             "logs": {status: {"count": len(ids), "job_ids": ids} for status, ids in logs.items()},
             "by_workflow": {path: dict(c) for path, c in sorted(by_workflow.items())},
         }
+
+
+def without_log(job: Job, run: Run, rendered: Rendered, repo: str) -> dict[str, Any]:
+    """What a client can know of a failed job once its log has gone, by the simulation's own
+    account: its annotations and failed step, and the category they determine (None when only
+    the log told it). The annotations determine it when the line that shows the category was
+    itself an annotation, or when the exit code or the service's message implies it; the job's
+    facts do for a failed `setup` job (provisioning) and a failed NPU check step."""
+    notes = [note.message for note in job_notes(job, run, repo)]
+    failed = [s for s in plan(job) if s.conclusion in ("failure", "cancelled")]
+    step = failed[0] if failed else None
+    shown = rendered.line.split(" ", 1)[1] if rendered.line else ""
+    by_notes = (
+        job.cause in ("job_time_limit", "step_time_limit", "no_runner")
+        or (shown.startswith("##[error]") and shown.removeprefix("##[error]") in notes)
+        or any(n.endswith(("exit code 137.", "exit code 127.")) for n in notes)
+    )
+    by_job = job.spec.kind == "setup" or (step is not None and step.kind == "npu_info")
+    determined_by = "annotations" if by_notes else ("job" if by_job else None)
+    return {
+        "annotations": notes,
+        "failed_step": step.name if step else None,
+        "failed_step_kind": step.kind if step else None,
+        "determined_by": determined_by,
+    }

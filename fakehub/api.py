@@ -8,10 +8,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from fakehub.annotations import job_notes
 from fakehub.catalog import WorkflowSpec, parse_time
 from fakehub.history import History, Job, Run
 from fakehub.payloads import Shapes, iso
@@ -24,8 +26,10 @@ LOG_DOCS = "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs
 Handler = Callable[..., Response]
 
 
-def log_signature(secret: str, job_id: int) -> str:
-    return hmac.new(secret.encode(), str(job_id).encode(), hashlib.sha256).hexdigest()[:32]
+def log_signature(secret: str, job_id: int, issued: str) -> str:
+    """The blob URL's signature over the job and the moment (wall clock) it was issued."""
+    message = f"{job_id}:{issued}".encode()
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()[:32]
 
 
 def created_range(text: str) -> tuple[datetime | None, datetime | None]:
@@ -81,6 +85,13 @@ class RepoApi:
             ),
             ("job", "GET", re.compile(r"/actions/jobs/(\d+)"), self.job),
             ("job_logs", "GET", re.compile(r"/actions/jobs/(\d+)/logs"), self.job_logs),
+            ("check_run", "GET", re.compile(r"/check-runs/(\d+)"), self.check_run),
+            (
+                "check_run_annotations",
+                "GET",
+                re.compile(r"/check-runs/(\d+)/annotations"),
+                self.check_run_annotations,
+            ),
             ("issue", "GET", re.compile(r"/issues/(\d+)"), self.issue),
             ("issue_comments", "GET", re.compile(r"/issues/(\d+)/comments"), self.list_comments),
             ("create_comment", "POST", re.compile(r"/issues/(\d+)/comments"), self.create_comment),
@@ -195,10 +206,10 @@ class RepoApi:
         return json_response(200, self.shapes.job(job, self.history.run_by_id[job.run_id]))
 
     def log_status(self, job: Job) -> str:
-        """ok, expired (410) or missing (no runner ever took the job: BlobNotFound)."""
-        if (job.completed_at or job.created_at) < self.history.now - RETENTION:
-            return "expired"
-        return "ok" if job.ran and job.status == "completed" else "missing"
+        """ok, expired (410) or missing (no runner ever took the job: it never had a log)."""
+        if not (job.ran and job.status == "completed"):
+            return "missing"
+        return "expired" if job.completed_at < self.history.now - RETENTION else "ok"
 
     def job_logs(self, request: Request, job_id: str) -> Response:
         job = self.history.job_by_id.get(int(job_id))
@@ -209,14 +220,36 @@ class RepoApi:
                 410, {"message": "Server Error", "documentation_url": LOG_DOCS, "status": "410"}
             )
         expires = iso(self.history.now + timedelta(minutes=1))
+        issued = f"{time.time():.3f}"  # the blob host refuses the URL BLOB_TTL seconds later
         location = (
             f"{self.blob_base}/actions-results/{job.run_id:x}/workflow-job-run-{job.id}/logs/job/"
-            f"job-logs.txt?rsct=text%2Fplain&se={expires}&sig={log_signature(self.secret, job.id)}"
+            f"job-logs.txt?rsct=text%2Fplain&se={expires}&st={issued}"
+            f"&sig={log_signature(self.secret, job.id, issued)}"
             "&sp=r&spr=http&sr=b&sv=2025-05-05"
         )
         return Response(
             302, b"", [("Content-Type", "text/html;charset=utf-8"), ("Location", location)]
         )
+
+    # ---- check runs: a job's id is its check run's id; kept after the log has expired ------
+
+    def check_run(self, request: Request, job_id: str) -> Response:
+        job = self.history.job_by_id.get(int(job_id))
+        if job is None:
+            return error(404, "Not Found")
+        run = self.history.run_by_id[job.run_id]
+        count = len(job_notes(job, run, self.shapes.full))
+        return json_response(200, self.shapes.check_run(job, run, count))
+
+    def check_run_annotations(self, request: Request, job_id: str) -> Response:
+        job = self.history.job_by_id.get(int(job_id))
+        if job is None:
+            return error(404, "Not Found")
+        run = self.history.run_by_id[job.run_id]
+        notes = job_notes(job, run, self.shapes.full)
+        url = f"{self.shapes.api}/check-runs/{job.id}/annotations"
+        page, link = paginate(notes, request, url)
+        return json_response(200, [self.shapes.annotation(n, run) for n in page], link)
 
     # ---- issues and comments --------------------------------------------------------------
 

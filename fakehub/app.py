@@ -122,7 +122,7 @@ class ApiApp:
             return self._decorate(response, request, rid, None), "unauthorized", False
         with self.lock:
             route, response = self.route(request)
-        counted = route not in UNCOUNTED and response.status != 404
+        counted = route not in UNCOUNTED  # a 404 costs budget too, as on GitHub
         etag = _etag(response)
         if etag and request.headers.get("if-none-match") == etag:
             return self._decorate(Response(304), request, rid, etag), route, False

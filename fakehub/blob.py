@@ -1,13 +1,14 @@
 """The log storage host: a second address that serves job logs like a signed blob store.
 
 Like Azure blob storage behind GitHub's log redirect, it refuses requests that carry an
-`Authorization` header (the collector must drop the token), and answers `BlobNotFound` for jobs
-that never ran.
+`Authorization` header (the collector must drop the token), refuses a URL issued more than
+`BLOB_TTL` seconds ago (403), and answers `BlobNotFound` for jobs that never ran.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -17,6 +18,7 @@ from fakehub.web import Request, Response, StartResponse, start
 
 PATH = re.compile(r"/actions-results/[0-9a-f]+/workflow-job-run-(\d+)/logs/job/job-logs\.txt")
 XML = "application/xml"
+BLOB_TTL = 60.0  # seconds a log URL stays valid: "expires after 1 minute" (GitHub's OpenAPI)
 
 
 def _xml_error(status: int, code: str, message: str) -> Response:
@@ -33,6 +35,7 @@ class BlobApp:
     def __init__(self, repos: Callable[[], Iterable[RepoApi]], secret: str) -> None:
         self.repos, self.secret = repos, secret
         self.served = 0
+        self.ttl = BLOB_TTL
 
     def answer(self, request: Request) -> Response:
         if "authorization" in request.headers:
@@ -43,8 +46,15 @@ class BlobApp:
             )
         match = PATH.fullmatch(request.path)
         job_id = int(match.group(1)) if match else -1
-        if not match or request.arg("sig") != log_signature(self.secret, job_id):
+        issued = request.arg("st") or ""
+        if not match or request.arg("sig") != log_signature(self.secret, job_id, issued):
             return _xml_error(403, "AuthenticationFailed", "Signature did not match.")
+        if time.time() - float(issued) > self.ttl:
+            return _xml_error(
+                403,
+                "AuthenticationFailed",
+                "Signature not valid in the specified time frame: the URL expired.",
+            )
         for api in self.repos():
             job = api.history.job_by_id.get(job_id)
             if job is None:

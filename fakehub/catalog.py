@@ -16,6 +16,10 @@ from typing import Any
 DATA = Path(__file__).with_name("data") / "verl_ci.json"
 FAR_PAST = datetime(2000, 1, 1, tzinfo=UTC)
 FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
+# GitHub has shown both forms of a run of an invalid workflow file: `failure` with no jobs and
+# `startup_failure` (otto-de/gitactionboard#271). fakehub gives windows that open before this
+# date the first form and later ones the second, so every history has both.
+STARTUP_FAILURE_FROM = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def parse_time(text: str | None, default: datetime = FAR_PAST) -> datetime:
@@ -84,6 +88,11 @@ class WorkflowSpec:
 
     def invalid_at(self, at: datetime) -> bool:
         return any(a <= at < b for a, b, _ in self.invalid)
+
+    def invalid_form(self, at: datetime) -> str:
+        """The conclusion of a run created in an invalid window (see STARTUP_FAILURE_FROM)."""
+        start = next(a for a, b, _ in self.invalid if a <= at < b)
+        return "startup_failure" if start >= STARTUP_FAILURE_FROM else "failure"
 
     def jobs_at(self, at: datetime) -> list[JobSpec]:
         return [job for job in self.jobs if job.exists(at)]

@@ -49,3 +49,25 @@ class FailureModel:
     def redraw_after_rerun(self, rng: Random, category: str) -> str | None:
         """On a rerun, a failed job passes with its category's rerun-pass probability."""
         return None if rng.random() < self._catalog.rerun_pass.get(category, 0.5) else category
+
+
+# How a failure of each category shows on GitHub, beyond its log (seeded per job, so the main
+# random stream of the history is the same whatever these shares are).
+TIMEOUT_CAUSES = (("job_time_limit", 0.6), ("step_time_limit", 0.15))  # else an inner timeout
+NO_RUNNER_SHARE = 0.15  # infra failures of test jobs that never found a runner
+
+
+def failure_cause(seed: int, kind: str, category: str | None) -> str | None:
+    """`job_time_limit` (GitHub cancels the job), `step_time_limit` (the step fails),
+    `inner_timeout` (a collective or test timeout fails the job first), `no_runner` (no runner
+    online took the job for a day), or None (the failure shows only in the log)."""
+    draw = Random(seed ^ 0xCA05E).random()
+    if category == "timeout":
+        for cause, share in TIMEOUT_CAUSES:
+            if draw < share:
+                return cause
+            draw -= share
+        return "inner_timeout"
+    if category == "infra" and kind in ("gpu_test", "npu_test") and draw < NO_RUNNER_SHARE:
+        return "no_runner"
+    return None

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from random import Random
 
 from fakehub.catalog import Catalog, JobSpec, WorkflowSpec, load
-from fakehub.failures import FailureModel
+from fakehub.failures import FailureModel, failure_cause
 
 DEFAULT_END = datetime(2026, 11, 28, tzinfo=UTC)
 RUN_ID_BASE = 17_600_000_000
@@ -115,6 +115,11 @@ class Job:
     def ran(self) -> bool:
         return self.started_at is not None and self.runner_name is not None
 
+    @property
+    def cause(self) -> str | None:
+        """How the failure shows beyond the log (fakehub.failures.failure_cause)."""
+        return failure_cause(self.seed, self.spec.kind, self.category)
+
 
 @dataclass(slots=True)
 class Attempt:
@@ -124,6 +129,15 @@ class Attempt:
     status: str
     conclusion: str | None
     jobs: list[Job] = field(default_factory=list)
+    superseded: bool = False  # jobs stopped by concurrency: a newer push to the same ref
+    cancel_requested: bool = False  # that push came while the attempt ran: no one re-runs it
+
+    @property
+    def red(self) -> bool:
+        """A job failed or hit its time limit (GitHub may still call the attempt cancelled)."""
+        return self.conclusion == "failure" or any(
+            job.conclusion == "cancelled" and job.cause == "job_time_limit" for job in self.jobs
+        )
 
 
 @dataclass(slots=True)
@@ -256,7 +270,8 @@ class History:
         )
         if run.invalid:
             end = created + timedelta(seconds=rng.randint(1, 4))
-            run.attempts.append(Attempt(1, created, end, "completed", "failure"))
+            form = workflow.invalid_form(created)
+            run.attempts.append(Attempt(1, created, end, "completed", form))
         else:
             cancel = (
                 trigger.event == "pull_request"
@@ -273,7 +288,8 @@ class History:
     def _maybe_rerun(self, rng: Random, run: Run) -> None:
         policy = self.catalog.reruns
         while (
-            run.latest.conclusion == "failure"
+            run.latest.red
+            and not run.latest.cancel_requested
             and len(run.attempts) < policy["max_attempt"]
             and rng.random() < policy[run.event]
         ):
@@ -386,8 +402,12 @@ class History:
             return job
         minutes = rng.uniform(*spec.minutes)
         limit = spec.timeout_minutes(start)
+        cause = failure_cause(seed, spec.kind, category)
         if category == "timeout":
-            minutes = limit + rng.uniform(0.05, 0.4)
+            over = rng.uniform(0.05, 0.4)
+            # A job limit cancels just past the limit; a step limit or an inner timeout (NCCL
+            # watchdog, pytest-timeout) fires earlier and fails the job.
+            minutes = limit + over if cause == "job_time_limit" else limit * (0.5 + over)
         elif category is not None:
             minutes *= rng.uniform(0.15, 0.9)
         else:
@@ -397,9 +417,12 @@ class History:
         job.runner_name, job.runner_id = _runner(rng, label)
         job.category = category
         job.conclusion = "success" if category is None else "failure"
-        if category == "timeout":
+        if cause == "job_time_limit":  # GitHub cancels the job (workflow-syntax docs)
             job.conclusion = "cancelled"
-        if cancel_at is not None and end > cancel_at:
+        elif cause == "no_runner":  # queued until GitHub gives up on it a day later
+            job.started_at, job.runner_name, job.runner_id = None, None, None
+            job.completed_at = ready + timedelta(days=1, seconds=queue)
+        if cancel_at is not None and (job.completed_at or end) > cancel_at:
             job.completed_at, job.conclusion, job.category = cancel_at, "cancelled", None
         return job
 
@@ -415,15 +438,19 @@ class History:
                     job.started_at, job.runner_name, job.runner_id = None, None, None
         ends = [job.completed_at for job in attempt.jobs if job.completed_at]
         attempt.updated_at = max([attempt.created_at, *ends])
-        live = [job for job in attempt.jobs if job.status != "completed"]
-        conclusions = {job.conclusion for job in attempt.jobs}
+        jobs = attempt.jobs
+        live = [job for job in jobs if job.status != "completed"]
+        conclusions = {job.conclusion for job in jobs}
+        attempt.cancel_requested = cancelled and "cancelled" in conclusions
         if live:
             started = any(job.started_at for job in attempt.jobs)
             attempt.status, attempt.conclusion = ("in_progress" if started else "queued"), None
-        elif cancelled and "cancelled" in conclusions:
-            attempt.conclusion = "cancelled"
-        elif conclusions & {"failure", "cancelled"}:
+        elif cancelled and any(j.conclusion == "cancelled" and j.cause is None for j in jobs):
+            attempt.conclusion, attempt.superseded = "cancelled", True
+        elif "failure" in conclusions:
             attempt.conclusion = "failure"
+        elif "cancelled" in conclusions:  # only time limits cancel jobs here: GitHub says so too
+            attempt.conclusion = "cancelled"
         else:
             attempt.conclusion = "success"
 
@@ -452,6 +479,15 @@ class History:
     def _admin_rng(self) -> Random:
         self._admin_calls += 1
         return Random(f"{self.seed}:admin:{self._admin_calls}")
+
+    def delete_run(self, run_id: int) -> None:
+        """Forget a run, as a maintainer's or retention's deletion does: it answers 404."""
+        run = self.run_by_id.pop(run_id)
+        self.runs.remove(run)
+        for attempt in run.attempts:
+            for job in attempt.jobs:
+                self.job_by_id.pop(job.id, None)
+        self._reindex()
 
     def tick(self, minutes: float = 5.0) -> datetime:
         """Advance the simulation clock (admin calls happen 'now')."""

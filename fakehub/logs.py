@@ -75,11 +75,27 @@ WARNINGS = (
 
 @dataclass(frozen=True)
 class Rendered:
-    """A job log and, for a failed job, the 1-based line that shows its category."""
+    """A job log and, for a failed job, the 1-based line that shows its category; `notes` are
+    the (level, message) of each step's `##[error]`/`##[warning]` lines, at most `PER_STEP` of
+    a level per step: what GitHub keeps as the job's check-run annotations."""
 
     text: str
     line_number: int | None
     line: str | None
+    notes: tuple[tuple[str, str], ...] = ()
+
+
+PER_STEP = 10  # annotations of one level that one step can produce (community discussion #68471)
+NOTE_LEVELS = (("##[error]", "failure"), ("##[warning]", "warning"))
+
+
+def step_notes(body: list[str]) -> list[tuple[str, str]]:
+    """The annotations one step's lines produce."""
+    notes: list[tuple[str, str]] = []
+    for prefix, level in NOTE_LEVELS:
+        lines = [line[len(prefix) :] for line in body if line.startswith(prefix)]
+        notes += [(level, message) for message in lines[:PER_STEP]]
+    return notes
 
 
 def stamp(at: datetime, rng: Random) -> str:
@@ -118,6 +134,7 @@ def render(job: Job, run: Run, repo: str) -> Rendered:
         job.created_at,
     )
     signal: int | None = None
+    notes: list[tuple[str, str]] = []
     for step in plan(job):
         if step.started_at is None:
             continue
@@ -131,11 +148,14 @@ def render(job: Job, run: Run, repo: str) -> Rendered:
                 body.append(f"##[error]Process completed with exit code {code}.")
             signal = writer.step(step, body) + cut + index
         else:
+            if step.conclusion == "cancelled":  # a concurrency cancel stops the running step
+                body.append("##[error]The operation was canceled.")
             writer.step(step, body)
+        notes += step_notes(body)
     text = "\ufeff" + "\n".join(writer.lines) + "\n"
     if signal is None:
-        return Rendered(text, None, None)
-    return Rendered(text, signal + 1, writer.lines[signal])
+        return Rendered(text, None, None, tuple(notes))
+    return Rendered(text, signal + 1, writer.lines[signal], tuple(notes))
 
 
 def _forms(job: Job, run: Run) -> tuple[str, ...]:
@@ -144,6 +164,8 @@ def _forms(job: Job, run: Run) -> tuple[str, ...]:
         return messages.MISSING_SCRIPT
     if job.spec.kind == "setup":
         return messages.SETUP_FAILURES
+    if job.category == "timeout":
+        return messages.TIMEOUT_FORMS[job.cause or "inner_timeout"]
     return messages.FORMS[job.category]
 
 

@@ -93,10 +93,8 @@ npu-smi info failed""",
 >>##[error]The job running on runner {runner} has exceeded the maximum execution time of {limit} minutes.""",
         """{ray}Traceback (most recent call last):
 {ray}  File "/home/runner/verl/verl/experimental/agent_loop/agent_loop.py", line {ln}, in generate_sequences
->>{ray}ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.
-##[error]The operation was canceled.""",
-        """>>torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. {rank}/8 clients joined.
-##[error]The operation was canceled.""",
+>>{ray}ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.""",
+        """>>torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. {rank}/8 clients joined.""",
     ),
     "network": (
         """>>{ray}requests.exceptions.ConnectionError: HTTPSConnectionPool(host='hf-mirror.com', port=443): Max retries exceeded with url: /api/models/Qwen/Qwen2.5-0.5B-Instruct/revision/main (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f{hex8}>: Failed to establish a new connection: [Errno 111] Connection refused'))""",
@@ -165,6 +163,40 @@ verl/trainer/main_ppo.py FAILED""",
     ),
 }
 SETUP_FAILURES = (FORMS["infra"][4], FORMS["infra"][0])
+# A timeout fails in one of three ways (fakehub.failures.failure_cause): GitHub cancels the job at
+# its `timeout-minutes`, a step's own `timeout-minutes` kills the step (the runner prints "The
+# action has timed out.", as in pytorch/test-infra's log classifier samples), or a collective or
+# test timeout inside the job fails it first.
+TIMEOUT_FORMS = {
+    "job_time_limit": FORMS["timeout"][:2],
+    "step_time_limit": (
+        """{ray}INFO {hms} [ray_trainer.py:{ln}] step:{seq} - waiting for rollout workers
+>>##[error]The action has timed out.""",
+    ),
+    "inner_timeout": FORMS["timeout"][2:],
+}
+# A step that checks its imports and prints one `::error::` command per missing module: GitHub
+# shows each as a `##[error]` line and keeps the first 10 of the step as annotations.
+MODULE_CHECK = "Checking that every optional dependency imports\n" + "\n".join(
+    ("" if i else ">>") + f"##[error]ModuleNotFoundError: No module named '{name}'"
+    for i, name in enumerate(
+        (
+            "transfer_queue",
+            "mbridge",
+            "megatron",
+            "flash_attn",
+            "liger_kernel",
+            "sglang",
+            "vllm",
+            "math_verify",
+            "qwen_vl_utils",
+            "tensordict",
+            "torchdata",
+            "pylatexenc",
+        )
+    )
+)
+FORMS["missing_dependency"] = (*FORMS["missing_dependency"], MODULE_CHECK)
 MISSING_SCRIPT = (
     """+ bash tests/special_npu/run_fully_async_policy.sh
 >>bash: tests/special_npu/run_fully_async_policy.sh: No such file or directory""",

@@ -8,14 +8,73 @@ trigger a completion request.
 from __future__ import annotations
 
 import base64
+import uuid
 from datetime import datetime
 from typing import Any
 
+from fakehub.annotations import Note
 from fakehub.catalog import WorkflowSpec
 from fakehub.history import Attempt, Job, Run
 from fakehub.steps import plan
 
 BOT_LOGIN = "ciflake-bot"
+# The app behind every Actions check run, as GitHub shows it (`performed_via_github_app` and
+# check runs' `app` on api.github.com); its html_url is moved onto fakehub's address.
+ACTIONS_APP_PERMISSIONS = {
+    "actions": "write",
+    "administration": "read",
+    "attestations": "write",
+    "checks": "write",
+    "contents": "write",
+    "deployments": "write",
+    "discussions": "write",
+    "issues": "write",
+    "merge_queues": "write",
+    "metadata": "read",
+    "packages": "write",
+    "pages": "write",
+    "pull_requests": "write",
+    "repository_hooks": "write",
+    "repository_projects": "write",
+    "security_events": "write",
+    "statuses": "write",
+    "vulnerability_alerts": "read",
+}
+ACTIONS_APP_EVENTS = (
+    "branch_protection_rule",
+    "check_run",
+    "check_suite",
+    "create",
+    "delete",
+    "deployment",
+    "deployment_status",
+    "discussion",
+    "discussion_comment",
+    "fork",
+    "gollum",
+    "issues",
+    "issue_comment",
+    "label",
+    "merge_group",
+    "milestone",
+    "page_build",
+    "project",
+    "project_card",
+    "project_column",
+    "public",
+    "pull_request",
+    "pull_request_review",
+    "pull_request_review_comment",
+    "push",
+    "registry_package",
+    "release",
+    "repository",
+    "repository_dispatch",
+    "status",
+    "watch",
+    "workflow_dispatch",
+    "workflow_run",
+)
 
 
 def iso(at: datetime | None) -> str | None:
@@ -293,6 +352,67 @@ class Shapes:
             "runner_name": job.runner_name,
             "runner_group_id": group[0],
             "runner_group_name": group[1],
+        }
+
+    def actions_app(self) -> dict[str, Any]:
+        """The "GitHub Actions" app (id 15368), owned by the github organization."""
+        return {
+            "id": 15368,
+            "slug": "github-actions",
+            "node_id": "MDM6QXBwMTUzNjg=",
+            "owner": {**self.user("github", 9919), "type": "Organization"},
+            "name": "GitHub Actions",
+            "description": "Automate your workflow from idea to production",
+            "external_url": "https://help.github.com/en/actions",
+            "html_url": f"{self.base}/apps/github-actions",
+            "created_at": "2018-07-30T09:30:17Z",
+            "updated_at": "2024-04-10T20:33:16Z",
+            "permissions": dict(ACTIONS_APP_PERMISSIONS),
+            "events": list(ACTIONS_APP_EVENTS),
+        }
+
+    def check_run(self, job: Job, run: Run, annotations_count: int) -> dict[str, Any]:
+        """The check run of an Actions job: GitHub gives both the same id (and node id)."""
+        url = f"{self.api}/check-runs/{job.id}"
+        html = f"{self.html}/actions/runs/{run.id}/job/{job.id}"
+        return {
+            "id": job.id,
+            "name": job.spec.name,
+            "node_id": node_id("CR_", job.id),
+            "head_sha": run.sha,
+            "external_id": str(uuid.uuid5(uuid.NAMESPACE_URL, url)),
+            "url": url,
+            "html_url": html,
+            "details_url": html,
+            "status": job.status,
+            "conclusion": job.conclusion,
+            "started_at": iso(job.started_at or job.created_at),
+            "completed_at": iso(job.completed_at),
+            "output": {
+                "title": None,
+                "summary": None,
+                "text": None,
+                "annotations_count": annotations_count,
+                "annotations_url": f"{url}/annotations",
+            },
+            "check_suite": {"id": run.id * 3 + 11},
+            "app": self.actions_app(),
+            "pull_requests": [],
+        }
+
+    def annotation(self, note: Note, run: Run) -> dict[str, Any]:
+        """One check-run annotation; Actions never sets columns or raw details."""
+        return {
+            "path": note.path,
+            "blob_href": f"{self.html}/blob/{run.sha}/{note.path}",
+            "start_line": note.start_line,
+            "end_line": note.end_line,
+            "start_column": None,
+            "end_column": None,
+            "annotation_level": note.level,
+            "title": note.title,
+            "message": note.message,
+            "raw_details": "",
         }
 
     def issue_comment(self, comment: dict[str, Any]) -> dict[str, Any]:

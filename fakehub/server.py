@@ -78,8 +78,8 @@ class Hub:
         secret = secrets.token_hex(8)
         self.app = ApiApp(token, Faults.parse(faults, seed), RateLimit(limit=rate_limit))
         self.app.set_faults(self.app.faults)
-        self.app.admin = Admin(self.app)
         self.blob = BlobApp(lambda: self.app.repos.values(), secret)
+        self.app.admin = Admin(self.app, self.blob)
         self._api_server = make_server(host, port, self.app, _Server, _Handler)
         self._blob_server = make_server(host, blob_port, self.blob, _Server, _Handler)
         self.base_url = f"http://{host}:{self._api_server.server_port}"

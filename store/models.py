@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -26,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import false
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -101,6 +103,11 @@ class WorkflowRun(Base):
     updated_at: Mapped[datetime | None]
     run_started_at: Mapped[datetime | None]
     html_url: Mapped[str | None] = mapped_column(String(1000))
+    # GitHub says `cancelled` for a run whose job hit its time limit: ciflake reads the
+    # annotations (or the duration) and counts it red. `conclusion` stays GitHub's word.
+    timed_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # When GitHub answered 404 for a run stored earlier: it is asked for no more.
+    deleted_at: Mapped[datetime | None]
 
 
 class RunAttempt(Base):
@@ -117,6 +124,7 @@ class RunAttempt(Base):
     run_started_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]
     job_count: Mapped[int | None] = mapped_column(Integer)
+    timed_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 # SQLite: the columns the dashboard reads of every job (store.queries.job_outcomes), so the read
@@ -132,6 +140,7 @@ JOB_OUTCOME_READS = Index(
     "id",
     "runner_name",
     "labels",
+    "timed_out",
     info={"dialects": ("sqlite",)},
 ).ddl_if(dialect="sqlite")
 
@@ -164,6 +173,21 @@ class Job(Base):
     labels: Mapped[list[Any]] = mapped_column(default=list)
     steps: Mapped[list[Any]] = mapped_column(default=list)
     html_url: Mapped[str | None] = mapped_column(String(1000))
+    # The job hit its time limit although GitHub reports it `cancelled` (collector.timeouts).
+    timed_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class JobAnnotations(Base):
+    """A job's check-run annotations (job id = check run id), fetched once: GitHub keeps them
+    400 days, long after the log has gone. ``annotations``: [{level, title, message}, ...]."""
+
+    __tablename__ = "job_annotations"
+
+    job_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True
+    )
+    annotations: Mapped[list[Any]] = mapped_column(default=list)
+    fetched_at: Mapped[datetime]
 
 
 class JobLog(Base):
@@ -204,6 +228,10 @@ class Failure(Base):
     env: Mapped[dict[str, Any]] = mapped_column(default=dict)
     classifier_version: Mapped[str] = mapped_column(String(50))
     classified_at: Mapped[datetime]
+    # Which evidence decided the category (store.vocabulary.EVIDENCE) and the stage the job
+    # failed in, from its failed step's name (collector/classify/stages.toml).
+    evidence: Mapped[str] = mapped_column(String(20), default="none", server_default="none")
+    stage: Mapped[str | None] = mapped_column(String(50))
 
 
 class ChangeEvent(Base):

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Select, String, func, select, type_coerce
+from sqlalchemy import Engine, Select, String, case, func, select, type_coerce
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import FunctionElement
@@ -18,6 +18,7 @@ from store.models import (
     Base,
     Failure,
     Job,
+    JobAnnotations,
     JobLog,
     RunAttempt,
     SyncLog,
@@ -57,6 +58,13 @@ def _utc_day_text(element: UTCDay, compiler: Any, **kw: Any) -> str:
 @compiles(UTCDay, "postgresql")
 def _utc_day_postgresql(element: UTCDay, compiler: Any, **kw: Any) -> str:
     return f"date(timezone('UTC', {compiler.process(element.clauses, **kw)}))"
+
+
+def conclusion(model: Any) -> Any:
+    """The conclusion every reader counts by: GitHub's, except ``timed_out`` where the collector
+    found that a job hit its time limit (GitHub reports those jobs and their runs
+    ``cancelled``), so that timeouts are red, not excluded."""
+    return case((model.timed_out, "timed_out"), else_=model.conclusion).label("conclusion")
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ def load_runs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
             run.run_number,
             run.run_attempt,
             run.status,
-            run.conclusion,
+            conclusion(run),
             run.created_at,
             run.html_url,
         )
@@ -140,7 +148,7 @@ def run_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame
         run.head_branch,
         run.head_sha,
         run.run_attempt,
-        run.conclusion,
+        conclusion(run),
         run.created_at,
         run.html_url,
     )
@@ -155,7 +163,7 @@ def load_attempts(
     outcome the attempts change (analytics.outcomes.logical_runs)."""
     att = RunAttempt
     stmt = (
-        select(att.run_id, att.attempt, att.status, att.conclusion)
+        select(att.run_id, att.attempt, att.status, conclusion(att))
         .join(WorkflowRun, WorkflowRun.id == att.run_id)
         .order_by(att.run_id, att.attempt)
     )
@@ -176,7 +184,7 @@ def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
             Job.run_attempt,
             Job.name,
             Job.status,
-            Job.conclusion,
+            conclusion(Job),
             Job.created_at,
             Job.started_at,
             Job.completed_at,
@@ -242,9 +250,10 @@ def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataF
     Columns: workflow_path, day (tz-aware UTC midnight), conclusion, runs."""
     run = WorkflowRun
     day = UTCDay(run.created_at).label("day")
+    effective = conclusion(run)
     stmt = (
-        select(run.workflow_path, day, run.conclusion, func.count().label("runs"))
-        .group_by(run.workflow_path, day, run.conclusion)
+        select(run.workflow_path, day, effective, func.count().label("runs"))
+        .group_by(run.workflow_path, day, effective)
         .order_by(run.workflow_path, day)
     )
     return _frame(engine, _filtered(stmt, where), ("day",))
@@ -435,7 +444,7 @@ def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame
         Job.run_id,
         Job.run_attempt,
         Job.name,
-        Job.conclusion,
+        conclusion(Job),
         Job.runner_name,
         type_coerce(Job.labels, String).label("labels"),
     ).join(WorkflowRun, WorkflowRun.id == Job.run_id)
@@ -471,12 +480,14 @@ def run_fingerprints(session: Session, run_ids: list[int]) -> dict[int, tuple[An
 
 
 def incomplete_run_ids(session: Session, workflow_id: int, before: datetime) -> list[int]:
-    """Stored runs of a workflow created before ``before`` that had not completed."""
+    """Stored runs of a workflow created before ``before`` that had not completed (and that
+    GitHub still has)."""
     run = WorkflowRun
     stmt = select(run.id).where(
         run.workflow_id == workflow_id,
         run.created_at < before,
         (run.status.is_(None)) | (run.status != "completed"),
+        run.deleted_at.is_(None),
     )
     return list(session.scalars(stmt))
 
@@ -489,6 +500,31 @@ def settled_log_job_ids(session: Session, job_ids: list[int]) -> set[int]:
         stmt = select(JobLog.job_id).where(JobLog.job_id.in_(chunk), JobLog.status != "error")
         settled.update(session.scalars(stmt))
     return settled
+
+
+def stored_annotations(session: Session, job_ids: list[int]) -> dict[int, list[Any]]:
+    """The annotations already fetched for any of ``job_ids``: never asked for again."""
+    found: dict[int, list[Any]] = {}
+    for start in range(0, len(job_ids), 500):
+        chunk = job_ids[start : start + 500]
+        stmt = select(JobAnnotations.job_id, JobAnnotations.annotations).where(
+            JobAnnotations.job_id.in_(chunk)
+        )
+        found.update({job_id: list(notes or []) for job_id, notes in session.execute(stmt)})
+    return found
+
+
+def all_annotations(session: Session) -> dict[int, list[Any]]:
+    """Every stored job's annotations, for ``reclassify``."""
+    stmt = select(JobAnnotations.job_id, JobAnnotations.annotations)
+    return {job_id: list(notes or []) for job_id, notes in session.execute(stmt)}
+
+
+def mark_runs_deleted(session: Session, run_ids: list[int], at: datetime) -> None:
+    """Stored runs that GitHub answers 404 for: kept, and asked for no more."""
+    session.execute(
+        WorkflowRun.__table__.update().where(WorkflowRun.id.in_(run_ids)).values(deleted_at=at)
+    )
 
 
 def jobs_with_log_errors(session: Session, repo: str) -> list[Job]:

@@ -23,3 +23,8 @@ LOGICAL_OUTCOMES: tuple[str, ...] = ("pass", "flaky", "fail", "excluded")
 EVENT_KINDS: tuple[str, ...] = ("migration", "fix", "config", "image")
 
 LOG_STATUSES: tuple[str, ...] = ("ok", "expired", "missing", "error")
+
+# Which evidence decided a failure's category (DESIGN.md "Vocabulary"): a log line, GitHub's
+# check-run annotations, the job's own facts (failed step, job name, no jobs, duration), or
+# nothing that survives (category `unknown`).
+EVIDENCE: tuple[str, ...] = ("log", "annotations", "job", "none")

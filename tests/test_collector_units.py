@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime
 
+from collector.annotations import hit_time_limit, messages, needs_annotations
 from collector.client import _next_link
 from collector.jobs import attempt_rows
 from collector.payloads import attempt_conclusion, failed_steps, job_row, run_fingerprint
@@ -39,7 +40,7 @@ def test_attempt_rows_latest_from_run_earlier_from_jobs():
         "run_started_at": "2026-06-02T10:00:00Z",
         "updated_at": "2026-06-02T10:31:00Z",
     }
-    rows = attempt_rows(run, [_job(1, "failure"), _job(2, "success")])
+    rows = attempt_rows(run, [_job(1, "failure"), _job(2, "success")], set())
     assert [(r["attempt"], r["conclusion"], r["job_count"]) for r in rows] == [
         (1, "failure", 1),
         (2, "success", 1),
@@ -56,7 +57,7 @@ def test_attempt_rows_for_run_with_no_jobs():
         "run_started_at": None,
         "updated_at": "2026-06-04T00:00:00Z",
     }
-    rows = attempt_rows(run, [])
+    rows = attempt_rows(run, [], set())
     assert rows == [
         {
             "run_id": 7,
@@ -66,7 +67,62 @@ def test_attempt_rows_for_run_with_no_jobs():
             "run_started_at": None,
             "updated_at": datetime(2026, 6, 4, tzinfo=UTC),
             "job_count": 0,
+            "timed_out": False,
         }
+    ]
+
+
+def test_an_attempt_github_calls_cancelled_is_timed_out_when_a_job_hit_its_limit():
+    run = {"id": 7, "run_attempt": 2, "status": "completed", "conclusion": "cancelled"}
+    jobs = [_job(1, "cancelled"), _job(2, "cancelled", x=1)]
+    rows = attempt_rows(run, jobs, timed_out={jobs[0]["id"]})
+    assert [(r["conclusion"], r["timed_out"]) for r in rows] == [
+        ("cancelled", True),
+        ("cancelled", False),
+    ]
+
+
+TIME_LIMIT_NOTE = {
+    "level": "failure",
+    "title": "",
+    "message": "The job running on runner vemlp-1 has exceeded the maximum execution time of "
+    "20 minutes.",
+}
+CONCURRENCY_NOTE = {
+    "level": "failure",
+    "title": "",
+    "message": "Canceling since a higher priority waiting request for 'e2e-refs/heads/main' exists",
+}
+
+
+def test_time_limit_told_by_annotation_not_by_cancelled_alone():
+    cancelled = _job(1, "cancelled", runner_name="r")
+    assert hit_time_limit(cancelled, [TIME_LIMIT_NOTE])
+    assert not hit_time_limit(cancelled, [CONCURRENCY_NOTE])
+    assert not hit_time_limit(cancelled, [])
+    assert hit_time_limit(_job(1, "timed_out"), [])
+    assert not hit_time_limit(_job(1, "failure"), [TIME_LIMIT_NOTE])
+
+
+def test_time_limit_told_by_duration_at_the_default_limit():
+    long = _job(1, "cancelled", runner_name="r") | {
+        "started_at": "2026-06-01T00:00:00Z",
+        "completed_at": "2026-06-01T06:00:30Z",
+    }
+    short = long | {"completed_at": "2026-06-01T05:59:00Z"}
+    assert hit_time_limit(long, [])
+    assert not hit_time_limit(short, [])
+
+
+def test_which_jobs_need_annotations():
+    assert needs_annotations(_job(1, "failure"))
+    assert needs_annotations(_job(1, "timed_out"))
+    assert needs_annotations(_job(1, "cancelled", runner_name="r"))
+    assert not needs_annotations(_job(1, "cancelled"))  # cancelled before a runner took it
+    assert not needs_annotations(_job(1, "success", runner_name="r"))
+    assert not needs_annotations(_job(1, "skipped"))
+    assert messages([TIME_LIMIT_NOTE, {"level": "warning", "message": "w"}]) == [
+        TIME_LIMIT_NOTE["message"]
     ]
 
 

@@ -30,6 +30,7 @@ def samples() -> Iterator[dict[str, list[tuple[int, Any]]]]:
         live = history.runs[-1]
         failed = next(j for j in history.job_by_id.values() if j.category)
         skipped = next(j for j in history.job_by_id.values() if not j.ran)
+        timed_out = next(j for j in history.job_by_id.values() if j.cause == "job_time_limit")
 
         def get(path: str, **params: Any) -> tuple[int, Any]:
             response = requests.get(repo + path, params=params, headers=auth, timeout=10)
@@ -66,6 +67,11 @@ def samples() -> Iterator[dict[str, list[tuple[int, Any]]]]:
             "actions/get-job-for-workflow-run": [
                 get(f"/actions/jobs/{j.id}") for j in (failed, skipped)
             ],
+            "checks/get": [get(f"/check-runs/{j.id}") for j in (failed, skipped, timed_out)],
+            "checks/list-annotations": [
+                get(f"/check-runs/{j.id}/annotations") for j in (failed, skipped, timed_out)
+            ]
+            + [get(f"/check-runs/{timed_out.id}/annotations", per_page=1, page=2)],
             "rate-limit/get": [(rate.status_code, rate.json())],
             "issues/get": [get("/issues/12")],
             "issues/create-comment": [(posted.status_code, posted.json())],

@@ -35,6 +35,10 @@ class Classification:
     context: list[str]
     env: dict[str, str]
     rules_version: str
+    # What decided: a line of the log, GitHub's annotations, the job's facts (a rule without
+    # patterns), or nothing (the catch-all: category unknown). store.vocabulary.EVIDENCE.
+    evidence: str = "none"
+    stage: str | None = None  # where the job stopped, from its step names (classify.stages)
 
 
 @contextmanager
@@ -116,9 +120,16 @@ def classify_job(
     ranked = list(zip(ruleset.rules, evidence, strict=True))
     best_line = next((hit for rule, hit in ranked if rule.patterns and hit), None)
     winner, hit = next(((r, h) for r, h in ranked if holds(r, h)), (ruleset.catch_all, None))
+    if winner is ruleset.catch_all:
+        evidence = "none"
+    elif not winner.patterns:
+        evidence = "job"
+    else:  # annotation hits carry no line number (_annotation_scan)
+        evidence = "log" if hit is not None and hit.line_number is not None else "annotations"
     if hit is None and not winner.patterns:
         hit = best_line
     return Classification(
+        evidence=evidence,
         category=winner.category,
         rule=winner.name,
         signature=signature(winner.name, hit.line if hit else None),

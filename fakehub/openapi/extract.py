@@ -41,6 +41,8 @@ OPERATIONS: dict[str, str] = {
     "issues/create-comment": "201",
     "issues/get-comment": "200",
     "issues/update-comment": "200",
+    "checks/get": "200",
+    "checks/list-annotations": "200",
 }
 EXTRA_SCHEMAS = ("basic-error",)
 
