@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analytics.evidence import failure_basis
 from store.vocabulary import CATEGORIES
 
 GREEN = frozenset({"success"})
@@ -200,8 +201,8 @@ def attach_lineage(frame: pd.DataFrame, workflows: pd.DataFrame) -> pd.DataFrame
     return out
 
 
-def run_categories(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
-    """The failure category of each red logical run, indexed by run_id: that of its last
+def _run_failures(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The failure that speaks for each red logical run, indexed by run_id: that of its last
     classified attempt (the latest for ``fail``, the last red one for ``flaky``), and of its
     highest-priority category when several jobs failed for different reasons."""
     red = runs.loc[runs["logical_outcome"].isin(["fail", "flaky"]), ["run_id", "run_attempt"]]
@@ -211,13 +212,23 @@ def run_categories(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
         rank=matched["category"].map(_CATEGORY_RANK).fillna(len(_CATEGORY_RANK)),
         newest=-matched["run_attempt"],
     )
-    best = matched.sort_values(["newest", "rank"]).drop_duplicates("run_id")
-    return best.set_index("run_id")["category"].rename("failure_category")
+    return matched.sort_values(["newest", "rank"]).drop_duplicates("run_id").set_index("run_id")
+
+
+def run_categories(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
+    """The failure category of each red logical run, indexed by run_id (``_run_failures``)."""
+    return _run_failures(failures, runs)["category"].rename("failure_category")
 
 
 def with_run_categories(runs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` (logical) with ``failure_category`` (empty for runs that did not go red)."""
-    return runs.assign(failure_category=runs["run_id"].map(run_categories(failures, runs)))
+    """``runs`` (logical) with ``failure_category`` and, where ``failures`` carry evidence and
+    log status, ``failure_basis`` (analytics.evidence): both empty for runs that did not go
+    red, or that went red with no classified failure."""
+    chosen = _run_failures(failures, runs)
+    out = runs.assign(failure_category=runs["run_id"].map(chosen["category"]))
+    if {"evidence", "log_status"} <= set(failures.columns):
+        out["failure_basis"] = runs["run_id"].map(failure_basis(chosen))
+    return out
 
 
 SCOPES = ("default", "pr", "all")

@@ -207,8 +207,9 @@ def load_failures(
 ) -> pd.DataFrame:
     """The classified failures of the selected runs (``job_id`` 0: the run itself).
 
-    Columns: run_id, run_attempt, job_id, category, then the ``detail`` columns asked for, of
-    rule, signature, line and env (dict): run and job categories need none."""
+    Columns: run_id, run_attempt, job_id, category, evidence, stage, log_status (of the job's
+    log; None for a run without jobs), then the ``detail`` columns asked for, of rule,
+    signature, line and env (dict): run and job categories need none."""
     fail = Failure
     columns = {
         "rule": fail.rule,
@@ -217,9 +218,18 @@ def load_failures(
         "env": type_coerce(fail.env, String).label("env"),
     }
     stmt = (
-        select(fail.run_id, fail.run_attempt, fail.job_id, fail.category)
+        select(
+            fail.run_id,
+            fail.run_attempt,
+            fail.job_id,
+            fail.category,
+            fail.evidence,
+            fail.stage,
+            JobLog.status.label("log_status"),
+        )
         .add_columns(*(columns[name] for name in detail))
         .join(WorkflowRun, WorkflowRun.id == fail.run_id)
+        .outerjoin(JobLog, JobLog.job_id == fail.job_id)
         .order_by(fail.run_id, fail.run_attempt, fail.job_id)
     )
     frame = _raw_frame(engine, _filtered(stmt, where))

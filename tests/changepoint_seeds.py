@@ -22,7 +22,7 @@ from analytics.changepoints import KNOWN_SHARE, changepoints, daily_failures, li
 from analytics.outcomes import attach_lineage, logical_runs
 from analytics.setup import workflow_table
 from ciflake.config import Config, load_config
-from fakehub.history import DEFAULT_END, History
+from fakehub.history import DEFAULT_END, Attempt, History
 from tests.simulated_truth import (
     BIG_SHIFT,
     LINEAGE,
@@ -36,14 +36,21 @@ from tests.simulated_truth import (
 )
 
 
+def _counted(attempt: Attempt) -> str | None:
+    """The conclusion ciflake counts by (store.queries.conclusion): an attempt GitHub calls
+    cancelled because a job hit its time limit is ``timed_out``."""
+    return "timed_out" if attempt.conclusion == "cancelled" and attempt.red else attempt.conclusion
+
+
 def stored_frames(history: History, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(logical runs with lineage, daily job presence) as a full collect would store them and
     store.queries would read them."""
     runs, attempts, jobs = [], [], []
     for run in history.runs:
         created = pd.Timestamp(run.created_at)
-        runs.append((run.id, run.workflow.path, created, len(run.attempts), run.latest.conclusion))
-        attempts += [(run.id, a.number, a.conclusion) for a in run.attempts]
+        latest = _counted(run.latest)
+        runs.append((run.id, run.workflow.path, created, len(run.attempts), latest))
+        attempts += [(run.id, a.number, _counted(a)) for a in run.attempts]
         names = {job.spec.name for job in run.attempts[0].jobs}  # runs with a job of that name
         jobs += [(run.workflow.path, created.floor("D"), name) for name in names]
     frame = pd.DataFrame(

@@ -24,6 +24,7 @@ from ciflake.export import (
 )
 from store.engine import make_engine
 from store.models import Failure, Job, WorkflowRun
+from store.queries import conclusion
 from tests.collected import collected_copy
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -88,7 +89,7 @@ def test_runs_jobs_failures_match_the_database(db, runner, tmp_path):
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["created_at"]) for r in runs)
     jobs = _export(runner, db, tmp_path, "jobs")
     with Session(make_engine(db)) as session:
-        stored = dict(session.execute(select(Job.id, Job.conclusion)).all())
+        stored = dict(session.execute(select(Job.id, conclusion(Job))).all())
         failures_db = session.execute(
             select(Failure.run_id, Failure.run_attempt, Failure.job_id, Failure.category)
         ).all()

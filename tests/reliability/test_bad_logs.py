@@ -190,9 +190,9 @@ def test_payload_with_missing_or_null_field(kind, field, how, engine):
     job = _mutated(JOB, field, how) if kind == "job" else JOB
     with Session(engine) as session, session.begin():
         save_runs(session, REPO, {1: ".github/workflows/1.yml"}, [run])
-        attempts = attempt_rows(run, [job])
-        save_jobs(session, attempts, [job])
-        failed = failed_jobs([job], attempts)
+        attempts = attempt_rows(run, [job], set())
+        save_jobs(session, attempts, [job], set())
+        failed = failed_jobs([job], set())
         save_logs_and_failures(session, [LogResult(j, "missing") for j in failed])
     after = frozen(engine)
     record(SUITE, bad_inputs=1, mismatches=int(after["workflows"] != before["workflows"]))

@@ -1,0 +1,128 @@
+"""Collects that meet what github.com does to a client, and complete with nothing lost: a run
+deleted mid-history, a log URL that expired before its download, invalid-workflow windows in
+both forms GitHub has shown, annotations asked for once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+import collector.sync
+import fakehub
+from collector.client import GitHubClient
+from store.models import Failure, Job, JobAnnotations, JobLog, WorkflowRun
+from tests.hubtools import TEST_SCALE, collect, migrated
+
+
+@pytest.fixture
+def hub() -> Iterator[fakehub.Hub]:
+    with fakehub.running(seed=7, scale=TEST_SCALE) as running:
+        yield running
+
+
+def _stored_runs(db_url: str) -> dict[int, object]:
+    with Session(migrated(db_url)) as s:
+        return {r.id: r.deleted_at for r in s.scalars(select(WorkflowRun))}
+
+
+def test_a_run_deleted_between_listing_and_its_jobs_is_marked_and_the_rest_kept(
+    hub, db_url, monkeypatch
+):
+    history = hub.history()
+    doomed = history.runs[len(history.runs) // 2].id
+    real = collector.sync.fetch_jobs
+
+    def delete_first(client, repo, run_id):
+        if run_id == doomed and doomed in history.run_by_id:
+            hub.admin("POST", "delete_run", {"run_id": doomed})
+        return real(client, repo, run_id)
+
+    monkeypatch.setattr(collector.sync, "fetch_jobs", delete_first)
+    report = collect(hub, db_url)
+    stored = _stored_runs(db_url)
+    assert report.runs_deleted == 1 and stored[doomed] is not None
+    alive = {r.id for r in history.runs}
+    assert set(stored) == alive | {doomed}
+    assert all(stored[r] is None for r in alive)
+    with Session(migrated(db_url)) as s:
+        assert s.scalar(select(func.count()).select_from(Job)) == len(history.job_by_id)
+
+
+def test_an_unfinished_run_deleted_later_is_asked_for_no_more(hub, db_url):
+    history = hub.history()
+    collect(hub, db_url)
+    old = history.runs[3].id  # far older than the trailing window the listing covers
+    engine = migrated(db_url)
+    with Session(engine) as s, s.begin():  # as stored by a collect that saw it running
+        s.execute(
+            WorkflowRun.__table__.update()
+            .where(WorkflowRun.id == old)
+            .values(status="in_progress", conclusion=None)
+        )
+    hub.admin("POST", "delete_run", {"run_id": old})
+    report = collect(hub, db_url)
+    assert report.runs_deleted == 1 and _stored_runs(db_url)[old] is not None
+    hub.admin("POST", "counters/reset")
+    collect(hub, db_url)
+    counters = hub.admin("GET", "counters")
+    assert counters["counted"] == 0 and "404" not in counters["by_status"]
+
+
+def test_a_log_url_that_expired_is_asked_for_again(hub, db_url, monkeypatch):
+    hub.admin("POST", "blob_ttl", {"seconds": 0.3})
+    real, seen = GitHubClient.download, Counter()
+
+    def late_first_time(self, url):
+        key = url.split("?")[0]
+        seen[key] += 1
+        if seen[key] == 1:
+            import time
+
+            time.sleep(0.4)  # the URL expires while it waits, as in a long download queue
+        return real(self, url)
+
+    monkeypatch.setattr(GitHubClient, "download", late_first_time)
+    report = collect(hub, db_url)
+    inventory = hub.admin("GET", "inventory")
+    failed = {f["job_id"] for f in hub.admin("GET", "truth")["failures"]}
+    served = set(inventory["logs"]["ok"]["job_ids"]) & failed
+    with Session(migrated(db_url)) as s:
+        ok = set(s.scalars(select(JobLog.job_id).where(JobLog.status == "ok")))
+    assert served and ok == served and report.log_errors == 0
+    assert all(count == 2 for count in seen.values())
+    counters = hub.admin("GET", "counters")["by_route"]
+    assert counters["job_logs"] == 2 * len(served) + len(
+        set(inventory["logs"]["expired"]["job_ids"]) & failed
+    )
+
+
+def test_invalid_workflow_windows_in_both_forms_are_ci_config(hub, db_url):
+    collect(hub, db_url)
+    invalid = set(hub.admin("GET", "truth")["invalid_runs"])
+    with Session(migrated(db_url)) as s:
+        forms = dict(
+            s.execute(
+                select(WorkflowRun.id, WorkflowRun.conclusion).where(WorkflowRun.id.in_(invalid))
+            ).all()
+        )
+        run_level = {
+            f.run_id: (f.category, f.evidence)
+            for f in s.scalars(select(Failure).where(Failure.job_id == 0))
+        }
+    assert set(forms.values()) == {"failure", "startup_failure"}
+    assert {run_level[r] for r in invalid} == {("ci_config", "job")}
+
+
+def test_annotations_are_asked_for_once_per_job(hub, db_url):
+    collect(hub, db_url)
+    with Session(migrated(db_url)) as s:
+        noted = s.scalar(select(func.count()).select_from(JobAnnotations))
+    assert noted > 0
+    hub.admin("POST", "counters/reset")
+    collect(hub, db_url, full=True)  # every run and its jobs again
+    routes = hub.admin("GET", "counters")["by_route"]
+    assert routes.get("run_jobs", 0) > 0 and routes.get("check_run_annotations", 0) == 0

@@ -1,0 +1,44 @@
+"""Acceptance of #15 on fakehub's simulated verl history, stored by real collects: every time
+limit GitHub calls `cancelled` is a red `timeout`, every concurrency cancel stays excluded, and
+failures whose log is gone get the category their surviving evidence determines, and no wrong
+one. Seeds 1-3 at the demo's scale, and at scale 1 (slow)."""
+
+from __future__ import annotations
+
+import pytest
+
+import fakehub
+from tests.evidence_truth import score
+from tests.hubtools import collect, migrated
+
+DEMO_SCALE = fakehub.DEMO_SCALE
+
+
+def _scored(seed: float, scale: float, tmp_path, capsys):
+    db_url = f"sqlite:///{tmp_path / 'ciflake.db'}"
+    with fakehub.running(seed=seed, scale=scale, rate_limit=1_000_000) as hub:
+        report = collect(hub, db_url)
+        assert report.log_errors == 0
+        result = score(hub, migrated(db_url))
+    with capsys.disabled():
+        print("\n" + result.report(f"seed {seed}, scale {scale}"))
+    return result
+
+
+def _check(result) -> None:
+    assert result.limits > 0 and result.recall >= 0.98
+    assert result.superseded > 0 and result.superseded_excluded == result.superseded
+    assert result.determinable > 0 and result.coverage >= 0.97
+    assert result.assigned > 0 and result.precision >= 0.97
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_evidence_at_demo_scale(seed, tmp_path, capsys):
+    _check(_scored(seed, DEMO_SCALE, tmp_path, capsys))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_evidence_at_scale_1(seed, tmp_path, capsys):
+    _check(_scored(seed, 1.0, tmp_path, capsys))
