@@ -20,10 +20,15 @@ OUR_PACKAGES = ("/collector/", "/store/", "/ciflake/")
 
 
 def _lower_bound(hub: fakehub.Hub, inventory: dict) -> int:
-    """List pages + one jobs call per run + one log call per failed job."""
+    """List pages + one jobs call per run + one log call per failed job that ran + one
+    annotations call per job that failed, timed out, or was cancelled after it started."""
     pages = sum(math.ceil(w["runs"] / 100) for w in inventory["by_workflow"].values())
     failed = len(hub.admin("GET", "truth?log_status=missing")["failures"])
-    return pages + inventory["runs"] + inventory["failed_jobs"] - failed
+    noted = sum(
+        job.conclusion in ("failure", "timed_out") or (job.conclusion == "cancelled" and job.ran)
+        for job in hub.history().job_by_id.values()
+    )
+    return pages + inventory["runs"] + inventory["failed_jobs"] - failed + noted
 
 
 def _own_share(profile: cProfile.Profile) -> float:
