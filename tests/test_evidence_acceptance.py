@@ -8,6 +8,11 @@ from __future__ import annotations
 import pytest
 
 import fakehub
+from analytics.before_after import category_shift
+from analytics.setup import event_table
+from ciflake.config import load_config
+from ciflake.export import logical_run_frame
+from store.queries import RunFilter
 from tests.evidence_truth import score
 from tests.hubtools import collect, migrated
 
@@ -22,7 +27,23 @@ def _scored(seed: float, scale: float, tmp_path, capsys):
         result = score(hub, migrated(db_url))
     with capsys.disabled():
         print("\n" + result.report(f"seed {seed}, scale {scale}"))
+    _timeouts_around_7127(migrated(db_url))
     return result
+
+
+def _timeouts_around_7127(engine) -> None:
+    """#7127 changed the v1 GPU jobs' limits (20 -> 60 minutes): their time limits, which GitHub
+    calls `cancelled`, are counted in its before/after instead of vanishing as excluded."""
+    config = load_config()
+    runs = logical_run_frame(engine, config, RunFilter())
+    shift = category_shift(runs, event_table(config.events), scope="all")
+    timeouts = shift[
+        (shift["event_pr"] == 7127)
+        & (shift["lineage"] == "e2e_v1_separate_async")
+        & (shift["failure_category"] == "timeout")
+    ]
+    assert len(timeouts) == 1
+    assert timeouts["before_count"].iloc[0] + timeouts["after_count"].iloc[0] > 0
 
 
 def _check(result) -> None:
