@@ -228,10 +228,14 @@ def collect(
     no_logs: bool,
     quiet: bool,
 ) -> None:
-    """Fetch new and changed runs, jobs and failed-job logs, and classify each failure.
+    """Fetch new and changed runs, jobs, annotations and failed-job logs, and classify each
+    failure.
 
-    Incremental: a second collect with nothing new costs no rate limit (ETags). Without
-    --once it collects again every [collect] interval_minutes until interrupted.
+    Each failure is classified from the best evidence GitHub still keeps: the log (90 days),
+    else the check-run annotations and the job's steps (400 days), else it stays unknown. A
+    job GitHub calls cancelled that hit its time limit counts red (timeout). Incremental: a
+    second collect with nothing new costs no rate limit (ETags). Without --once it collects
+    again every [collect] interval_minutes until interrupted.
     """
     from collector.command import run_collect
 
@@ -251,7 +255,8 @@ def collect(
 @cli.command()
 @click.pass_obj
 def reclassify(state: State) -> None:
-    """Re-run the classification rules over the archived logs (no download needed)."""
+    """Re-run the classification rules over the archived logs and the stored annotations (no
+    download needed)."""
     from collector.reclassify import reclassify_all
 
     changed, total, version = reclassify_all(state.migrated_engine())
