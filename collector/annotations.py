@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from collector.client import GitHubClient, NotFound
-from collector.payloads import FAILED_CONCLUSIONS, parse_time
+from collector.payloads import FAILED_CONCLUSIONS, parse_time, ran
 from store.models import JobAnnotations
 from store.upsert import upsert
 
@@ -34,13 +34,7 @@ def needs_annotations(job: dict[str, Any]) -> bool:
     conclusion = job.get("conclusion")
     if conclusion in FAILED_CONCLUSIONS:
         return True
-    return conclusion == "cancelled" and _started(job)
-
-
-def _started(job: dict[str, Any]) -> bool:
-    return bool(job.get("runner_name")) or any(
-        step.get("conclusion") not in (None, "skipped") for step in job.get("steps") or []
-    )
+    return conclusion == "cancelled" and ran(job)
 
 
 def fetch_annotations(client: GitHubClient, repo: str, job_id: int) -> list[dict[str, Any]]:
@@ -85,6 +79,6 @@ def hit_time_limit(job: dict[str, Any], notes: Sequence[dict[str, Any]] | None) 
     if any(TIME_LIMIT.search(n.get("message") or "") for n in notes or ()):
         return True
     started, completed = parse_time(job.get("started_at")), parse_time(job.get("completed_at"))
-    if started is None or completed is None or not _started(job):
+    if started is None or completed is None or not ran(job):
         return False
     return (completed - started).total_seconds() >= DEFAULT_LIMIT_MINUTES * 60

@@ -39,12 +39,16 @@ class NotFound(CollectError):
     pass
 
 
+class Forbidden(CollectError):
+    """403 that is not a rate limit: the token lacks a permission (e.g. ``checks: read``)."""
+
+
 class BlobGone(CollectError):
     """The log blob does not exist (404 ``BlobNotFound``): the job produced no log."""
 
 
 class BlobExpired(CollectError):
-    """The signed log URL is no longer valid (403): GitHub's expire after one minute."""
+    """The blob host refused the signed log URL (403): GitHub's expire after one minute."""
 
 
 @dataclass
@@ -184,7 +188,7 @@ class GitHubClient:
             if status not in (403, 429):
                 return status, hdrs, raw
             if self._rate_limit_wait(status, hdrs, raw, secondary_backoff) is None:
-                raise CollectError(f"{method} {path}: {status} {_message(raw)}")
+                raise Forbidden(f"{method} {path}: {status} {_message(raw)}")
             if _is_secondary(hdrs, raw) and "retry-after" not in hdrs:
                 secondary_backoff *= 2
 
@@ -275,15 +279,15 @@ class GitHubClient:
 
     def download(self, url: str) -> bytes:
         """Fetch a log blob: a signed URL on another host, fetched without the token. Raises
-        ``BlobGone`` on 404 (the job left no log) and ``BlobExpired`` on 403 (the URL is more
-        than a minute old: ask the API for a new one)."""
+        ``BlobGone`` on 404 (the job left no log) and ``BlobExpired`` on 403 (the blob host
+        refused the URL, most often because it is more than a minute old: ask for a new one)."""
         for attempt in range(BAD_BODY_RETRIES + 1):
             try:
                 response = self._blob_session.get(url, timeout=self.timeout)
                 if response.status_code == 404:
                     raise BlobGone("log blob not found (404)")
                 if response.status_code == 403:
-                    raise BlobExpired("log URL refused (403): expired")
+                    raise BlobExpired("log URL refused (403)")
                 response.raise_for_status()
                 expected = response.headers.get("content-length")
                 encoded = "content-encoding" in response.headers

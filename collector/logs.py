@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from collector.classify import Classification, classify_job
 from collector.classify.stages import stage_of
 from collector.client import BlobExpired, BlobGone, CollectError, GitHubClient
-from collector.payloads import failed_steps, stopped_steps
+from collector.payloads import failed_steps, ran, stopped_steps
 from store.models import Failure, Job, JobLog
 from store.upsert import upsert
 
@@ -70,7 +70,9 @@ class LogFetcher:
             if not todo:
                 break
         for job in todo:
-            results[id(job)] = LogResult(job, "error", error="log URL expired before download")
+            results[id(job)] = LogResult(
+                job, "error", error=f"log URL refused or expired {URL_ROUNDS} times"
+            )
             on_done()
         return [results[id(job)] for job in jobs]
 
@@ -84,7 +86,7 @@ class LogFetcher:
         free = threading.Semaphore(self.workers)
         pending: list[tuple[dict[str, Any], Future[LogResult]]] = []
         for job in jobs:
-            if not (job.get("runner_name") or job.get("steps")):
+            if not ran(job):
                 results[id(job)] = LogResult(job, "missing")  # never ran: no log exists
                 on_done()
                 continue

@@ -104,6 +104,14 @@ def attempt_conclusion(jobs: list[dict[str, Any]]) -> str | None:
     return "success"
 
 
+def ran(job: dict[str, Any]) -> bool:
+    """A runner took the job (it has a runner or a step that did something): only such a job
+    has a log, and only such a cancelled job may have hit a time limit."""
+    return bool(job.get("runner_name")) or any(
+        step.get("conclusion") not in (None, "skipped") for step in job.get("steps") or []
+    )
+
+
 def failed_steps(job: dict[str, Any]) -> list[str]:
     return [
         s.get("name") or ""

@@ -27,7 +27,7 @@ from collector.annotations import (
     needs_annotations,
     save_annotations,
 )
-from collector.client import CollectError, GitHubClient, NotFound
+from collector.client import CollectError, Forbidden, GitHubClient, NotFound
 from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
 from collector.logs import LogFetcher, job_payload, save_logs_and_failures, save_run_failure
 from collector.payloads import parse_time, run_fingerprint
@@ -56,6 +56,7 @@ class CollectReport:
     runs_deleted: int = 0
     jobs: int = 0
     annotations_fetched: int = 0
+    annotations_refused: str = ""  # the 403 that stopped annotation requests, if one did
     logs_fetched: int = 0
     logs_expired: int = 0
     logs_missing: int = 0
@@ -80,6 +81,11 @@ class CollectReport:
         )
         if self.missing_workflows:
             text += f"; not found on GitHub: {', '.join(self.missing_workflows)}"
+        if self.annotations_refused:
+            text += (
+                "; annotations not readable, failures classified without them (give the token "
+                f"`checks: read`, then collect --full): {self.annotations_refused}"
+            )
         return text
 
 
@@ -171,14 +177,17 @@ class Collector:
         changed.sort(key=lambda r: (r.get("created_at") or "", r["id"]))
         self.progress.add_runs(len(changed))
         watermark = state.watermark if (state is not None and not self.options.full) else None
+        skipped = 0
         for first in range(0, len(changed), BATCH_RUNS):
             batch = changed[first : first + BATCH_RUNS]
             newest = max(parse_time(r["created_at"]) for r in batch)
             watermark = newest if watermark is None else max(watermark, newest)
-            self._process_batch(workflow, batch, watermark)
+            skipped += self._process_batch(workflow, batch, watermark)
         if runs and watermark is None:
             watermark = max(parse_time(r["created_at"]) for r in runs)
-        if runs is not None and watermark is not None:
+        if skipped:  # list the same window again next time, without an ETag, to retry them
+            new_etags = {}
+        elif runs is not None and watermark is not None:
             target = max(floor, _week_start(watermark - timedelta(days=self.config.trailing_days)))
             if target > start:
                 # Ask once now for the listing the next collects will send, so that they are
@@ -233,15 +242,21 @@ class Collector:
 
     def _process_batch(
         self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime
-    ) -> None:
+    ) -> int:
+        """Fetch, classify and save one batch of runs in one transaction; returns how many runs
+        it left for the next collect (a 404 on their jobs that GitHub did not confirm)."""
         jobs_by_run: dict[int, list[dict[str, Any]]] = {}
         deleted: dict[int, datetime] = {}
-        for run in runs:
+        listed = len(runs)
+        for run in list(runs):
             try:
                 jobs_by_run[run["id"]] = fetch_jobs(self.client, self.repo, run["id"])
-            except NotFound:  # deleted since it was listed: keep what is known, ask no more
-                deleted[run["id"]] = datetime.now(UTC)
-                jobs_by_run[run["id"]] = []
+            except NotFound:
+                if self._still_there(run["id"]):  # a passing 404: the next collect retries it
+                    runs.remove(run)
+                else:  # deleted since it was listed: keep what is known, ask no more
+                    deleted[run["id"]] = datetime.now(UTC)
+                    jobs_by_run[run["id"]] = []
             self.progress.advance_runs()
         all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
         self.progress.add_jobs(len(all_jobs))
@@ -284,6 +299,14 @@ class Collector:
             self._save_state(session, workflow["id"], watermark, None)
         self.report.runs_deleted += len(deleted)
         self._count_logs(results)
+        return listed - len(runs)
+
+    def _still_there(self, run_id: int) -> bool:
+        try:
+            fetch_run(self.client, self.repo, run_id, None)
+        except NotFound:
+            return False
+        return True
 
     def _annotations(
         self, jobs: Sequence[dict[str, Any]]
@@ -295,11 +318,14 @@ class Collector:
             return {}, {}
         with self._session() as session:
             known = queries.stored_annotations(session, wanted)
-        fetched = {
-            job_id: fetch_annotations(self.client, self.repo, job_id)
-            for job_id in wanted
-            if job_id not in known
-        }
+        fetched: dict[int, list[dict[str, Any]]] = {}
+        for job_id in wanted:
+            if job_id in known or self.report.annotations_refused:
+                continue
+            try:
+                fetched[job_id] = fetch_annotations(self.client, self.repo, job_id)
+            except Forbidden as exc:  # nothing stored: `collect --full` fills them in later
+                self.report.annotations_refused = str(exc)
         self.report.annotations_fetched += len(fetched)
         return {**known, **fetched}, fetched
 

@@ -15,6 +15,8 @@
     POST /_admin/log {"job_id", "content_b64"}   serve these bytes as the job's log (hostile logs)
     POST /_admin/delete_run {"run_id"}   delete a run: it and its jobs answer 404 from now on
     POST /_admin/blob_ttl {"seconds"}    how long a log URL stays valid (GitHub: 60 s)
+    POST /_admin/permissions {"checks"}  false: check-run routes answer 403, as for a workflow
+                                         token without `checks: read`
 
 Every endpoint takes `?repo=owner/name` (default: the first repository).
 """
@@ -97,6 +99,10 @@ class Admin:
     def post_blob_ttl(self, request: Request, api: RepoApi) -> dict[str, Any]:
         self.blob.ttl = float(request.json()["seconds"])
         return {"seconds": self.blob.ttl}
+
+    def post_permissions(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        api.checks_readable = bool(request.json()["checks"])
+        return {"checks": api.checks_readable}
 
     def post_rerun(self, request: Request, api: RepoApi) -> dict[str, Any]:
         body = request.json()

@@ -24,6 +24,9 @@ CAPPED_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "head
 RUN_STATUSES = ("completed", "in_progress", "queued", "requested", "waiting", "pending")
 LOG_DOCS = "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run"
 Handler = Callable[..., Response]
+# GitHub's answer to a workflow token without the permission a route needs.
+NO_PERMISSION = "Resource not accessible by integration"
+CHECKS_DOCS = "https://docs.github.com/rest/checks/runs#list-check-run-annotations"
 
 
 def log_signature(secret: str, job_id: int, issued: str) -> str:
@@ -68,6 +71,7 @@ class RepoApi:
         self.comment_by_id: dict[int, dict[str, Any]] = {}
         self.next_comment_id = 3_500_000_000
         self.log_overrides: dict[int, bytes] = {}  # job id -> bytes served instead of its log
+        self.checks_readable = True  # False: the token lacks `checks: read` (admin permissions)
         self.routes: list[tuple[str, str, re.Pattern[str], Handler]] = [
             ("repo", "GET", re.compile(r""), self.repo),
             ("workflows", "GET", re.compile(r"/actions/workflows"), self.workflows),
@@ -234,6 +238,8 @@ class RepoApi:
     # ---- check runs: a job's id is its check run's id; kept after the log has expired ------
 
     def check_run(self, request: Request, job_id: str) -> Response:
+        if not self.checks_readable:
+            return error(403, NO_PERMISSION, CHECKS_DOCS)
         job = self.history.job_by_id.get(int(job_id))
         if job is None:
             return error(404, "Not Found")
@@ -242,6 +248,8 @@ class RepoApi:
         return json_response(200, self.shapes.check_run(job, run, count))
 
     def check_run_annotations(self, request: Request, job_id: str) -> Response:
+        if not self.checks_readable:
+            return error(403, NO_PERMISSION, CHECKS_DOCS)
         job = self.history.job_by_id.get(int(job_id))
         if job is None:
             return error(404, "Not Found")

@@ -173,7 +173,7 @@ class Job(Base):
     labels: Mapped[list[Any]] = mapped_column(default=list)
     steps: Mapped[list[Any]] = mapped_column(default=list)
     html_url: Mapped[str | None] = mapped_column(String(1000))
-    # The job hit its time limit although GitHub reports it `cancelled` (collector.timeouts).
+    # The job hit its time limit although GitHub reports it `cancelled` (collector.annotations).
     timed_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 

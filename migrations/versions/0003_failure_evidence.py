@@ -1,9 +1,9 @@
 """failure evidence: check-run annotations, time limits GitHub calls `cancelled`, deleted runs,
 and which evidence decided each failure (and the stage it failed in).
 
-Existing failures get the evidence their stored row implies: a line number means the log
-decided, a run-level row (job id 0) or a rule without a line means job facts did, and
-`unknown` means nothing did; `ciflake reclassify` recomputes them from the archive.
+Existing failures get the evidence their stored row implies: the rules without patterns (as of
+this revision) are job facts, another rule with a line number is the log, the rest job facts,
+and `unknown` is nothing; `ciflake reclassify` recomputes them from the archive.
 
 Revision ID: 0003
 Revises: 0002
@@ -22,6 +22,12 @@ down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# collector/classify/rules.toml's rules decided by job facts alone, as of this revision
+JOB_FACT_RULES = (
+    "run failed with no jobs",
+    "provisioning job failed",
+    "NPU environment check step failed",
+)
 OUTCOME_READS = ["run_id", "run_attempt", "name", "conclusion", "id", "runner_name", "labels"]
 
 
@@ -58,11 +64,16 @@ def upgrade() -> None:
         sa.column("evidence", sa.String),
         sa.column("category", sa.String),
         sa.column("line_number", sa.Integer),
+        sa.column("rule", sa.String),
     )
     op.execute(failures.update().where(failures.c.category != "unknown").values(evidence="job"))
     op.execute(
         failures.update()
-        .where(failures.c.category != "unknown", failures.c.line_number.is_not(None))
+        .where(
+            failures.c.category != "unknown",
+            failures.c.line_number.is_not(None),
+            failures.c.rule.not_in(JOB_FACT_RULES),
+        )
         .values(evidence="log")
     )
     if op.get_bind().dialect.name == "sqlite":
