@@ -3,7 +3,8 @@
 For every event and lineage (the event's ``lineages``, or all): the logical runs in the W days
 before the event, the W days after it, and the first N non-excluded runs after it; counts,
 rates with Wilson intervals, a two-sided Fisher exact test of pass vs not-pass (flaky + fail:
-the success rate's split), and the shift in the mix of failure categories.
+the success rate's split), the shift in the mix of failure categories, and how much of that mix
+is known (analytics.evidence).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
+from analytics.evidence import NO_LOG, describe, known_share
 from analytics.outcomes import in_scope
 from analytics.rates import OUTCOMES, stability
 
@@ -221,3 +223,43 @@ def category_shift(
     out = out.rename(columns={"before": "before_count", "after": "after_count"})
     out["shift"] = out["after_share"].fillna(0) - out["before_share"].fillna(0)
     return out.drop(columns=["pair", "event_lineages"], errors="ignore")
+
+
+def basis_mix(
+    runs: pd.DataFrame,
+    events: pd.DataFrame,
+    *,
+    window_days: int = 14,
+    scope: str = "default",
+    default_branch: str = "main",
+    lineages: Sequence[str] | None = None,
+    per_lineage: bool = True,
+) -> pd.DataFrame:
+    """How much of the category mix of ``category_shift`` is known, from the same red runs:
+    one row per (event, lineage), or per event over the lineages it touches when not
+    ``per_lineage``. Columns: the event columns, lineage (per lineage only), and for before /
+    after ``<side>_red`` (red runs), ``<side>_known`` (share whose category is known; NaN
+    without red runs) and ``<side>_basis`` (analytics.evidence.describe). ``runs`` need
+    failure_basis; a red run without one counts as "unknown: no log", as category_shift
+    counts it ``unknown``."""
+    pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, window_days, 0)
+    by_event = pairs.groupby(["event_date", "event_title"], sort=False).ngroup()
+    pairs = pairs.assign(group=pairs["pair"] if per_lineage else by_event)
+    red = tagged[tagged["logical_outcome"].isin(RED_OUTCOMES)]
+    red = pd.DataFrame(
+        {
+            "group": red["pair"].map(pairs.set_index("pair")["group"]).to_numpy(),
+            "side": red["side"].to_numpy(),
+            "basis": red["failure_basis"].fillna(NO_LOG).to_numpy(),
+        }
+    )
+    out = pairs.drop_duplicates("group").drop(columns=["pair", "event_lineages"], errors="ignore")
+    if not per_lineage:
+        out = out.drop(columns="lineage")
+    for side in ("before", "after"):
+        chosen = red[red["side"] == side].groupby("group")["basis"]
+        out[f"{side}_red"] = out["group"].map(chosen.size()).fillna(0).astype(int)
+        out[f"{side}_known"] = out["group"].map(chosen.agg(known_share)).astype(float)
+        basis = out["group"].map(chosen.agg(describe))
+        out[f"{side}_basis"] = basis.fillna(describe(pd.Series([], dtype=object)))
+    return out.drop(columns="group").reset_index(drop=True)

@@ -4,15 +4,18 @@ Fixed column orders (a spreadsheet or script may rely on them):
 
 - ``runs``: one row per workflow run (its attempts collapsed into a logical outcome)
 - ``jobs``: one row per job of every attempt, as GitHub reported it, with its logical job name
-  and the category of its failure (empty when it did not fail)
-- ``failures``: one row per classified failure (``job_id`` 0: a run that failed with no jobs)
+  and the category of its failure and the evidence that decided it (empty when it did not fail)
+- ``failures``: one row per classified failure (``job_id`` 0: a run that failed with no jobs),
+  with the evidence that decided its category and the stage the job stopped in
 - ``signatures``: one row per failure signature in the range, with its newest example
 - ``flaky``: one row per logical job (default-branch scope unless asked otherwise), surely
   flakiest first (Wilson lower bound of the flake rate = flaky / (pass + flaky))
 - ``before-after``: one row per change event and lineage it touches, default-branch scope unless
   asked otherwise; ``before_runs`` = before_pass + before_flaky + before_fail (excluded runs
   count in no rate); rates are fractions in [0, 1] with a 95% Wilson interval; ``p_value`` is a
-  two-sided Fisher exact test of pass vs (flaky + fail), empty when a side has no runs.
+  two-sided Fisher exact test of pass vs (flaky + fail), empty when a side has no runs;
+  ``<side>_known`` is the share of the side's red runs whose category is known (empty without
+  red runs) and ``<side>_basis`` says on what evidence (analytics.evidence.describe).
 
 Files are UTF-8 with a header; times are ISO-8601 UTC (``2026-06-03T07:51:40Z``); a text cell
 that begins with ``=``, ``+``, ``-`` or ``@`` is prefixed with ``'`` so no spreadsheet runs it.
@@ -26,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics.before_after import before_after
+from analytics.before_after import basis_mix, before_after
 from analytics.outcomes import attach_lineage, in_scope, normalise_job_names
 from analytics.rates import rank_by_lower_bound, stability
 from analytics.setup import event_table, workflow_table
@@ -81,6 +84,7 @@ JOBS_COLUMNS = [
     "labels",
     "failure_category",
     "html_url",
+    "evidence",
 ]
 
 FAILURES_COLUMNS = [
@@ -99,6 +103,8 @@ FAILURES_COLUMNS = [
     "line",
     "log_status",
     "html_url",
+    "evidence",
+    "stage",
 ]
 
 SIGNATURES_COLUMNS = [
@@ -146,6 +152,10 @@ BEFORE_AFTER_COLUMNS = [
         for c in ("runs", "pass", "flaky", "fail", "success_rate", "ci_low", "ci_high")
     ),
     "p_value",
+    "before_known",
+    "after_known",
+    "before_basis",
+    "after_basis",
 ]
 
 TABLES = ("runs", "jobs", "failures", "signatures", "flaky", "before-after")
@@ -173,6 +183,7 @@ def jobs_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFram
         logical_job=normalise_job_names(jobs["job_name"], config.job_name_strip),
         labels=jobs["labels"].map(lambda labels: ";".join(labels or [])),
         failure_category=jobs["job_id"].map(category["category"]),
+        evidence=jobs["job_id"].map(category["evidence"]),
     )
     return jobs[JOBS_COLUMNS]
 
@@ -180,6 +191,9 @@ def jobs_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFram
 def failures_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
     """The ``failures`` table, oldest first, in FAILURES_COLUMNS order."""
     failures = failure_details(engine, where).iloc[::-1].reset_index(drop=True)
+    keys = ["run_id", "run_attempt", "job_id"]
+    evidence = load_failures(engine, where, detail=())[[*keys, "evidence", "stage"]]
+    failures = failures.merge(evidence, on=keys, how="left")
     return _with_lineage(failures, config)[FAILURES_COLUMNS]
 
 
@@ -222,8 +236,9 @@ def before_after_export(
         until=where.until + window if where.until else None,
         paths=where.paths,
     )
+    runs = logical_run_frame(engine, config, runs_where)
     table = before_after(
-        logical_run_frame(engine, config, runs_where),
+        runs,
         events,
         window_days=config.window_days,
         first_runs=config.first_runs,
@@ -231,6 +246,16 @@ def before_after_export(
         default_branch=config.default_branch,
         min_runs=config.min_runs,
     )
+    known = basis_mix(
+        runs,
+        events,
+        window_days=config.window_days,
+        scope=scope,
+        default_branch=config.default_branch,
+    )
+    keys = ["event_date", "event_title", "lineage"]
+    basis = [f"{side}_{c}" for side in ("before", "after") for c in ("known", "basis")]
+    table = table.merge(known[[*keys, *basis]], on=keys, how="left")
     renamed = {
         f"{side}_success_rate_{bound}": f"{side}_ci_{bound}"
         for side in ("before", "after")

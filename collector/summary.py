@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from analytics.coverage import coverage_diff, lost_jobs
+from analytics.evidence import describe, failure_basis, unknown_reason
 from analytics.health import stale_workflows
 from analytics.outcomes import in_scope
 from analytics.rates import stability, verdict_label
@@ -31,7 +32,7 @@ from collector.client import CollectError, GitHubClient
 from collector.frames import logical_job_frame, logical_run_frame
 from collector.markdown import code_block, details, link, md_text
 from store.models import PostedComment
-from store.queries import RunFilter, failure_details, last_sync
+from store.queries import RunFilter, failure_details, last_sync, load_failures
 from store.upsert import upsert
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ GROUPS = {
 }
 VERDICT_GROUPS = {"persistent": "PERSISTENT", "flaky": "FLAKY", "infra": "INFRA/ENV"}
 SINCE_PATTERN = re.compile(r"(\d+)\s*([hd])")
+FAILURE_KEYS = ["run_id", "run_attempt", "job_id"]
 
 
 @dataclass(frozen=True)
@@ -171,10 +173,13 @@ def failure_groups(
 ) -> pd.DataFrame:
     """Failed logical jobs of runs created since ``since`` (plus runs that failed with no jobs),
     each in a group: NEW when its signature did not occur in the ``new_days`` before ``since``,
-    else by its verdict (analytics.verdicts). Columns: group, created_at, workflow_path,
-    logical_job, category, verdict, evidence, line, runner_name, html_url."""
+    else by its verdict (analytics.verdicts). ``failures`` also need the columns evidence and
+    stage (load_summary adds them). Columns: group, created_at, workflow_path, logical_job,
+    category, verdict, evidence, line, runner_name, html_url, stage, basis (of the failure's
+    category, analytics.evidence; empty for a job with no classified failure)."""
     verdicts = job_verdicts(jobs, failures)
     recent = verdicts[verdicts["created_at"] >= since].reset_index(drop=True)
+    failures = failures.assign(basis=failure_basis(failures))
     by_job = failures[failures["job_id"] != 0].drop_duplicates("job_id").set_index("job_id")
     detail = by_job.reindex(recent["red_job_id"].astype("Int64")).reset_index(drop=True)
     job_rows = recent[["created_at", "workflow_path", "logical_job", "verdict", "evidence"]].assign(
@@ -183,6 +188,8 @@ def failure_groups(
         line=detail["line"],
         runner_name=detail["runner_name"].fillna(recent["runner_name"]),
         html_url=detail["html_url"],
+        stage=detail["stage"],
+        basis=detail["basis"],
     )
     runs_without_jobs = failures[(failures["job_id"] == 0) & (failures["created_at"] >= since)]
     run_rows = runs_without_jobs.assign(
@@ -314,11 +321,19 @@ def _strips(data: SummaryData) -> str:
     return "\n".join(lines)
 
 
+def _category(row: pd.Series) -> str:
+    """The failure's category; for an unknown one, why (analytics.evidence.unknown_reason)."""
+    if not isinstance(row["category"], str):
+        return "not classified"
+    reason = unknown_reason(row["stage"], row["basis"]) if isinstance(row["basis"], str) else ""
+    return md_text(reason) if reason else f"`{row['category']}`"
+
+
 def _failure_item(row: pd.Series) -> str:
     where = f"{md_text(_stem(row['workflow_path']))} / {md_text(row['logical_job'])}"
     facts = [
         f"**{where}**",
-        f"`{row['category']}`" if isinstance(row["category"], str) else "not classified",
+        _category(row),
         f"{row['verdict']}: {md_text(row['evidence'])}",
         f"runner {md_text(row['runner_name'])}" if isinstance(row["runner_name"], str) else "",
         link("job", row["html_url"]),
@@ -336,7 +351,7 @@ def _failures(data: SummaryData) -> str:
         return f"{title}\n\nNo failed job on the default branch. 🎉"
     counts = rows["group"].value_counts()
     overview = " · ".join(f"**{group}** {counts[group]}" for group in GROUPS if group in counts)
-    parts = [title, "", overview]
+    parts = [title, "", overview, "", f"How much of this is known: {describe(rows['basis'])}."]
     for group, heading in GROUPS.items():
         chosen = rows[rows["group"] == group]
         if chosen.empty:
@@ -416,6 +431,8 @@ def load_summary(
     runs = runs[in_scope(runs, "default", config.default_branch) & runs["lineage"].isin(touched)]
     jobs = jobs[in_scope(jobs, "default", config.default_branch) & jobs["lineage"].isin(touched)]
     failures = failure_details(engine, where)
+    evidence = load_failures(engine, where, detail=())[[*FAILURE_KEYS, "evidence", "stage"]]
+    failures = failures.merge(evidence, on=FAILURE_KEYS, how="left")
     failures = failures[failures["run_id"].isin(runs["run_id"])]
     sync = last_sync(engine, config.repo)
     return summarise(

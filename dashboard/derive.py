@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import rates
+from analytics.evidence import KNOWN
 
 RECENT_RUNS = 10  # TestGrid's num_columns_recent: the runs a tile status looks at
 NEW_DAYS = 21  # Treeherder: a failure line unseen for 21 days is new
@@ -116,6 +117,25 @@ def successor_first_runs(
     return (
         pd.concat(strips, ignore_index=True)[columns] if strips else pd.DataFrame(columns=columns)
     )
+
+
+NO_STEP = "(no step)"
+
+
+def unknown_by_stage(failures: pd.DataFrame) -> pd.DataFrame:
+    """The unknown failures (``basis`` not in analytics.evidence.KNOWN) per stage and basis,
+    most first; stage NO_STEP where the job stopped in no known step. Columns: stage, basis,
+    failures."""
+    unknown = failures[failures["basis"].notna() & ~failures["basis"].isin(KNOWN)]
+    table = (
+        unknown.assign(stage=unknown["stage"].fillna(NO_STEP))
+        .groupby(["stage", "basis"])
+        .size()
+        .rename("failures")
+        .reset_index()
+    )
+    order = table.sort_values(["failures", "stage", "basis"], ascending=[False, True, True])
+    return order.reset_index(drop=True)
 
 
 def mark_new(signatures: pd.DataFrame, reference: pd.Timestamp) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from analytics import before_after as ba
 from analytics import changepoints as cp
-from analytics import coverage, outcomes, rates, setup, verdicts
+from analytics import coverage, evidence, outcomes, rates, setup, verdicts
 from ciflake.config import Config, load_config
 from ciflake.events import all_events
 from dashboard import derive
@@ -151,6 +151,7 @@ WINDOW_RUN_COLUMNS = [
     "created_at",
     "logical_outcome",
     "failure_category",
+    "failure_basis",
     "event",
     "head_branch",
 ]
@@ -286,6 +287,21 @@ def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=TTL)
+def basis_mix(db_url: str, filters: Filters) -> pd.DataFrame:
+    """How much of each event's red-run category mix is known, per side (ba.basis_mix)."""
+    config = current_config()
+    return ba.basis_mix(
+        _all_runs(db_url, _where(filters))[WINDOW_RUN_COLUMNS],
+        events(db_url),
+        window_days=config.window_days,
+        scope=filters.scope,
+        default_branch=config.default_branch,
+        lineages=sorted({w.lineage for w in config.workflows}),
+        per_lineage=False,
+    )
+
+
+@st.cache_data(ttl=TTL)
 def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
     config = current_config()
     frame = _all_runs(db_url, _where(filters))[STRIP_RUN_COLUMNS]
@@ -333,6 +349,19 @@ def failure_periods(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
     return periods.groupby(["period", "category"], as_index=False)["failures"].sum()
 
 
+FAILURE_KEYS = ["run_id", "run_attempt", "job_id"]
+
+
+@st.cache_data(ttl=TTL)
+def failure_bases(db_url: str, filters: Filters) -> pd.DataFrame:
+    """The failures the categories chart counts, each with its stage and basis
+    (analytics.evidence). Columns: run_id, run_attempt, job_id, category, stage, basis."""
+    paths = _tagged_paths(current_config(), filters.tags)
+    failures = queries.load_failures(engine(db_url), filters.run_filter(paths), detail=())
+    failures = failures.assign(basis=evidence.failure_basis(failures))
+    return failures[[*FAILURE_KEYS, "category", "stage", "basis"]]
+
+
 @st.cache_data(ttl=TTL)
 def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
     paths = _tagged_paths(current_config(), filters.tags)
@@ -342,8 +371,12 @@ def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
 
 @st.cache_data(ttl=TTL)
 def signature_failures(db_url: str, filters: Filters, signature: str) -> pd.DataFrame:
+    """The newest failures with ``signature`` (store.queries.signature_failures), with their
+    stage and basis."""
     paths = _tagged_paths(current_config(), filters.tags)
-    return queries.signature_failures(engine(db_url), signature, filters.run_filter(paths))
+    found = queries.signature_failures(engine(db_url), signature, filters.run_filter(paths))
+    bases = failure_bases(db_url, filters).drop(columns="category")
+    return found.merge(bases, on=FAILURE_KEYS, how="left").set_axis(found.index)
 
 
 @st.cache_data(ttl=TTL)

@@ -1,9 +1,11 @@
 """A real browser on a running ``ciflake dashboard``: every page opens with no error element and
-charts that carry data; a screenshot per page lands in tests/artifacts/ for a human to look at."""
+charts that carry data, the Migrations page says how much of each side's failure mix is known;
+a screenshot per page lands in tests/artifacts/ for a human to look at."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -40,6 +42,12 @@ PAGES = {
 CHART_POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
     div => (div._fullData || []).reduce(
         (n, t) => n + (t._length || (t.z ? t.z.length : 0) || 0), 0))"""
+
+# The Migrations page's line per side of an event (analytics.evidence.describe after the label).
+EVIDENCE_LABEL = re.compile(r"^Failure causes (before|after): ")
+EVIDENCE_LINE = re.compile(
+    r"Failure causes (before|after): (category (from|unknown) .+; n=\d+ failures?|no failures)"
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -88,4 +96,16 @@ def test_every_page_in_chromium(dashboard_url: str) -> None:
             points = page.evaluate(CHART_POINTS)
             assert all(n > 0 for n in points), f"{name}: empty chart ({json.dumps(points)})"
             assert points or name == "export", f"{name}: no chart"
+            if name == "migrations":
+                _check_evidence_lines(page)
         browser.close()
+
+
+def _check_evidence_lines(page) -> None:
+    """Every open event says, before and after it, how much of its failure mix is known."""
+    found = page.get_by_text(EVIDENCE_LABEL)
+    lines = [item.inner_text().strip() for item in found.all() if item.is_visible()]
+    assert lines, "migrations: no evidence line"
+    assert all(EVIDENCE_LINE.fullmatch(line) for line in lines), lines
+    sides = [EVIDENCE_LINE.fullmatch(line)[1] for line in lines]
+    assert sides == ["before", "after"] * (len(sides) // 2) and len(sides) % 2 == 0, lines

@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 from sqlalchemy.orm import Session
 
+from analytics.before_after import basis_mix
 from analytics.outcomes import in_scope, scope_terms
+from analytics.setup import event_table
 from ciflake.config import load_config
-from ciflake.events import add_event
+from ciflake.events import add_event, all_events
 from collector.frames import logical_job_frame, logical_run_frame
 from dashboard import loaders
 from dashboard.filters import Filters
@@ -23,7 +25,13 @@ from store.upsert import upsert
 from tests.collected import collected_copy
 
 REPO = "verl-project/verl"
-RUN_KEYS = ["run_id", "logical_outcome", "first_attempt_conclusion", "failure_category"]
+RUN_KEYS = [
+    "run_id",
+    "logical_outcome",
+    "first_attempt_conclusion",
+    "failure_category",
+    "failure_basis",
+]
 JOB_KEYS = ["run_id", "logical_job", "logical_outcome", "red_attempts", "red_job_id", "category"]
 
 
@@ -71,6 +79,23 @@ def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
     expected_jobs = jobs[in_scope(jobs, scope, config.default_branch)]
     assert shown_jobs["category"].notna().any()
     pd.testing.assert_frame_equal(_rows(shown_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
+
+
+def test_migrations_basis_lines_equal_those_of_the_full_loads(db, reference):
+    """The Migrations page's evidence lines come from the same red runs as the full loads."""
+    runs, _, config = reference
+    filters = Filters(REPO, *loaders.day_span(db, REPO), (), "default")
+    shown = loaders.basis_mix(db, filters)
+    expected = basis_mix(
+        runs,
+        event_table(all_events(config, make_engine(db, read_only=True))),
+        window_days=config.window_days,
+        default_branch=config.default_branch,
+        lineages=sorted({w.lineage for w in config.workflows}),
+        per_lineage=False,
+    )
+    assert shown["before_red"].sum() > 0 and shown["before_basis"].str.contains("n=").any()
+    pd.testing.assert_frame_equal(shown, expected)
 
 
 def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):

@@ -51,6 +51,9 @@ HISTORY = [
     (5, NEW, "push", ["failure"], "timeout"),
     (40, NEW, "push", ["success"], None),
 ]
+# The evidence that decided each category (the rest: none) and the stage the job stopped in.
+EVIDENCE = {"oom": "annotations", "network": "job", "timeout": "annotations"}
+STAGES = {"oom": "testing", "network": "installing"}
 
 
 def _build(engine) -> None:
@@ -106,6 +109,8 @@ def _build(engine) -> None:
                         "run_attempt": attempt,
                         "job_id": job_id,
                         "category": category,
+                        "evidence": EVIDENCE.get(category, "none"),
+                        "stage": STAGES.get(category),
                         "rule": "r",
                         "signature": "s",
                         "env": {"torch": "2.9"},
@@ -255,6 +260,27 @@ def test_before_after_csv_recomputed_from_runs_csv(filled, db_url, runner, tmp_p
     )
     assert row["event_date"] == "2026-08-12T12:44:00Z" and row["scope"] == "default"
     assert checked == len(table)
+    # before: flaky (oom), fail (oom), fail (a category no evidence decided, no log)
+    assert row["before_known"] == pytest.approx(2 / 3)
+    assert row["before_basis"] == (
+        "category from annotations 67%, unknown 33% (no log 33%); n=3 failures"
+    )
+    # after: flaky (network), fail (timeout)
+    assert row["after_known"] == 1.0
+    assert row["after_basis"] == "category from annotations 50%, from job facts 50%; n=2 failures"
+    quiet = table[table["after_runs"] + table["before_runs"] == 0]
+    assert quiet["before_known"].isna().all() and (quiet["before_basis"] == "no failures").all()
+
+
+def test_export_failures_and_jobs_carry_evidence(filled, db_url, runner, tmp_path):
+    failures = pd.read_csv(_export(runner, db_url, tmp_path, "failures"), keep_default_na=False)
+    categories = [c for _, _, _, conclusions, c in HISTORY for x in conclusions if x == "failure"]
+    assert len(failures) == len(categories)
+    assert list(failures["evidence"]) == [EVIDENCE.get(c, "none") for c in categories]
+    assert list(failures["stage"]) == [STAGES.get(c, "") for c in categories]
+    jobs = pd.read_csv(_export(runner, db_url, tmp_path, "jobs"), keep_default_na=False)
+    evidence = dict(zip(failures["job_id"], failures["evidence"], strict=True))
+    assert list(jobs["evidence"]) == [evidence.get(job, "") for job in jobs["job_id"]]
 
 
 def test_export_filters_and_errors(filled, db_url, runner, tmp_path):

@@ -104,6 +104,45 @@ def test_runs_jobs_failures_match_the_database(db, runner, tmp_path):
     assert [f["line"] for f in failures if "HYPERLINK" in f["line"]] == ["'" + FORMULA]
 
 
+def test_failures_and_jobs_carry_the_stored_evidence(db, runner, tmp_path):
+    with Session(make_engine(db)) as session:
+        stored = {
+            (run_id, attempt, job_id): (evidence, stage or "")
+            for run_id, attempt, job_id, evidence, stage in session.execute(
+                select(
+                    Failure.run_id,
+                    Failure.run_attempt,
+                    Failure.job_id,
+                    Failure.evidence,
+                    Failure.stage,
+                )
+            )
+        }
+    failures = _export(runner, db, tmp_path, "failures")
+    exported = {
+        (int(f["run_id"]), int(f["run_attempt"]), int(f["job_id"])): (f["evidence"], f["stage"])
+        for f in failures
+    }
+    assert exported == stored
+    assert {e for e, _ in stored.values()} >= {"log", "none"}
+    by_job = {job_id: evidence for (_, _, job_id), (evidence, _) in stored.items() if job_id}
+    jobs = _export(runner, db, tmp_path, "jobs")
+    assert {int(j["job_id"]): j["evidence"] for j in jobs if j["evidence"]} == by_job
+
+
+def test_before_after_says_how_much_is_known(db, runner, tmp_path):
+    """Each side's known share and sentence are of its red runs (flaky + fail), none else."""
+    table = pd.DataFrame(_export(runner, db, tmp_path, "before-after"))
+    for side in ("before", "after"):
+        red = table[f"{side}_flaky"].astype(int) + table[f"{side}_fail"].astype(int)
+        known, basis = table[f"{side}_known"], table[f"{side}_basis"]
+        assert ((known == "") == (red == 0)).all()
+        assert ((basis == "no failures") == (red == 0)).all()
+        said = basis[red > 0].str.extract(r"; n=(\d+) failures?$")[0].astype(int)
+        assert (said == red[red > 0]).all() and len(said)
+        assert known[red > 0].astype(float).between(0, 1).all()
+
+
 def test_signatures_and_flaky_match_the_database(db, runner, tmp_path):
     signatures = _export(runner, db, tmp_path, "signatures")
     with Session(make_engine(db)) as session:

@@ -1,5 +1,6 @@
-"""``ciflake summary``: hostile log text neither pings nor breaks the comment, and ``--post``
-keeps exactly one comment, found on any page by its marker and edited in place."""
+"""``ciflake summary``: hostile log text neither pings nor breaks the comment, the failures say
+how much of their categories is known, and ``--post`` keeps exactly one comment, found on any
+page by its marker and edited in place."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from collector.summary import (
     render_summary,
 )
 from store.engine import make_engine
-from store.models import Failure, PostedComment, WorkflowRun
+from store.models import Failure, JobLog, PostedComment, WorkflowRun
 from tests.collected import collected_copy
 from tests.hubtools import TEST_SCALE
 
@@ -91,6 +92,42 @@ def test_hostile_log_lines_neither_ping_nor_break_the_comment(hostile_db):
     assert "<img" not in text and "maintainer" not in text
     assert "### Failures since 2026-09-20 00:00 UTC" in markdown
     assert "#### 🆕 NEW signature" in markdown
+
+
+KNOWN_LINE = re.compile(
+    r"How much of this is known: (category (from|unknown) .+; n=(\d+) failures?|no failures)\."
+)
+ITEM_JOB = re.compile(r"^- \*\*.*/job/(\d+)\)")
+
+
+def test_failures_say_how_much_of_their_categories_is_known(tmp_path):
+    url = collected_copy(tmp_path)
+    config = load_config(env={}, db_url=url)
+    engine = make_engine(url, read_only=True)
+    since = datetime(2026, 6, 1, tzinfo=UTC)  # expired logs before, archived ones after
+    data = load_summary(engine, config, all_events(config, engine), pr=None, since=since, now=NOW)
+    markdown = render_summary(data)
+    lines = [m for m in map(KNOWN_LINE.fullmatch, markdown.splitlines()) if m]
+    assert len(lines) == 1
+    total = int(re.search(r"### Failures since .*: (\d+)", markdown)[1])
+    assert int(lines[0][3]) == total > 0 and "more (`ciflake export" not in markdown
+    items = [line for line in markdown.splitlines() if line.startswith("- **")]
+    unknown = [line for line in items if " · unknown: " in line]
+    assert unknown, "no unknown failure since the date: pick an earlier one"
+    assert f"unknown {len(unknown) / total:.0%} (" in lines[0][0]
+    with Session(engine) as session:
+        for line in filter(ITEM_JOB.match, unknown):
+            job_id = int(ITEM_JOB.match(line)[1])
+            stage, status = session.execute(
+                select(Failure.stage, JobLog.status)
+                .join(JobLog, JobLog.job_id == Failure.job_id, isouter=True)
+                .where(Failure.job_id == job_id)
+            ).one()
+            why = {"expired": "log expired", "ok": "log read, no rule matched"}.get(
+                status, "no log"
+            )
+            said = f"failed while {stage}, {why}" if stage else why
+            assert f" · unknown: {said} · " in line
 
 
 def test_markdown_helpers_escape_and_fence():

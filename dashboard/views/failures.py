@@ -1,10 +1,12 @@
-"""Failures: categories over time, the signature table, and a drill-down into one failure's log."""
+"""Failures: categories over time with how much of them is known, the signature table, and a
+drill-down into one failure's log."""
 
 import streamlit as st
 
+from analytics.evidence import PHRASES, describe, unknown_reason
 from dashboard import charts, loaders
 from dashboard.context import current_view
-from dashboard.derive import NEW_DAYS
+from dashboard.derive import NEW_DAYS, unknown_by_stage
 
 view = current_view()
 
@@ -18,6 +20,12 @@ freq = st.segmented_control(
 )
 counts = loaders.failure_periods(view.db_url, view.filters, freq or "W")
 st.plotly_chart(charts.categories_over_time(counts, loaders.events(view.db_url)))
+bases = loaders.failure_bases(view.db_url, view.filters)
+st.caption(f"How much of this is known: {describe(bases['basis'])}")
+by_stage = unknown_by_stage(bases)
+if len(by_stage):
+    st.markdown("**Unknown failures by stage** (where the job stopped, from its failed step)")
+    st.dataframe(by_stage, hide_index=True)
 
 st.subheader("Signatures")
 signatures = loaders.signatures(view.db_url, view.filters)
@@ -72,6 +80,10 @@ choice = st.selectbox(
 )
 failure = occurrences.loc[choice]
 st.markdown(f"[Open the job]({failure['html_url']}) · matched line {failure['line_number']}")
+has_basis = isinstance(failure["basis"], str)
+reason = unknown_reason(failure["stage"], failure["basis"]) if has_basis else ""
+if reason:
+    st.warning(reason)
 excerpt = loaders.log_excerpt(view.db_url, int(failure["job_id"]), failure["line_number"])
 if excerpt is not None:
     first, text = excerpt
@@ -80,8 +92,8 @@ if excerpt is not None:
 elif failure["line"] or len(failure["context"]):
     st.caption(f"No archived log ({failure['log_status'] or 'no job'}): the stored context.")
     st.code("\n".join([*failure["context"], failure["line"] or ""]), language=None)
-else:
+elif not reason:
     st.info(
-        f"No log to show ({failure['log_status'] or 'a run without jobs'}): this failure was "
-        "classified from the job's own evidence (failed step, job name, run without jobs)."
+        f"No log to show ({failure['log_status'] or 'a run without jobs'}): the category comes "
+        f"{PHRASES.get(failure['basis'], 'from what survives of the job')}."
     )

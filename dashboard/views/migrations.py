@@ -1,5 +1,6 @@
 """Migrations: per change event, before/after with intervals and p-values, the first runs of
-the workflows it created, the coverage it lost, and the failure-category mix either side."""
+the workflows it created, the coverage it lost, and the failure-category mix either side with
+how much of it is known."""
 
 import pandas as pd
 import streamlit as st
@@ -30,6 +31,7 @@ st.caption(
 )
 table = loaders.before_after(view.db_url, view.filters)
 shift = loaders.category_shift(view.db_url, view.filters)
+known = loaders.basis_mix(view.db_url, view.filters)
 strips = loaders.successor_first_runs(view.db_url, view.filters)
 lost = loaders.coverage_lost(view.db_url, view.filters)
 events = table.drop_duplicates("event_date").sort_values("event_date", ascending=False)
@@ -41,6 +43,9 @@ for event in events.itertuples():
         f"{event.event_date:%Y-%m-%d} {label}{event.event_title} ({event.event_kind})",
         expanded=event.event_kind == "migration" or event.event_pr == 6568,
     ):
+        for row in known[known["event_title"] == event.event_title].head(1).to_dict("records"):
+            st.caption(f"Failure causes before: {row['before_basis']}")
+            st.caption(f"Failure causes after: {row['after_basis']}")
         st.dataframe(
             pd.DataFrame(
                 {
