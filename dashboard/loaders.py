@@ -9,6 +9,7 @@ import os
 import zlib
 from dataclasses import replace
 from datetime import date, datetime
+from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -273,32 +274,28 @@ def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
     )
 
 
+def _window_mix_args(db_url: str, filters: Filters) -> dict[str, Any]:
+    """What category_shift and basis_mix read: the windowed runs and the same settings."""
+    config = current_config()
+    return {
+        "runs": _all_runs(db_url, _where(filters))[WINDOW_RUN_COLUMNS],
+        "events": events(db_url),
+        "window_days": config.window_days,
+        "scope": filters.scope,
+        "default_branch": config.default_branch,
+        "lineages": sorted({w.lineage for w in config.workflows}),
+    }
+
+
 @st.cache_data(ttl=TTL)
 def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
-    config = current_config()
-    return ba.category_shift(
-        _all_runs(db_url, _where(filters))[WINDOW_RUN_COLUMNS],
-        events(db_url),
-        window_days=config.window_days,
-        scope=filters.scope,
-        default_branch=config.default_branch,
-        lineages=sorted({w.lineage for w in config.workflows}),
-    )
+    return ba.category_shift(**_window_mix_args(db_url, filters))
 
 
 @st.cache_data(ttl=TTL)
 def basis_mix(db_url: str, filters: Filters) -> pd.DataFrame:
     """How much of each event's red-run category mix is known, per side (ba.basis_mix)."""
-    config = current_config()
-    return ba.basis_mix(
-        _all_runs(db_url, _where(filters))[WINDOW_RUN_COLUMNS],
-        events(db_url),
-        window_days=config.window_days,
-        scope=filters.scope,
-        default_branch=config.default_branch,
-        lineages=sorted({w.lineage for w in config.workflows}),
-        per_lineage=False,
-    )
+    return ba.basis_mix(**_window_mix_args(db_url, filters), per_lineage=False)
 
 
 @st.cache_data(ttl=TTL)

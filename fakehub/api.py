@@ -237,23 +237,28 @@ class RepoApi:
 
     # ---- check runs: a job's id is its check run's id; kept after the log has expired ------
 
-    def check_run(self, request: Request, job_id: str) -> Response:
+    def _checked_job(self, job_id: str) -> tuple[Job, Run] | Response:
+        """The job behind a check run, or GitHub's answer when there is none to show."""
         if not self.checks_readable:
             return error(403, NO_PERMISSION, CHECKS_DOCS)
         job = self.history.job_by_id.get(int(job_id))
         if job is None:
             return error(404, "Not Found")
-        run = self.history.run_by_id[job.run_id]
+        return job, self.history.run_by_id[job.run_id]
+
+    def check_run(self, request: Request, job_id: str) -> Response:
+        found = self._checked_job(job_id)
+        if isinstance(found, Response):
+            return found
+        job, run = found
         count = len(job_notes(job, run, self.shapes.full))
         return json_response(200, self.shapes.check_run(job, run, count))
 
     def check_run_annotations(self, request: Request, job_id: str) -> Response:
-        if not self.checks_readable:
-            return error(403, NO_PERMISSION, CHECKS_DOCS)
-        job = self.history.job_by_id.get(int(job_id))
-        if job is None:
-            return error(404, "Not Found")
-        run = self.history.run_by_id[job.run_id]
+        found = self._checked_job(job_id)
+        if isinstance(found, Response):
+            return found
+        job, run = found
         notes = job_notes(job, run, self.shapes.full)
         url = f"{self.shapes.api}/check-runs/{job.id}/annotations"
         page, link = paginate(notes, request, url)

@@ -4,7 +4,6 @@ database; every number is recomputed from the store, none is taken from the page
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -21,9 +20,8 @@ from collector.frames import logical_run_frame
 from store.engine import make_engine
 from store.models import Failure, WorkflowRun
 from store.queries import RunFilter, load_failures, signature_failures, signature_summary
+from tests.test_dashboard import APP, TIMEOUT, _visit
 
-APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
-TIMEOUT = 120
 REPO = "verl-project/verl"
 KEYS = ["run_id", "run_attempt", "job_id"]
 SENTENCE = re.compile(
@@ -37,12 +35,6 @@ SENTENCE = re.compile(
 def app(demo_db: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("CIFLAKE_DB_URL", demo_db)
     return AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-
-
-def _visit(app: AppTest, page: str) -> AppTest:
-    app.switch_page(f"views/{page}.py").run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
 
 
 def _n(sentence: str) -> int:
