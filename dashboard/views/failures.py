@@ -63,7 +63,7 @@ signature = st.selectbox(
     labels.index,
     format_func=lambda s: (
         f"{labels.at[s, 'category']} · {labels.at[s, 'failures']}× · "
-        f"{str(labels.at[s, 'line'])[:90]}"
+        f"{labels.at[s, 'line'][:90] if isinstance(labels.at[s, 'line'], str) else 'no line'}"
     ),
     key="drill_signature",
 )
