@@ -225,6 +225,16 @@ def category_shift(
     return out.drop(columns=["pair", "event_lineages"], errors="ignore")
 
 
+KNOWN_COLUMNS = [f"{side}_{c}" for side in ("before", "after") for c in ("known", "basis")]
+
+
+def with_basis(table: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
+    """``before_after``'s table with ``<side>_known`` and ``<side>_basis`` of ``basis_mix``
+    (per lineage) joined on each (event, lineage)."""
+    keys = ["event_date", "event_title", "lineage"]
+    return table.merge(known[[*keys, *KNOWN_COLUMNS]], on=keys, how="left")
+
+
 def basis_mix(
     runs: pd.DataFrame,
     events: pd.DataFrame,

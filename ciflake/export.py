@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics.before_after import basis_mix, before_after
+from analytics.before_after import basis_mix, before_after, with_basis
 from analytics.outcomes import attach_lineage, in_scope, normalise_job_names
 from analytics.rates import rank_by_lower_bound, stability
 from analytics.setup import event_table, workflow_table
@@ -253,9 +253,7 @@ def before_after_export(
         scope=scope,
         default_branch=config.default_branch,
     )
-    keys = ["event_date", "event_title", "lineage"]
-    basis = [f"{side}_{c}" for side in ("before", "after") for c in ("known", "basis")]
-    table = table.merge(known[[*keys, *basis]], on=keys, how="left")
+    table = with_basis(table, known)
     renamed = {
         f"{side}_success_rate_{bound}": f"{side}_ci_{bound}"
         for side in ("before", "after")

@@ -293,6 +293,14 @@ def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=TTL)
+def before_after_known(db_url: str, filters: Filters) -> pd.DataFrame:
+    """The before/after table with how much of each side's category mix is known, as
+    ``ciflake export before-after`` writes it (the Export page's CSV)."""
+    known = ba.basis_mix(**_window_mix_args(db_url, filters))
+    return ba.with_basis(before_after(db_url, filters), known)
+
+
+@st.cache_data(ttl=TTL)
 def basis_mix(db_url: str, filters: Filters) -> pd.DataFrame:
     """How much of each event's red-run category mix is known, per side (ba.basis_mix)."""
     return ba.basis_mix(**_window_mix_args(db_url, filters), per_lineage=False)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from sqlalchemy.orm import Session
 
-from analytics.before_after import basis_mix
+from analytics.before_after import KNOWN_COLUMNS, basis_mix
 from analytics.outcomes import in_scope, scope_terms
 from analytics.setup import event_table
 from ciflake.config import load_config
@@ -96,6 +96,21 @@ def test_migrations_basis_lines_equal_those_of_the_full_loads(db, reference):
     )
     assert shown["before_red"].sum() > 0 and shown["before_basis"].str.contains("n=").any()
     pd.testing.assert_frame_equal(shown, expected)
+
+
+def test_export_page_before_after_says_how_much_is_known(db, reference):
+    """The Export page's before-after CSV carries the same known/basis columns as
+    `ciflake export before-after`, one per (event, lineage) row of the table."""
+    runs, _, config = reference
+    filters = Filters(REPO, *loaders.day_span(db, REPO), (), "default")
+    table = loaders.before_after_known(db, filters)
+    assert len(table) == len(loaders.before_after(db, filters))
+    assert set(KNOWN_COLUMNS) <= set(table.columns)
+    red = table["before_flaky"] + table["before_fail"]
+    with_red = table[red > 0]
+    assert len(with_red) and with_red["before_known"].between(0, 1).all()
+    pairs = zip(red[red > 0], with_red["before_basis"], strict=True)
+    assert all(f"n={n} failure" in text for n, text in pairs)
 
 
 def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ view = current_view()
 url, filters = view.db_url, view.filters
 TABLES = {
     "runs": lambda: loaders.runs(url, filters),
-    "before-after": lambda: loaders.before_after(url, filters),
+    "before-after": lambda: loaders.before_after_known(url, filters),
     "signatures": lambda: loaders.signatures(url, filters),
     "flaky-jobs": lambda: loaders.flaky_jobs(url, filters),
     "verdicts": lambda: loaders.job_verdicts(url, filters),
