@@ -15,7 +15,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHMARKS = ("bench.classifier", "bench.store", "bench.collector", "bench.dashboard")
+BENCHMARKS = (
+    "bench.classifier",
+    "bench.real_logs",
+    "bench.store",
+    "bench.collector",
+    "bench.dashboard",
+)
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 

@@ -1,0 +1,65 @@
+"""bench.real_logs scores any JSONL set in the development set's format (these rows are ours)."""
+
+from __future__ import annotations
+
+import json
+
+from bench.real_logs import measure, recall_precision, report, score
+
+ROWS = [
+    {
+        "id": "ours-cuda-oom",
+        "label": "oom",
+        "secondary_label": None,
+        "text": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    },
+    {
+        "id": "ours-no-module",
+        "label": "missing_dependency",
+        "secondary_label": None,
+        "text": "ModuleNotFoundError: No module named 'flash_attn'",
+    },
+    {
+        "id": "ours-code-bug",
+        "label": "other",
+        "secondary_label": "test_failure",
+        "text": "Traceback (most recent call last):\nValueError: bad shape in collate",
+    },
+    {
+        "id": "ours-unseen",
+        "label": "network",
+        "secondary_label": "infra",
+        "text": "the mirror took the day off",
+    },
+]
+
+
+def _write(tmp_path, rows):
+    path = tmp_path / "set.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_scores_labels_with_other_as_unknown(tmp_path):
+    cases = {c.id: c for c in score(_write(tmp_path, ROWS))}
+    assert cases["ours-cuda-oom"].exact and cases["ours-no-module"].exact
+    assert cases["ours-code-bug"].label == "unknown" and cases["ours-code-bug"].exact
+    assert not cases["ours-unseen"].exact and cases["ours-unseen"].got == "unknown"
+    table = recall_precision(list(cases.values()))
+    assert table["network"] == (0.0, None, 1)
+    assert table["unknown"][1] == 0.5  # two picked unknown, one of them right
+
+
+def test_report_lists_every_miss_and_the_rows_meet_or_miss_their_targets(tmp_path):
+    path = _write(tmp_path, ROWS)
+    text = report(score(path))
+    assert text.startswith("exact 3/4 = 75.0%") and "- ours-unseen: network -> unknown" in text
+    exact, recall = measure(path)
+    assert exact["value"] == "3/4 = 75.0%" and exact["met"] is False
+    assert "ours-unseen (network -> unknown)" in exact["note"]
+    assert recall["value"] == "network 0%" and recall["met"] is False
+
+
+def test_an_absent_set_is_said_not_scored(tmp_path):
+    (row,) = measure(tmp_path / "absent.jsonl")
+    assert row["value"] == "not measured" and row["met"] is None and "absent" in row["note"]
