@@ -191,9 +191,6 @@ def jobs_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFram
 def failures_export(engine: Engine, config: Config, where: RunFilter) -> pd.DataFrame:
     """The ``failures`` table, oldest first, in FAILURES_COLUMNS order."""
     failures = failure_details(engine, where).iloc[::-1].reset_index(drop=True)
-    keys = ["run_id", "run_attempt", "job_id"]
-    evidence = load_failures(engine, where, detail=())[[*keys, "evidence", "stage"]]
-    failures = failures.merge(evidence, on=keys, how="left")
     return _with_lineage(failures, config)[FAILURES_COLUMNS]
 
 

@@ -3,7 +3,7 @@ stay under GitHub's 1,000-result cap, and save them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -110,7 +110,7 @@ def save_runs(
     repo: str,
     paths: dict[int, str],
     runs: Sequence[dict],
-    timed_out: set[int] = frozenset(),  # type: ignore[assignment]
+    timed_out: Collection[int] = frozenset(),
     deleted: dict[int, datetime] | None = None,
 ) -> None:
     """Upsert runs; ``timed_out``: ids of runs whose latest attempt hit a time limit,

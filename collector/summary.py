@@ -32,7 +32,7 @@ from collector.client import CollectError, GitHubClient
 from collector.frames import logical_job_frame, logical_run_frame
 from collector.markdown import code_block, details, link, md_text
 from store.models import PostedComment
-from store.queries import RunFilter, failure_details, last_sync, load_failures
+from store.queries import RunFilter, failure_details, last_sync
 from store.upsert import upsert
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,6 @@ GROUPS = {
 }
 VERDICT_GROUPS = {"persistent": "PERSISTENT", "flaky": "FLAKY", "infra": "INFRA/ENV"}
 SINCE_PATTERN = re.compile(r"(\d+)\s*([hd])")
-FAILURE_KEYS = ["run_id", "run_attempt", "job_id"]
 
 
 @dataclass(frozen=True)
@@ -173,10 +172,10 @@ def failure_groups(
 ) -> pd.DataFrame:
     """Failed logical jobs of runs created since ``since`` (plus runs that failed with no jobs),
     each in a group: NEW when its signature did not occur in the ``new_days`` before ``since``,
-    else by its verdict (analytics.verdicts). ``failures`` also need the columns evidence and
-    stage (load_summary adds them). Columns: group, created_at, workflow_path, logical_job,
-    category, verdict, evidence, line, runner_name, html_url, stage, basis (of the failure's
-    category, analytics.evidence; empty for a job with no classified failure)."""
+    else by its verdict (analytics.verdicts); ``failures``: store.queries.failure_details.
+    Columns: group, created_at, workflow_path, logical_job, category, verdict, evidence, line,
+    runner_name, html_url, stage, basis (of the failure's category, analytics.evidence; empty
+    for a job with no classified failure)."""
     verdicts = job_verdicts(jobs, failures)
     recent = verdicts[verdicts["created_at"] >= since].reset_index(drop=True)
     failures = failures.assign(basis=failure_basis(failures))
@@ -431,8 +430,6 @@ def load_summary(
     runs = runs[in_scope(runs, "default", config.default_branch) & runs["lineage"].isin(touched)]
     jobs = jobs[in_scope(jobs, "default", config.default_branch) & jobs["lineage"].isin(touched)]
     failures = failure_details(engine, where)
-    evidence = load_failures(engine, where, detail=())[[*FAILURE_KEYS, "evidence", "stage"]]
-    failures = failures.merge(evidence, on=FAILURE_KEYS, how="left")
     failures = failures[failures["run_id"].isin(runs["run_id"])]
     sync = last_sync(engine, config.repo)
     return summarise(

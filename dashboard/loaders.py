@@ -377,11 +377,10 @@ def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
 @st.cache_data(ttl=TTL)
 def signature_failures(db_url: str, filters: Filters, signature: str) -> pd.DataFrame:
     """The newest failures with ``signature`` (store.queries.signature_failures), with their
-    stage and basis."""
+    basis (analytics.evidence)."""
     paths = _tagged_paths(current_config(), filters.tags)
     found = queries.signature_failures(engine(db_url), signature, filters.run_filter(paths))
-    bases = failure_bases(db_url, filters).drop(columns="category")
-    return found.merge(bases, on=FAILURE_KEYS, how="left").set_axis(found.index)
+    return found.assign(basis=evidence.failure_basis(found))
 
 
 @st.cache_data(ttl=TTL)

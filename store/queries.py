@@ -403,7 +403,7 @@ def failure_details(
 
     Columns: run_id, run_attempt, job_id, created_at (of the run), workflow_path, job_name,
     runner_name, category, rule, signature, line_number, line, context (list of str), html_url
-    (the job's, else the run's), log_status."""
+    (the job's, else the run's), log_status, evidence, stage."""
     run = WorkflowRun
     stmt = (
         select(
@@ -422,6 +422,8 @@ def failure_details(
             Failure.context,
             func.coalesce(Job.html_url, run.html_url).label("html_url"),
             JobLog.status.label("log_status"),
+            Failure.evidence,
+            Failure.stage,
         )
         .join(run, run.id == Failure.run_id)
         .outerjoin(Job, Job.id == Failure.job_id)
