@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector.classify import classify_log
+from collector.classify import Classification, classify_log
 from store.vocabulary import CATEGORIES
 
 DEV_SET = Path(__file__).resolve().parent.parent.parent / "shared" / "real-logs" / "dev.jsonl"
@@ -32,6 +32,7 @@ class Case:
     got: str
     rule: str
     line: str | None
+    reason: str  # one line: why the classifier did not give the label (from its explanation)
 
     @property
     def exact(self) -> bool:
@@ -54,17 +55,28 @@ def score(path: Path) -> list[Case]:
             continue
         row = json.loads(raw)
         result = classify_log(row["text"])
+        label = _category(row["label"]) or "unknown"
         cases.append(
             Case(
                 id=row["id"],
-                label=_category(row["label"]) or "unknown",
+                label=label,
                 secondary=_category(row.get("secondary_label")),
                 got=result.category,
                 rule=result.rule,
                 line=result.line,
+                reason=_reason(result, label),
             )
         )
     return cases
+
+
+def _reason(result: Classification, label: str) -> str:
+    """Why `result` is not `label`, in the words of the decision's own explanation."""
+    winner, *others = result.explanation
+    wanted = next((step for step in others if step.category == label), None)
+    if wanted is not None:
+        return f"{wanted.rule!r} matched but {wanted.verdict}"
+    return f"no rule of {label} matched; {winner.rule!r} {winner.verdict}"
 
 
 def recall_precision(cases: list[Case]) -> dict[str, tuple[float | None, float | None, int]]:
@@ -104,6 +116,7 @@ def report(cases: list[Case]) -> str:
     for c in cases:
         if not c.exact:
             lines.append(f"- {c.id}: {c.label} -> {c.got} ({c.rule}): {c.line or '(no line)'}")
+            lines.append(f"  why: {c.reason}")
     return "\n".join(lines)
 
 
@@ -123,7 +136,7 @@ def measure(path: Path = DEV_SET) -> list[dict]:
     exact = sum(c.exact for c in cases) / len(cases)
     recalls = {k: v[0] for k, v in recall_precision(cases).items() if v[0] is not None}
     worst = min(recalls, key=recalls.__getitem__)
-    misses = ", ".join(f"{c.id} ({c.label} -> {c.got})" for c in cases if not c.exact)
+    misses = "; ".join(f"{c.id} ({c.label} -> {c.got}: {c.reason})" for c in cases if not c.exact)
     return [
         {
             "figure": f"Real failure logs ({path.name}), exact category",

@@ -56,7 +56,8 @@ def test_report_lists_every_miss_and_the_rows_meet_or_miss_their_targets(tmp_pat
     assert text.startswith("exact 3/4 = 75.0%") and "- ours-unseen: network -> unknown" in text
     exact, recall = measure(path)
     assert exact["value"] == "3/4 = 75.0%" and exact["met"] is False
-    assert "ours-unseen (network -> unknown)" in exact["note"]
+    assert "ours-unseen (network -> unknown: no rule of network matched;" in exact["note"]
+    assert "  why: no rule of network matched; 'error-looking line' won: nothing" in text
     assert recall["value"] == "network 0%" and recall["met"] is False
 
 

@@ -35,3 +35,32 @@ def test_table_output_shows_markup_like_text_verbatim(tmp_path) -> None:
     result = CliRunner().invoke(cli, ["classify", str(log)])
     assert result.exit_code == 0, result.output
     assert "[/bold] RuntimeError: [rank0] broke" in result.output
+
+
+def test_explain_names_the_winner_the_cause_it_followed_and_the_losers(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(
+        "[rank0]: KeyError: 'old_log_probs'\n"
+        "[rank1]:[E801 10:00:05 ProcessGroupNCCL.cpp:616] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE) ran for 1800011 milliseconds\n"
+        "vllm 0.8.5 requires torch==2.6.0, but you have torch 2.7.1 which is incompatible.\n"
+    )
+    result = CliRunner().invoke(cli, ["classify", "--explain", str(log)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"{log}: unknown (rule 'Python programming error', line 1)"
+    assert "won: the earlier cause (line 1) that 'collective timeout' followed" in lines[1]
+    assert "- collective timeout [timeout], line 2: a consequence: yields to" in result.output
+    assert "- pip resolution failed [missing_dependency], line 3: weak" in result.output
+
+
+def test_explain_json_carries_every_step(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("FAILED tests/t.py::x - AttributeError: module 'torch' has no attribute 'q'\n")
+    result = CliRunner().invoke(cli, ["classify", "--json", "--explain", str(log)])
+    row = json.loads(result.output)
+    assert [step["rule"] for step in row["explanation"]][:2] == [
+        "Python programming error",
+        "pytest failed",
+    ]
+    assert set(row["explanation"][0]) == {"rule", "category", "line_number", "line", "verdict"}

@@ -89,10 +89,10 @@ def test_environment_facts() -> None:
 
 
 def test_green_log_moves_the_catch_all_to_a_new_line() -> None:
-    failed = "KeyError: 'mask'\nError: cleanup skipped for /tmp/ray/1\n"
+    failed = "RuntimeError: mask lost\nError: cleanup skipped for /tmp/ray/1\n"
     green = "Error: cleanup skipped for /tmp/ray/2\n"
     assert classify_log(failed).line == "Error: cleanup skipped for /tmp/ray/1"
-    assert classify_log(failed, green_log=green).line == "KeyError: 'mask'"
+    assert classify_log(failed, green_log=green).line == "RuntimeError: mask lost"
 
 
 def test_path_and_stream_sources(tmp_path) -> None:

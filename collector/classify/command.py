@@ -1,4 +1,4 @@
-"""`ciflake classify FILE... [--json]`: classify log files without a database."""
+"""`ciflake classify FILE... [--json] [--explain]`: classify log files without a database."""
 
 from __future__ import annotations
 
@@ -12,20 +12,56 @@ from rich.table import Table
 from rich.text import Text
 
 from collector.classify.engine import Classification, classify_log
+from collector.classify.rootcause import Step
 
 EXIT_UNREADABLE = 2
 JSON_KEYS = ("path", "category", "rule", "signature", "line_number", "line")
 
 
-def _row(path: Path, result: Classification) -> dict[str, object]:
+def _row(path: Path, result: Classification, explain: bool) -> dict[str, object]:
     values = {"path": str(path), **vars(result)}
-    return {key: values[key] for key in JSON_KEYS}
+    row = {key: values[key] for key in JSON_KEYS}
+    if explain:
+        row["explanation"] = [vars(step) for step in result.explanation]
+    return row
+
+
+def _where(step: Step) -> str:
+    return f"line {step.line_number}" if step.line_number is not None else "no log line"
+
+
+def explanation(path: Path, result: Classification) -> list[str]:
+    """The decision for one log as lines of text: winner, its line, then every candidate the
+    procedure passed over and why (the tool for writing the next rule)."""
+    winner, *others = result.explanation
+    lines = [
+        f"{path}: {result.category} (rule {winner.rule!r}, {_where(winner)})",
+        f"  {winner.verdict}",
+    ]
+    if winner.line is not None:
+        lines.append(f"  > {winner.line}")
+    if result.context:
+        lines.append("  context above it:")
+        lines += [f"    {line}" for line in result.context]
+    if others:
+        lines.append("  candidates passed over:")
+    for step in others:
+        lines.append(f"  - {step.rule} [{step.category}], {_where(step)}: {step.verdict}")
+        if step.line is not None:
+            lines.append(f"      > {step.line}")
+    return lines
 
 
 @click.command("classify")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file per line.")
-def classify_command(files: tuple[Path, ...], as_json: bool) -> None:
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show how each decision was made: the winning rule and line, the wrapper or earlier "
+    "cause it followed, and every other candidate rule with why it lost.",
+)
+def classify_command(files: tuple[Path, ...], as_json: bool, explain: bool) -> None:
     """Classify each job log FILE: category, deciding rule, signature and the relevant line.
 
     An unreadable FILE is reported on stderr; the others are still classified, and the exit
@@ -35,15 +71,18 @@ def classify_command(files: tuple[Path, ...], as_json: bool) -> None:
     failed = False
     for path in files:
         try:
-            row = _row(path, classify_log(path))
+            result = classify_log(path)
         except OSError as exc:
             click.echo(f"ciflake: error: {path}: {exc.strerror or exc}", err=True)
             failed = True
             continue
+        row = _row(path, result, explain)
         if as_json:
             click.echo(json.dumps(row, ensure_ascii=False))
+        elif explain:
+            click.echo("\n".join(explanation(path, result)))
         rows.append(row)
-    if not as_json and rows:
+    if not as_json and not explain and rows:
         table = Table(*JSON_KEYS, box=None, pad_edge=False)
         for row in rows:
             table.add_row(*(Text("" if row[k] is None else str(row[k])) for k in JSON_KEYS))

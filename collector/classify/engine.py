@@ -1,7 +1,8 @@
 """Decide a failed job's category from its log, GitHub's annotations and the job facts.
 
-Rule order is priority (PyTorch log-classifier semantics): every rule's last accepted line
-counts, and the highest-priority rule whose evidence and job conditions hold wins.
+Every rule's last accepted line counts (PyTorch log-classifier semantics); which one is the root
+cause is decided by collector.classify.rootcause: wrappers, consequences, weak and advice text,
+then rule order.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from collector.classify.logscan import Hit, LogScan, log_scanner
+from collector.classify.rootcause import Evidence, Step, decide
 from collector.classify.rules import Rule, RuleSet, load_rules
 from collector.classify.signature import normalise, signature
 
@@ -39,6 +41,8 @@ class Classification:
     # patterns), or nothing (the catch-all: category unknown). store.vocabulary.EVIDENCE.
     evidence: str = "none"
     stage: str | None = None  # where the job stopped, from its step names (classify.stages)
+    # The winner's step, then every other candidate and why it lost (`classify --explain`).
+    explanation: tuple[Step, ...] = ()
 
 
 @contextmanager
@@ -75,18 +79,24 @@ def _pick_candidate(candidates: Sequence[Hit], green: set[str]) -> Hit | None:
 def _annotation_scan(ruleset: RuleSet, annotations: Sequence[str]) -> LogScan:
     """Scan GitHub's messages like log lines, minus line numbers: they are not in the log."""
     scanned = _scan(ruleset, "\n".join(annotations))
-    unnumbered = {i: replace(h, line_number=None, context=()) for i, h in scanned.hits.items()}
+
+    def unnumbered(hits: dict[int, Hit]) -> dict[int, Hit]:
+        return {i: replace(h, line_number=None, context=()) for i, h in hits.items()}
+
     candidates = deque(replace(h, line_number=None, context=()) for h in scanned.candidates)
-    return LogScan(unnumbered, candidates, {})
+    return LogScan(unnumbered(scanned.hits), unnumbered(scanned.weak), {}, candidates, {})
 
 
-def _evidence(ruleset: RuleSet, log: LogScan, notes: LogScan, green: set[str]) -> list[Hit | None]:
-    """Per rule, the line that supports it: a log line first, else an annotation."""
-    evidence: list[Hit | None] = [
-        log.hits.get(index) or notes.hits.get(index) for index in range(len(ruleset.rules) - 1)
-    ]
+def _evidence(ruleset: RuleSet, log: LogScan, notes: LogScan, green: set[str]) -> Evidence:
+    """Per rule, the lines that support it: a log line first, else an annotation."""
+    rules = range(len(ruleset.rules) - 1)
     catch_all = _pick_candidate(log.candidates, green) or _pick_candidate(notes.candidates, set())
-    return [*evidence, catch_all]
+    return Evidence(
+        strong=[log.hits.get(i) or notes.hits.get(i) for i in rules],
+        weak=[log.weak.get(i) or notes.weak.get(i) for i in rules],
+        first=dict(log.first),
+        catch_all=catch_all,
+    )
 
 
 def classify_job(
@@ -113,23 +123,22 @@ def classify_job(
     evidence = _evidence(ruleset, scanned, notes, green)
     steps = tuple(failed_steps)
 
-    def holds(rule: Rule, hit: Hit | None) -> bool:
-        has_evidence = hit is not None or not rule.patterns
-        return has_evidence and rule.conditions_hold(job_name, steps, no_jobs)
+    def holds(rule: Rule) -> bool:
+        return rule.conditions_hold(job_name, steps, no_jobs)
 
-    ranked = list(zip(ruleset.rules, evidence, strict=True))
-    best_line = next((hit for rule, hit in ranked if rule.patterns and hit), None)
-    winner, hit = next(((r, h) for r, h in ranked if holds(r, h)), (ruleset.catch_all, None))
+    decision = decide(ruleset, evidence, holds)
+    winner, hit = decision.rule, decision.hit
     if winner is ruleset.catch_all:
-        evidence = "none"
+        decided_by = "none"
     elif not winner.patterns:
-        evidence = "job"
+        decided_by = "job"
     else:  # annotation hits carry no line number (_annotation_scan)
-        evidence = "log" if hit is not None and hit.line_number is not None else "annotations"
+        decided_by = "log" if hit is not None and hit.line_number is not None else "annotations"
     if hit is None and not winner.patterns:
-        hit = best_line
+        hit = next((h for h in evidence.strong if h is not None), evidence.catch_all)
     return Classification(
-        evidence=evidence,
+        evidence=decided_by,
+        explanation=decision.steps,
         category=winner.category,
         rule=winner.name,
         signature=signature(winner.name, hit.line if hit else None),

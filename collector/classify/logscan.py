@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import BinaryIO
 
-from collector.classify.preprocess import clean_line
+from collector.classify.preprocess import clean_line, text_start
 from collector.classify.rules import Rule, RuleSet
 from collector.classify.scanner import Match, Scanner
 
@@ -22,6 +22,7 @@ MAX_CARRY = 8 << 20
 CONTEXT_LINES = 5
 CONTEXT_BYTES = 4096
 LINE_WINDOW = 4096  # bytes kept either side of a match on a very long line
+STRONG, WEAK = "strong", "weak"
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,16 @@ class Hit:
 
 @dataclass
 class LogScan:
-    """What one pass over a log found."""
+    """What one pass over a log found.
 
-    hits: dict[int, Hit] = field(default_factory=dict)  # rule index -> its last accepted line
+    A rule's line is strong evidence unless the rule matched only in a lower-level part of it
+    (a WARNING or INFO line, a retry): such a line is weak, and decides only when nothing
+    strong does. A match inside advice ("There are some potential root causes...") is none.
+    """
+
+    hits: dict[int, Hit] = field(default_factory=dict)  # rule index -> its last strong line
+    weak: dict[int, Hit] = field(default_factory=dict)  # rule index -> its last weak line
+    first: dict[int, int] = field(default_factory=dict)  # rule index -> its first strong line
     candidates: deque[Hit] = field(default_factory=deque)  # catch-all lines, oldest first
     env: dict[str, str] = field(default_factory=dict)
 
@@ -48,11 +56,23 @@ class _Block:
     lines_before: int
     offset: int
     prev_tail: bytes  # the last CONTEXT_BYTES of the log before this block
+    # (offset, newlines before it) counted so far: hits() and newlines() share one count
+    counted: list[int] = field(default_factory=lambda: [0, 0], compare=False, repr=False)
 
     def line_bounds(self, end: int) -> tuple[int, int]:
+        """The line around offset `end`: a physical line, or the logical line inside it where
+        a JSON-escaped `\\n` or a carriage return (progress bars) splits it."""
         start = self.data.rfind(b"\n", 0, end) + 1
         stop = self.data.find(b"\n", end)
-        return start, len(self.data) if stop < 0 else stop
+        stop = len(self.data) if stop < 0 else stop
+        if self.data.find(b"\\n", start, stop) >= 0 or self.data.find(b"\r", start, stop - 1) >= 0:
+            inner = end - 1 if end > start else end
+            for mark in (b"\\n", b"\r"):
+                cut = self.data.rfind(mark, start, inner)
+                start = start if cut < 0 else cut + len(mark)
+                cut = self.data.find(mark, inner, stop)
+                stop = stop if cut < 0 else cut
+        return start, stop
 
     def line_text(self, start: int, stop: int, end: int) -> str:
         return clean_line(self.data[max(start, end - LINE_WINDOW) : min(stop, end + LINE_WINDOW)])
@@ -60,11 +80,19 @@ class _Block:
     def hits(self, found: list[tuple[int, str]]) -> list[Hit]:
         """Hits for (line start, text) pairs; newlines are counted once across the block."""
         numbers: dict[int, int] = {}
-        number, counted = self.lines_before + 1, 0
+        counted, newlines = self.counted
         for start in sorted({start for start, _ in found}):
-            number += self.data.count(b"\n", counted, start)
-            numbers[start], counted = number, start
+            if start < counted:  # a second call for earlier lines: count again from 0
+                counted, newlines = 0, 0
+            newlines += self.data.count(b"\n", counted, start)
+            numbers[start], counted = self.lines_before + 1 + newlines, start
+        self.counted[:] = counted, newlines
         return [Hit(numbers[start], text, self._context(start)) for start, text in found]
+
+    def newlines(self) -> int:
+        """The block's newlines, counting only what hits() has not counted yet."""
+        counted, newlines = self.counted
+        return newlines + self.data.count(b"\n", counted)
 
     def _context(self, start: int) -> tuple[str, ...]:
         window = self.data[max(0, start - CONTEXT_BYTES) : start]
@@ -82,8 +110,9 @@ def _blocks(stream: BinaryIO) -> Iterator[_Block]:
     while block := stream.read(CHUNK_BYTES):
         if not block.endswith(b"\n"):
             block += stream.readline(MAX_CARRY)
-        yield _Block(block, lines, offset, tail)
-        lines += block.count(b"\n")
+        item = _Block(block, lines, offset, tail)
+        yield item
+        lines += item.newlines()
         offset += len(block)
         tail = (tail + block[-CONTEXT_BYTES:])[-CONTEXT_BYTES:]
 
@@ -132,35 +161,82 @@ class LogScanner:
     def _take_rule_hits(
         self, block: _Block, matches: list[Match], result: LogScan, keep_candidates: int
     ) -> None:
-        """Walk matches backwards: the first acceptable line per rule is its last in the block."""
-        done: set[int] = set()
-        seen: set[tuple[int, int]] = set()
-        accepted: list[tuple[int, int, str]] = []  # (rule index, line start, text), last first
-        candidates = 0
-        for pid, end in reversed(matches):
+        """Per rule, its last strong and last weak line of the block (walking backwards), and
+        its first strong line if no earlier block had one (walking forwards)."""
+        ends: dict[int, list[int]] = {}
+        for pid, end in matches:
             is_fact, ri, _ = self._owner[pid]
-            if is_fact or ri in done:
-                continue
-            start, stop = block.line_bounds(end)
-            if (ri, start) in seen:
-                continue
-            seen.add((ri, start))
-            text = block.line_text(start, stop, end)
-            if not self._accepts(self.ruleset.rules[ri], text):
-                continue
-            accepted.append((ri, start, text))
-            candidates += ri == self._catch_all
-            if ri != self._catch_all or candidates >= keep_candidates:
-                done.add(ri)
-        hits = block.hits([(start, text) for _, start, text in accepted])
-        for (ri, _, _), hit in zip(reversed(accepted), reversed(hits), strict=True):
-            if ri == self._catch_all:
+            if not is_fact:
+                ends.setdefault(ri, []).append(end)
+        found: list[tuple[str, int, int, str]] = []  # (slot, rule index, line start, text)
+        for ri, rule_ends in ends.items():
+            lines = self._rule_lines(block, ri, rule_ends, ri in result.first, keep_candidates)
+            found.extend(lines)
+        hits = block.hits([(start, text) for _, _, start, text in found])
+        for (slot, ri, _, _), hit in sorted(zip(found, hits, strict=True), key=lambda f: f[0][2]):
+            if slot == "candidate":
                 result.candidates.append(hit)
+            elif slot == "first":
+                result.first.setdefault(ri, hit.line_number or 0)
             else:
-                result.hits[ri] = hit
+                (result.hits if slot == "strong" else result.weak)[ri] = hit
 
-    def _accepts(self, rule: Rule, text: str) -> bool:
-        return bool(text) and not self.ruleset.is_boilerplate(text) and not rule.excludes(text)
+    def _rule_lines(
+        self, block: _Block, ri: int, ends: list[int], has_first: bool, keep_candidates: int
+    ) -> Iterator[tuple[str, int, int, str]]:
+        rule = self.ruleset.rules[ri]
+        judged: dict[int, tuple[str | None, str]] = {}  # line start -> (strength, text)
+
+        def judge(end: int) -> tuple[int, str | None, str]:
+            start, stop = block.line_bounds(end)
+            if start not in judged:
+                text = block.line_text(start, stop, end)
+                judged[start] = (self._strength(rule, text), text)
+            return start, *judged[start]
+
+        if ri == self._catch_all:
+            taken: set[int] = set()
+            for end in reversed(ends):
+                start, strength, text = judge(end)
+                if strength == STRONG and start not in taken:
+                    taken.add(start)
+                    yield "candidate", ri, start, text
+                    if len(taken) >= keep_candidates:
+                        return
+            return
+        weak = False
+        for end in reversed(ends):
+            start, strength, text = judge(end)
+            if strength == WEAK and not weak:
+                weak = True
+                yield "weak", ri, start, text
+            elif strength == STRONG:
+                yield "strong", ri, start, text
+                break
+        else:
+            return  # no strong line in this block: no first one either
+        if not has_first:
+            for end in ends:
+                start, strength, text = judge(end)
+                if strength == STRONG:
+                    yield "first", ri, start, text
+                    return
+
+    def _strength(self, rule: Rule, text: str) -> str | None:
+        """STRONG; WEAK when the rule matched only in a lower-level part of the line (WARNING,
+        INFO, a retry); None when only in advice, or the line is not evidence at all."""
+        if not text or self.ruleset.is_boilerplate(text) or rule.excludes(text):
+            return None
+        advice = text_start(text, self.ruleset.advice)
+        weak = text_start(text, self.ruleset.weak)
+        if advice == weak == len(text):
+            return STRONG
+        start = rule.first_match(text) or 0  # a pattern that needs the raw line: assume its start
+        if start >= advice:
+            return None
+        if start >= weak:
+            return None if rule is self.ruleset.catch_all else WEAK
+        return STRONG
 
 
 @cache

@@ -1,4 +1,9 @@
-"""Load and validate rules.toml, so that a bad rule fails at load time, not mid-collection."""
+"""Load and validate rules.toml and tables.toml, so that a bad rule fails at load time.
+
+rules.toml holds the ordered rules; tables.toml holds the families of messages that are data
+rather than sentences (exception classes, errno numbers, vendor error codes), each row adding
+patterns to the rule it names.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,16 @@ from pathlib import Path
 from store.vocabulary import CATEGORIES
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("rules.toml")
+TABLES_NAME = "tables.toml"
 CATCH_ALL_CATEGORY = "unknown"
+# How a rule's line takes part in the search for the root cause (engine.decide):
+# - cause: a concrete error;
+# - consequence: what follows an error elsewhere (a collective timeout on a waiting rank, a dead
+#   actor, a child process that failed); it yields to any cause seen earlier in the log;
+# - generic: a wrapper code that names no cause of its own ("ERR00100 PTA call acl api
+#   failed", "EZ9999 Inner Error"); it keeps its place in the order, but is never the earlier
+#   cause a consequence yields to.
+ROLES = ("cause", "consequence", "generic")
 
 
 @dataclass(frozen=True)
@@ -25,6 +39,13 @@ class Rule:
     failed_step: re.Pattern[str] | None = None
     job_name: re.Pattern[str] | None = None
     no_jobs: bool = False
+    role: str = "cause"
+    # Group 1 is the error this line carries ("FAILED t.py::x - KeyError: 'a'"): it is
+    # classified in the wrapper's place.
+    carries: re.Pattern[str] | None = None
+    # When the line's traceback shows the frame that raised it, the frame's file must match.
+    raised_in: re.Pattern[str] | None = None
+    matchers: tuple[re.Pattern[str], ...] = ()  # `patterns` in Python re, to locate a match
 
     @property
     def has_conditions(self) -> bool:
@@ -40,6 +61,11 @@ class Rule:
 
     def excludes(self, line: str) -> bool:
         return any(p.search(line) for p in self.exclude)
+
+    def first_match(self, text: str) -> int | None:
+        """Where the leftmost match of any pattern starts in `text` (None: none matches)."""
+        starts = [found.start() for p in self.matchers if (found := p.search(text))]
+        return min(starts) if starts else None
 
 
 @dataclass(frozen=True)
@@ -57,6 +83,8 @@ class RuleSet:
     rules: tuple[Rule, ...]
     facts: tuple[Fact, ...]
     boilerplate: tuple[re.Pattern[str], ...]
+    weak: re.Pattern[str] | None = None  # where a lower log level begins in a line
+    advice: re.Pattern[str] | None = None  # where advice begins: never evidence
 
     @property
     def catch_all(self) -> Rule:
@@ -65,53 +93,143 @@ class RuleSet:
     def is_boilerplate(self, line: str) -> bool:
         return any(p.search(line) for p in self.boilerplate)
 
+    def rule_for_text(self, text: str) -> int | None:
+        """The index of the first rule with patterns that `text` alone satisfies."""
+        for index, rule in enumerate(self.rules):
+            if rule.matchers and rule.first_match(text) is not None and not rule.excludes(text):
+                return index
+        return None
+
 
 def _compile_all(patterns: list[str]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p) for p in patterns)
 
 
-def _parse_rule(raw: dict) -> Rule:
+def _any_of(patterns: list[str]) -> re.Pattern[str] | None:
+    """One regex for a list: its leftmost match is the leftmost of any of them."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
+
+def _optional(raw: dict, key: str) -> re.Pattern[str] | None:
+    return re.compile(raw[key]) if key in raw else None
+
+
+def _parse_rule(raw: dict, extra: list[str]) -> Rule:
     name = raw["name"]
     if raw["category"] not in CATEGORIES:
         raise ValueError(f"rule {name!r}: unknown category {raw['category']!r}")
+    role = raw.get("role", "cause")
+    if role not in ROLES:
+        raise ValueError(f"rule {name!r}: role must be one of {', '.join(ROLES)}")
+    patterns = (*raw.get("patterns", ()), *extra)
     rule = Rule(
         name=name,
         category=raw["category"],
-        patterns=tuple(raw.get("patterns", ())),
+        patterns=patterns,
         exclude=_compile_all(raw.get("exclude", [])),
-        failed_step=re.compile(raw["failed_step"]) if "failed_step" in raw else None,
-        job_name=re.compile(raw["job_name"]) if "job_name" in raw else None,
+        failed_step=_optional(raw, "failed_step"),
+        job_name=_optional(raw, "job_name"),
         no_jobs=bool(raw.get("no_jobs", False)),
+        role=role,
+        carries=_optional(raw, "carries"),
+        raised_in=_optional(raw, "raised_in"),
+        matchers=_compile_all(list(patterns)),
     )
     if not rule.patterns and not rule.has_conditions:
         raise ValueError(f"rule {name!r} has neither patterns nor job conditions")
     return rule
 
 
-def parse_rules(text: str) -> RuleSet:
-    """Parse rules.toml text; raises ValueError on a rule the engine could not apply."""
+_META = re.compile(r"([.^$*+?{}\[\]\\|()])")
+
+
+def _escape(text: str) -> str:
+    """`text` as a literal pattern in the subset all three engines read alike (re.escape would
+    escape spaces, which grep -E warns about)."""
+    return _META.sub(r"\\\1", text)
+
+
+def _capitalised_either(text: str) -> str:
+    """`text` as a pattern whose first letter may be upper or lower case."""
+    head, rest = text[0], _escape(text[1:])
+    return f"[{head.upper()}{head.lower()}]{rest}" if head.isalpha() else _escape(text)
+
+
+# Each table row becomes patterns of the rule it names. A name stands whole: after a non-word
+# character, at a line start, after a JSON-escaped "\n" or after an ANSI colour ("...[0m").
+_START = r"(^|[^A-Za-z0-9_]|\\n|\[[0-9;]*m)"
+_END = "([^A-Za-z0-9_]|$)"
+
+
+def _table_patterns(row: dict, kind: str) -> list[str]:
+    if kind == "exception":  # "torch.OutOfMemoryError: ...", "raise TimeoutError"
+        named = [f"{_START}{_escape(n)}{_END}" for n in row.get("names", ())]
+        # a bare class only where nothing qualifies or wraps it: RayTaskError(X) carries "X"
+        bare = [rf"(^|[ :']|\\n){_escape(n)}{_END}" for n in row.get("bare", ())]
+        return named + bare
+    if kind == "errno":
+        number, name = row["number"], row["name"]
+        return [rf"\[Errno {number}\]", rf"\b{name}\b", _capitalised_either(row["message"])]
+    if kind == "code":  # vendor codes: E[A-Z]nnnn names, or numbers after a "code"-like word
+        named = [f"{_START}{c}{_END}" for c in row.get("codes", ())]
+        numbered = [
+            rf"(code|result|ret|error|failed)[^0-9A-Za-z]{{0,12}}([a-z]+ ){{0,2}}{n}\b"
+            for n in row.get("numbers", ())
+        ]
+        return named + numbered
+    raise ValueError(f"unknown table {kind!r}")
+
+
+TABLE_KINDS = ("exception", "errno", "code")
+
+
+def _tables(text: str, names: set[str]) -> dict[str, list[str]]:
+    """rule name -> the patterns its table rows add."""
+    extra: dict[str, list[str]] = {}
     data = tomllib.loads(text)
-    rules = tuple(_parse_rule(r) for r in data["rule"])
-    names = [r.name for r in rules]
+    for kind in TABLE_KINDS:
+        for row in data.get(kind, []):
+            if row["rule"] not in names:
+                raise ValueError(f"{kind} table row names an unknown rule {row['rule']!r}")
+            extra.setdefault(row["rule"], []).extend(_table_patterns(row, kind))
+    return extra
+
+
+def parse_rules(text: str, tables: str = "") -> RuleSet:
+    """Parse rules.toml (and tables.toml) text; raises ValueError on a rule the engine could
+    not apply."""
+    data = tomllib.loads(text)
+    names = [r["name"] for r in data["rule"]]
     if len(set(names)) != len(names):
         raise ValueError("rule names must be unique")
-    unknown = [r.name for r in rules if r.category == CATCH_ALL_CATEGORY]
-    if unknown != [rules[-1].name] or not rules[-1].patterns:
-        raise ValueError("exactly one catch-all rule (category 'unknown', with patterns), last")
+    extra = _tables(tables, set(names)) if tables else {}
+    rules = tuple(_parse_rule(r, extra.get(r["name"], [])) for r in data["rule"])
+    if rules[-1].category != CATCH_ALL_CATEGORY or not rules[-1].patterns:
+        raise ValueError("the last rule is the catch-all (category 'unknown', with patterns)")
     facts = tuple(
         Fact(f["name"], tuple(f["patterns"]), _compile_all(f["patterns"]))
         for f in data.get("fact", [])
     )
-    return RuleSet(str(data["version"]), rules, facts, _compile_all(data.get("boilerplate", [])))
+    return RuleSet(
+        str(data["version"]),
+        rules,
+        facts,
+        _compile_all(data.get("boilerplate", [])),
+        _any_of(data.get("weak", [])),
+        _any_of(data.get("advice", [])),
+    )
 
 
 @cache
 def _load_cached(path: Path) -> RuleSet:
-    return parse_rules(path.read_text(encoding="utf-8"))
+    tables = path.with_name(TABLES_NAME)
+    text = tables.read_text(encoding="utf-8") if tables.exists() else ""
+    return parse_rules(path.read_text(encoding="utf-8"), text)
 
 
 def load_rules(path: str | Path | None = None) -> RuleSet:
-    """The rule set at `path` (default: the packaged rules.toml), parsed once per path."""
+    """The rule set at `path` (default: the packaged rules.toml, with the tables.toml beside
+    it), parsed once per path."""
     return _load_cached(Path(path) if path else DEFAULT_RULES_PATH)
 
 

@@ -1,0 +1,192 @@
+"""Which rule's line is a failure's root cause: the labelling procedure, as code.
+
+The procedure a maintainer follows (and the real-log labels follow) first finds the root-cause
+line, then lets the first matching rule win:
+
+- a wrapper takes the category of the error it carries (`Rule.carries`: pytest's "FAILED t.py::x
+  - KeyError: 'k'" is the KeyError, not a test assertion);
+- a consequence yields to a cause seen earlier in the log (`role = "consequence"`: a collective
+  timeout on a rank that waited for a rank that crashed, a dead actor, a failed child);
+- advice is never evidence ("There are some potential root causes: (1) ... OOM killer"), and a
+  line a rule matched only in a lower log level (WARNING, INFO, a retry) is weak: weak lines
+  decide only when no strong line, not even an unknown error, is there, and then the last of
+  them is the cause;
+- an error the rule insists on seeing raised somewhere (`Rule.raised_in`: an AssertionError
+  raised by a test, not by the trainer's own sanity check) is passed over when its traceback
+  says otherwise;
+- then rule order is the tie-breaker.
+
+`decide` returns the winner and every candidate it passed over, with the reason, which
+`ciflake classify --explain` prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from collector.classify.logscan import Hit
+from collector.classify.rules import Rule, RuleSet
+
+_FRAME = re.compile(r'File "([^"]+)", line \d+')
+STRONG, WEAK = "strong", "weak"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One candidate the decision looked at: a rule, its line, and what became of it."""
+
+    rule: str
+    category: str
+    line_number: int | None
+    line: str | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    rule: Rule
+    hit: Hit | None
+    steps: tuple[Step, ...]  # the winner's step first, then the others in rule order
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Per rule index: its last strong and last weak line, and the line of its first strong
+    one; `catch_all` is the catch-all's chosen line."""
+
+    strong: Sequence[Hit | None]
+    weak: Sequence[Hit | None]
+    first: dict[int, int]
+    catch_all: Hit | None
+
+
+def _step(rule: Rule, hit: Hit | None, verdict: str) -> Step:
+    line = hit.line if hit else None
+    return Step(rule.name, rule.category, hit.line_number if hit else None, line, verdict)
+
+
+def _raised_elsewhere(rule: Rule, hit: Hit) -> str | None:
+    """The traceback frame that raised `hit`'s error, when it is not where `rule` wants it."""
+    if rule.raised_in is None:
+        return None
+    frames = [found.group(1) for line in hit.context if (found := _FRAME.search(line))]
+    if frames and not rule.raised_in.search(frames[-1]):
+        return frames[-1]
+    return None
+
+
+class _Decider:
+    def __init__(self, ruleset: RuleSet, evidence: Evidence, holds: Callable[[Rule], bool]):
+        self.ruleset, self.evidence, self.holds = ruleset, evidence, holds
+        self.rules = ruleset.rules[:-1]
+        self.passed: dict[int, Step] = {}  # rule index -> why it did not win
+
+    def decide(self) -> Decision:
+        won = self._tier(STRONG, self.evidence.strong)
+        if won is None and self.evidence.catch_all is not None:
+            verdict = "won: no rule holds, so the last error-looking line"
+            won = len(self.rules), self.evidence.catch_all, verdict
+        if won is None:
+            won = self._tier(WEAK, self.evidence.weak)
+        return self._decision(*(won or (len(self.rules), None, "won: nothing to go on")))
+
+    def _tier(self, tier: str, hits: Sequence[Hit | None]):
+        """The first rule in order that wins on `hits`; weak lines go by position instead, the
+        last one first: with no error in the log, the last warning is the nearest to the end."""
+        order = list(enumerate(self.rules))
+        if tier == WEAK:
+            order.sort(key=lambda item: -(getattr(hits[item[0]], "line_number", None) or 0))
+        for index, rule in order:
+            hit = hits[index]
+            if index in self.passed or (hit is None and (rule.patterns or tier == WEAK)):
+                continue
+            won = self._judge(index, rule, hit, tier)
+            if won is not None:
+                return won
+        return None
+
+    def _judge(self, index: int, rule: Rule, hit: Hit | None, tier: str):
+        """(winner index, hit, verdict) if `rule` wins here, else None (and why, in passed)."""
+        if not self.holds(rule):
+            if hit is not None:
+                self.passed[index] = _step(rule, hit, "its job conditions do not hold")
+            return None
+        note = " (weak: only in WARNING/INFO text; nothing else decides)" if tier == WEAK else ""
+        if hit is not None and rule.carries is not None:
+            carried = self._carried(index, rule, hit)
+            if carried is not None:
+                return carried
+            if index in self.passed:
+                return None
+        if hit is not None and (frame := _raised_elsewhere(rule, hit)):
+            self.passed[index] = _step(rule, hit, f"raised in {frame}, not where the rule wants")
+            return None
+        if hit is not None and rule.role == "consequence":
+            cause = self._earlier_cause(index, hit)
+            if cause is not None:
+                target = self.ruleset.rules[cause]
+                verdict = f"a consequence: yields to {target.name!r}, seen earlier"
+                self.passed[index] = _step(rule, hit, verdict)
+                line = self.evidence.first[cause]
+                return (
+                    cause,
+                    self.evidence.strong[cause],
+                    (f"won: the earlier cause (line {line}) that {rule.name!r} followed"),
+                )
+        return index, hit, "won: first rule in order whose evidence holds" + note
+
+    def _carried(self, index: int, rule: Rule, hit: Hit):
+        """The wrapper's verdict from the error it carries, or None if it stands for itself."""
+        found = rule.carries.search(hit.line) if rule.carries else None
+        text = found.group(1).strip() if found else ""
+        if not text:
+            return None
+        target = self.ruleset.rule_for_text(text)
+        if target is None or target == len(self.rules):
+            return None  # nothing a rule knows: "FAILED t.py::x - ValueError: got 127, not 128"
+        if target == index or target in self.passed:
+            self.passed[index] = _step(rule, hit, f"a wrapper: carries {text!r}, no rule's cause")
+            return None
+        target_rule = self.ruleset.rules[target]
+        self.passed[index] = _step(rule, hit, f"a wrapper: carries {target_rule.name!r}")
+        return target, hit, f"won: carried by {rule.name!r}"
+
+    def _earlier_cause(self, index: int, hit: Hit) -> int | None:
+        """The rule of the earliest concrete cause logged before the consequence first showed
+        (a watchdog timeout is followed by its own abort lines, which are not its cause)."""
+        if hit.line_number is None:
+            return None
+        since = self.evidence.first.get(index, hit.line_number)
+        causes = [
+            (line, cause)
+            for cause, line in self.evidence.first.items()
+            if cause != index
+            and cause < len(self.rules)
+            and cause not in self.passed
+            and self.ruleset.rules[cause].role == "cause"
+            and line < since
+            and self.holds(self.ruleset.rules[cause])
+        ]
+        return min(causes)[1] if causes else None
+
+    def _decision(self, winner: int, hit: Hit | None, verdict: str) -> Decision:
+        rule = self.ruleset.rules[winner]
+        steps = [_step(rule, hit, verdict)]
+        for index, other in enumerate(self.rules):
+            if index == winner:
+                continue
+            strong, weak = self.evidence.strong[index], self.evidence.weak[index]
+            if index in self.passed:
+                steps.append(self.passed[index])
+            elif strong is not None:
+                steps.append(_step(other, strong, f"lower in rule order than {rule.name!r}"))
+            elif weak is not None:
+                steps.append(_step(other, weak, "weak: seen only in WARNING/INFO text"))
+        return Decision(rule, hit, tuple(steps))
+
+
+def decide(ruleset: RuleSet, evidence: Evidence, holds: Callable[[Rule], bool]) -> Decision:
+    """The root cause among `evidence`; `holds(rule)` says whether its job conditions hold."""
+    return _Decider(ruleset, evidence, holds).decide()

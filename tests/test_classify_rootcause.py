@@ -1,0 +1,135 @@
+"""The root-cause procedure (collector/classify/rootcause.py), one mechanism per test."""
+
+from __future__ import annotations
+
+import pytest
+
+from collector.classify import classify_log
+
+WATCHDOG = (
+    "[rank1]:[E801 10:00:05.1 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE) ran for 1800011 milliseconds"
+)
+
+
+def _verdicts(result) -> dict[str, str]:
+    return {step.rule: step.verdict for step in result.explanation}
+
+
+def test_pytest_wrapper_takes_the_category_of_the_error_it_carries() -> None:
+    carried = classify_log(
+        "FAILED tests/test_io.py::test_load - AttributeError: module 'torch' has no attribute 'x'\n"
+    )
+    assert (carried.category, carried.rule) == ("unknown", "Python programming error")
+    assert _verdicts(carried)["pytest failed"].startswith("a wrapper: carries")
+
+
+def test_pytest_wrapper_with_an_error_no_rule_knows_stays_a_test_failure() -> None:
+    result = classify_log("FAILED tests/test_io.py::test_len - ValueError: got 127, not 128\n")
+    assert (result.category, result.rule) == ("test_failure", "pytest failed")
+
+
+def test_ray_wrapper_carries_the_class_of_the_task_error() -> None:
+    line = "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.update() (pid=7)"
+    result = classify_log(line + "\n")
+    assert (result.category, result.rule, result.line) == ("oom", "CUDA out of memory", line)
+    assert result.explanation[0].verdict == "won: carried by 'Ray task failed'"
+
+
+def test_a_consequence_yields_to_a_cause_logged_before_it() -> None:
+    log = f"[rank0]: KeyError: 'old_log_probs'\n{WATCHDOG}\n"
+    result = classify_log(log)
+    assert (result.category, result.rule, result.line_number) == (
+        "unknown",
+        "Python programming error",
+        1,
+    )
+    assert "yields to 'Python programming error'" in _verdicts(result)["collective timeout"]
+
+
+def test_a_consequence_before_the_other_error_is_the_cause() -> None:
+    result = classify_log(f"{WATCHDOG}\n[rank0]: KeyError: 'old_log_probs'\n")
+    assert (result.category, result.rule) == ("timeout", "collective timeout")
+
+
+def test_a_generic_code_is_not_an_earlier_cause() -> None:
+    log = f"EZ9999: Inner Error!\n{WATCHDOG}\n"
+    assert classify_log(log).rule == "collective timeout"
+
+
+def test_warning_lines_are_weak_evidence() -> None:
+    retry = (
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) "
+        "after connection broken by 'NewConnectionError(': Failed to establish a new connection: "
+        "[Errno 113] No route to host')': /simple/torch/\n"
+    )
+    weak = classify_log(retry)
+    assert (weak.category, weak.rule) == ("network", "host unreachable")
+    assert "weak" in weak.explanation[0].verdict
+    # a strong error line, even one no rule knows, outranks weak evidence
+    assert classify_log(retry + "RuntimeError: checkpoint shard 3 is corrupt\n").category == (
+        "unknown"
+    )
+
+
+def test_advice_is_never_evidence() -> None:
+    log = (
+        "The actor died unexpectedly before finishing this task. There are some potential root "
+        "causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage "
+        "(oom-kill). (2) ray stop --force is called.\n"
+    )
+    result = classify_log(log)
+    assert (result.category, result.rule) == ("distributed", "Ray actor or node died")
+
+
+def test_an_assertion_raised_outside_test_code_is_not_a_test_failure() -> None:
+    trainer = (
+        '  File "/__w/verl/verl/verl/trainer/ppo/core_algos.py", line 88, in agg_loss\n'
+        "    assert loss_mask.sum() > 0\n"
+        "AssertionError: empty loss mask\n"
+    )
+    test = trainer.replace("verl/trainer/ppo/core_algos.py", "tests/trainer/test_core_algos.py")
+    assert classify_log(trainer).category == "unknown"
+    assert classify_log(test).rule == "assertion failed"
+
+
+@pytest.mark.parametrize(
+    ("log", "line"),
+    [
+        (
+            "a\r\nModuleNotFoundError: No module named 'x'\r\nb\r\n",
+            "ModuleNotFoundError: No module named 'x'",
+        ),
+        ("a\nModuleNotFoundError: No module named 'x'", "ModuleNotFoundError: No module named 'x'"),
+        (
+            '{"log": "step 1\\nModuleNotFoundError: No module named \'x\'\\nexit"}\n',
+            "ModuleNotFoundError: No module named 'x'",
+        ),
+        (
+            "^[[31mModuleNotFoundError: No module named 'x'^[[0m\n",
+            "ModuleNotFoundError: No module named 'x'",
+        ),
+        (
+            "[1;36m(W pid=1)[0;0m ModuleNotFoundError: No module named 'x'\n",
+            "(W pid=1) ModuleNotFoundError: No module named 'x'",
+        ),
+        (
+            "> ModuleNotFoundError: No module named 'x'\n",
+            "> ModuleNotFoundError: No module named 'x'",
+        ),
+    ],
+    ids=["crlf", "no-final-newline", "json-escaped", "caret-ansi", "ansi-without-escape", "quoted"],
+)
+def test_noise_around_a_line_does_not_hide_it(log: str, line: str) -> None:
+    result = classify_log(log)
+    assert (result.category, result.line) == ("missing_dependency", line)
+
+
+def test_levels_are_read_behind_prefixes() -> None:
+    log = (
+        "(EngineCore_DP0 pid=9) (RayWorkerWrapper pid=3) [rank2]:[W801 10:00:01.2 socket.cpp:460] "
+        "[c10d] waitForInput: socket SocketImpl(fd=9) timed out after 900000ms\n"
+    )
+    result = classify_log(log)
+    assert (result.category, result.rule) == ("timeout", "collective timeout")
+    assert "weak" in result.explanation[0].verdict
