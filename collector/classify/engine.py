@@ -81,9 +81,9 @@ def _annotation_scan(ruleset: RuleSet, annotations: Sequence[str]) -> LogScan:
     scanned = _scan(ruleset, "\n".join(annotations))
 
     def unnumbered(hits: dict[int, Hit]) -> dict[int, Hit]:
-        return {i: replace(h, line_number=None, context=()) for i, h in hits.items()}
+        return {i: replace(h, line_number=None, raw_context=()) for i, h in hits.items()}
 
-    candidates = deque(replace(h, line_number=None, context=()) for h in scanned.candidates)
+    candidates = deque(replace(h, line_number=None, raw_context=()) for h in scanned.candidates)
     return LogScan(unnumbered(scanned.hits), unnumbered(scanned.weak), {}, candidates, {})
 
 

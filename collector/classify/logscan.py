@@ -7,13 +7,14 @@ being scanned and a small tail of the previous ones, so no second pass over the 
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import BinaryIO
 
-from collector.classify.preprocess import clean_line, text_start
+from collector.classify.preprocess import clean_line, text_starts
 from collector.classify.rules import Rule, RuleSet
 from collector.classify.scanner import Match, Scanner
 
@@ -23,15 +24,21 @@ CONTEXT_LINES = 5
 CONTEXT_BYTES = 4096
 LINE_WINDOW = 4096  # bytes kept either side of a match on a very long line
 STRONG, WEAK = "strong", "weak"
+_LOGICAL_LINE = re.compile(rb"\n|\\n")  # a line end, or a JSON-escaped one inside a line
 
 
 @dataclass(frozen=True)
 class Hit:
-    """A line a rule accepted: 1-based line number in the original log, cleaned text, context."""
+    """A line a rule accepted: 1-based line number in the original log, cleaned text, and the
+    raw lines above it (cleaned only when asked for: most hits never win)."""
 
     line_number: int | None  # None for a GitHub annotation, which is not a log line
     line: str
-    context: tuple[str, ...]
+    raw_context: tuple[bytes, ...] = ()
+
+    @cached_property
+    def context(self) -> tuple[str, ...]:
+        return tuple(clean_line(raw) for raw in self.raw_context)
 
 
 @dataclass
@@ -94,14 +101,14 @@ class _Block:
         counted, newlines = self.counted
         return newlines + self.data.count(b"\n", counted)
 
-    def _context(self, start: int) -> tuple[str, ...]:
+    def _context(self, start: int) -> tuple[bytes, ...]:
         window = self.data[max(0, start - CONTEXT_BYTES) : start]
         if start < CONTEXT_BYTES:
             window = (self.prev_tail + window)[-CONTEXT_BYTES:]
-        pieces = window.split(b"\n")[:-1]
+        pieces = _LOGICAL_LINE.split(window)[:-1]
         if self.offset + start > len(window):  # the window begins mid-line
             pieces = pieces[1:]
-        return tuple(clean_line(p) for p in pieces[-CONTEXT_LINES:])
+        return tuple(pieces[-CONTEXT_LINES:])
 
 
 def _blocks(stream: BinaryIO) -> Iterator[_Block]:
@@ -163,11 +170,11 @@ class LogScanner:
     ) -> None:
         """Per rule, its last strong and last weak line of the block (walking backwards), and
         its first strong line if no earlier block had one (walking forwards)."""
-        ends: dict[int, list[int]] = {}
+        ends: dict[int, list[tuple[int, int]]] = {}  # rule index -> (end, pattern index)
         for pid, end in matches:
-            is_fact, ri, _ = self._owner[pid]
+            is_fact, ri, pi = self._owner[pid]
             if not is_fact:
-                ends.setdefault(ri, []).append(end)
+                ends.setdefault(ri, []).append((end, pi))
         found: list[tuple[str, int, int, str]] = []  # (slot, rule index, line start, text)
         for ri, rule_ends in ends.items():
             lines = self._rule_lines(block, ri, rule_ends, ri in result.first, keep_candidates)
@@ -182,22 +189,28 @@ class LogScanner:
                 (result.hits if slot == "strong" else result.weak)[ri] = hit
 
     def _rule_lines(
-        self, block: _Block, ri: int, ends: list[int], has_first: bool, keep_candidates: int
+        self,
+        block: _Block,
+        ri: int,
+        ends: list[tuple[int, int]],
+        has_first: bool,
+        keep_candidates: int,
     ) -> Iterator[tuple[str, int, int, str]]:
         rule = self.ruleset.rules[ri]
         judged: dict[int, tuple[str | None, str]] = {}  # line start -> (strength, text)
 
-        def judge(end: int) -> tuple[int, str | None, str]:
+        def judge(match: tuple[int, int]) -> tuple[int, str | None, str]:
+            end, pattern = match
             start, stop = block.line_bounds(end)
             if start not in judged:
                 text = block.line_text(start, stop, end)
-                judged[start] = (self._strength(rule, text), text)
+                judged[start] = (self._strength(rule, pattern, text), text)
             return start, *judged[start]
 
         if ri == self._catch_all:
             taken: set[int] = set()
-            for end in reversed(ends):
-                start, strength, text = judge(end)
+            for match in reversed(ends):
+                start, strength, text = judge(match)
                 if strength == STRONG and start not in taken:
                     taken.add(start)
                     yield "candidate", ri, start, text
@@ -205,8 +218,8 @@ class LogScanner:
                         return
             return
         weak = False
-        for end in reversed(ends):
-            start, strength, text = judge(end)
+        for match in reversed(ends):
+            start, strength, text = judge(match)
             if strength == WEAK and not weak:
                 weak = True
                 yield "weak", ri, start, text
@@ -216,22 +229,22 @@ class LogScanner:
         else:
             return  # no strong line in this block: no first one either
         if not has_first:
-            for end in ends:
-                start, strength, text = judge(end)
+            for match in ends:
+                start, strength, text = judge(match)
                 if strength == STRONG:
                     yield "first", ri, start, text
                     return
 
-    def _strength(self, rule: Rule, text: str) -> str | None:
-        """STRONG; WEAK when the rule matched only in a lower-level part of the line (WARNING,
-        INFO, a retry); None when only in advice, or the line is not evidence at all."""
+    def _strength(self, rule: Rule, pattern: int, text: str) -> str | None:
+        """STRONG; WEAK when the rule's `pattern` matched only in a lower-level part of the line
+        (WARNING, INFO, a retry); None when only in advice, or the line is no evidence at all."""
         if not text or self.ruleset.is_boilerplate(text) or rule.excludes(text):
             return None
-        advice = text_start(text, self.ruleset.advice)
-        weak = text_start(text, self.ruleset.weak)
+        advice, weak = text_starts(text, self.ruleset.advice, self.ruleset.weak)
         if advice == weak == len(text):
             return STRONG
-        start = rule.first_match(text) or 0  # a pattern that needs the raw line: assume its start
+        found = rule.matchers[pattern].search(text)
+        start = found.start() if found else 0  # a pattern that needs the raw line: its start
         if start >= advice:
             return None
         if start >= weak:

@@ -53,14 +53,13 @@ def clean_line(raw: bytes) -> str:
     return text.strip()[:MAX_LINE_CHARS]
 
 
-def text_start(text: str, pattern: re.Pattern[str] | None) -> int:
-    """Where `pattern` first matches in a cleaned line (len(text) if it does not).
+def text_starts(text: str, *patterns: re.Pattern[str] | None) -> list[int]:
+    """Where each of `patterns` first matches in a cleaned line (len(text) where it does not).
 
-    It is searched in the line without its prefixes, so that `^WARNING` finds the level of
-    "(WorkerDict pid=7) WARNING ..." too; the offset returned is in `text`.
+    They are searched in the line without its prefixes, so that `^WARNING` finds the level of
+    "(WorkerDict pid=7) WARNING ..." too; the offsets returned are in `text`.
     """
-    if pattern is None:
-        return len(text)
     bare = strip_prefixes(text)
-    found = pattern.search(bare)
-    return len(text) - len(bare) + found.start() if found else len(text)
+    offset = len(text) - len(bare)
+    found = [p.search(bare) if p is not None else None for p in patterns]
+    return [offset + f.start() if f else len(text) for f in found]

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from collector.classify.logscan import Hit
 from collector.classify.rules import Rule, RuleSet
 
-_FRAME = re.compile(r'File "([^"]+)", line \d+')
+# A traceback frame: Python's own form (its quotes JSON-escaped or not), and pytest's
+# ("megatron/core/x.py:812: in forward").
+_FRAME = re.compile(r'File \\?"([^"\\]+)\\?", line \d+|^(\S+\.py):\d+: in ')
 STRONG, WEAK = "strong", "weak"
 
 
@@ -71,7 +73,7 @@ def _raised_elsewhere(rule: Rule, hit: Hit) -> str | None:
     """The traceback frame that raised `hit`'s error, when it is not where `rule` wants it."""
     if rule.raised_in is None:
         return None
-    frames = [found.group(1) for line in hit.context if (found := _FRAME.search(line))]
+    frames = [found[1] or found[2] for line in hit.context if (found := _FRAME.search(line))]
     if frames and not rule.raised_in.search(frames[-1]):
         return frames[-1]
     return None
