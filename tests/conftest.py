@@ -20,6 +20,18 @@ from sqlalchemy.engine import make_url
 from store.engine import make_engine
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Compiled rule databases go to a cache of the session's, not the developer's ~/.cache."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME")
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     """No test reads the developer's token, config or database by accident."""

@@ -49,7 +49,7 @@ def test_explain_names_the_winner_the_cause_it_followed_and_the_losers(tmp_path)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == f"{log}: unknown (rule 'Python programming error', line 1)"
-    assert "won: the earlier cause (line 1) that 'collective timeout' followed" in lines[1]
+    assert lines[1] == "  won: the earlier cause that 'collective timeout' followed"
     assert "- collective timeout [timeout], line 2: a consequence: yields to" in result.output
     assert "- pip resolution failed [missing_dependency], line 3: weak" in result.output
 

@@ -133,3 +133,69 @@ def test_levels_are_read_behind_prefixes() -> None:
     result = classify_log(log)
     assert (result.category, result.rule) == ("timeout", "collective timeout")
     assert "weak" in result.explanation[0].verdict
+
+
+def test_a_name_that_ends_its_line_is_dated_to_that_line() -> None:
+    result = classify_log(f"[rank0]: NotImplementedError\n{WATCHDOG}\n")
+    assert (result.category, result.line_number) == ("unknown", 1)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        '{"log": "[I ProcessGroupNCCL.cpp:10] created comm\\nValueError: timeout must be 5\\n"}\n',
+        "prefix CUDA runtime ready\rValueError: bad config: out of memory budget\n",
+    ],
+    ids=["json-escaped", "carriage-return"],
+)
+def test_a_pattern_does_not_run_on_from_another_logical_line(log: str) -> None:
+    assert classify_log(log).category == "unknown"
+
+
+def test_a_consequence_does_not_yield_to_a_cause_rejected_on_its_own() -> None:
+    trainer = (
+        '  File "/__w/verl/verl/verl/trainer/ppo/core_algos.py", line 88, in agg_loss\n'
+        "    assert loss_mask.sum() > 0\n"
+        "AssertionError: empty loss mask\n"
+    )
+    assert classify_log(trainer + WATCHDOG + "\n").rule == "collective timeout"
+
+
+def test_wrappers_inside_wrappers_are_followed() -> None:
+    line = "FAILED tests/t.py::x - ray.exceptions.RayTaskError(OutOfMemoryError): ray::W.f()\n"
+    assert (classify_log(line).category, classify_log(line).rule) == ("oom", "CUDA out of memory")
+
+
+@pytest.mark.parametrize(
+    "log", ["step 5\r\nKilled\r\n", '{"log": "step 5\\nKilled\\n"}\n'], ids=["crlf", "json"]
+)
+def test_line_end_patterns_hold_before_a_cr_or_an_escaped_line_end(log: str) -> None:
+    assert classify_log(log).category == "oom"
+
+
+@pytest.mark.parametrize(
+    ("log", "category"),
+    [
+        (
+            "tests/t.py::test_raises[TimeoutError] PASSED [ 50%]\n"
+            "FAILED tests/t.py::test_score - assert 0.51 == 0.5\n",
+            "test_failure",
+        ),
+        ("Tokenizer encoded 207001 tokens\nRuntimeError: x\n", "unknown"),
+        ("retrieved 507048 passages\nRuntimeError: x\n", "unknown"),
+        ("Initialising ProcessGroupNCCL with timeout 1800s\nRuntimeError: x\n", "unknown"),
+    ],
+    ids=["parametrize-id", "token-count", "passage-count", "nccl-config"],
+)
+def test_ordinary_output_is_no_evidence(log: str, category: str) -> None:
+    assert classify_log(log).category == category
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["[WARNING|trainer.py:88] 2026-08-01 10:00:00,123 >>", "[2026-08-01 10:00:00,123] [INFO]"],
+    ids=["transformers", "deepspeed"],
+)
+def test_more_log_formats_read_as_weak(prefix: str) -> None:
+    log = f"{prefix} Connection reset by peer, retrying\nRuntimeError: shard 3 is corrupt\n"
+    assert classify_log(log).category == "unknown"

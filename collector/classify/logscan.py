@@ -52,7 +52,7 @@ class LogScan:
 
     hits: dict[int, Hit] = field(default_factory=dict)  # rule index -> its last strong line
     weak: dict[int, Hit] = field(default_factory=dict)  # rule index -> its last weak line
-    first: dict[int, int] = field(default_factory=dict)  # rule index -> its first strong line
+    first: dict[int, Hit] = field(default_factory=dict)  # rule index -> its first strong line
     candidates: deque[Hit] = field(default_factory=deque)  # catch-all lines, oldest first
     env: dict[str, str] = field(default_factory=dict)
 
@@ -184,7 +184,7 @@ class LogScanner:
             if slot == "candidate":
                 result.candidates.append(hit)
             elif slot == "first":
-                result.first.setdefault(ri, hit.line_number or 0)
+                result.first.setdefault(ri, hit)
             else:
                 (result.hits if slot == "strong" else result.weak)[ri] = hit
 
@@ -204,7 +204,8 @@ class LogScanner:
             start, stop = block.line_bounds(end)
             if start not in judged:
                 text = block.line_text(start, stop, end)
-                judged[start] = (self._strength(rule, pattern, text), text)
+                raw = block.data[max(start, end - LINE_WINDOW) : min(stop, end + LINE_WINDOW)]
+                judged[start] = (self._strength(rule, pattern, text, raw), text)
             return start, *judged[start]
 
         if ri == self._catch_all:
@@ -235,21 +236,35 @@ class LogScanner:
                     yield "first", ri, start, text
                     return
 
-    def _strength(self, rule: Rule, pattern: int, text: str) -> str | None:
-        """STRONG; WEAK when the rule's `pattern` matched only in a lower-level part of the line
-        (WARNING, INFO, a retry); None when only in advice, or the line is no evidence at all."""
+    def _strength(self, rule: Rule, pattern: int, text: str, raw: bytes) -> str | None:
+        """STRONG; WEAK when the rule matched only in a lower-level part of the line (WARNING,
+        INFO, a retry); None when only in advice, when the line is no evidence at all, or when
+        the match ran on from another line of a JSON-escaped or carriage-return line."""
         if not text or self.ruleset.is_boilerplate(text) or rule.excludes(text):
             return None
+        start = _match_start(rule, pattern, text, raw)
+        if start is None:
+            return None
         advice, weak = text_starts(text, self.ruleset.advice, self.ruleset.weak)
-        if advice == weak == len(text):
-            return STRONG
-        found = rule.matchers[pattern].search(text)
-        start = found.start() if found else 0  # a pattern that needs the raw line: its start
+        if start >= min(advice, weak):  # another of the rule's patterns may match earlier
+            earliest = rule.first_match(text)
+            start = start if earliest is None else min(start, earliest)
         if start >= advice:
             return None
         if start >= weak:
             return None if rule is self.ruleset.catch_all else WEAK
         return STRONG
+
+
+def _match_start(rule: Rule, pattern: int, text: str, raw: bytes) -> int | None:
+    """Where the rule's `pattern` starts in the cleaned line; 0 when only the raw line shows it
+    (a pattern that reads GitHub's `##[error]` marker); None when this line does not hold it."""
+    found = rule.matchers[pattern].search(text)
+    if found is not None:
+        return found.start()
+    if rule.matchers[pattern].search(raw.decode("utf-8", errors="replace")):
+        return 0
+    return rule.first_match(text)
 
 
 @cache

@@ -28,6 +28,8 @@ _PREFIX = re.compile(
     | \[rank\d+\]:[ \t]*                               # torchrun's per-rank prefix
     | \#\d+[ ](?:\d+\.\d+[ ])?                         # BuildKit step "#54 1428.2 "
     | \d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]*(?:-[ ])?
+    # [2025-06-23 15:37:01 TP1], [2025-01-01 10:00:00,123]
+    | \[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[ ][A-Z]+\d*)?\][ \t]*
     | [A-Z][a-z]{2}[ ]+\d+[ ]\d\d:\d\d:\d\d[ ]+         # syslog "Jul 13 21:22:34 "
     | \[task[ ][^\]]*\][ \t]*                          # Taskcluster
     | \d+\t                                            # a numbered paste "1146<TAB>"

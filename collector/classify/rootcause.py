@@ -60,13 +60,18 @@ class Evidence:
 
     strong: Sequence[Hit | None]
     weak: Sequence[Hit | None]
-    first: dict[int, int]
+    first: dict[int, Hit]
     catch_all: Hit | None
 
 
 def _step(rule: Rule, hit: Hit | None, verdict: str) -> Step:
     line = hit.line if hit else None
     return Step(rule.name, rule.category, hit.line_number if hit else None, line, verdict)
+
+
+def _carried_text(rule: Rule, line: str) -> str:
+    found = rule.carries.search(line) if rule.carries else None
+    return found.group(1).strip() if found else ""
 
 
 def _raised_elsewhere(rule: Rule, hit: Hit) -> str | None:
@@ -115,7 +120,9 @@ class _Decider:
             if hit is not None:
                 self.passed[index] = _step(rule, hit, "its job conditions do not hold")
             return None
-        note = " (weak: only in WARNING/INFO text; nothing else decides)" if tier == WEAK else ""
+        won = "won: first rule in order whose evidence holds"
+        if tier == WEAK:
+            won = "won: the last weak line (only in WARNING/INFO text; nothing else decides)"
         if hit is not None and rule.carries is not None:
             carried = self._carried(index, rule, hit)
             if carried is not None:
@@ -128,48 +135,54 @@ class _Decider:
         if hit is not None and rule.role == "consequence":
             cause = self._earlier_cause(index, hit)
             if cause is not None:
-                target = self.ruleset.rules[cause]
+                target, first = self.ruleset.rules[cause], self.evidence.first[cause]
                 verdict = f"a consequence: yields to {target.name!r}, seen earlier"
                 self.passed[index] = _step(rule, hit, verdict)
-                line = self.evidence.first[cause]
-                return (
-                    cause,
-                    self.evidence.strong[cause],
-                    (f"won: the earlier cause (line {line}) that {rule.name!r} followed"),
-                )
-        return index, hit, "won: first rule in order whose evidence holds" + note
+                return cause, first, f"won: the earlier cause that {rule.name!r} followed"
+        return index, hit, won
 
     def _carried(self, index: int, rule: Rule, hit: Hit):
         """The wrapper's verdict from the error it carries, or None if it stands for itself."""
-        found = rule.carries.search(hit.line) if rule.carries else None
-        text = found.group(1).strip() if found else ""
+        text = _carried_text(rule, hit.line)
         if not text:
             return None
-        target = self.ruleset.rule_for_text(text)
-        if target is None or target == len(self.rules):
+        target = self._resolve(text, (index,))
+        if target is None:
             return None  # nothing a rule knows: "FAILED t.py::x - ValueError: got 127, not 128"
-        if target == index or target in self.passed:
+        target_rule = self.ruleset.rules[target]
+        if target == index or target in self.passed or not self.holds(target_rule):
             self.passed[index] = _step(rule, hit, f"a wrapper: carries {text!r}, no rule's cause")
             return None
-        target_rule = self.ruleset.rules[target]
         self.passed[index] = _step(rule, hit, f"a wrapper: carries {target_rule.name!r}")
         return target, hit, f"won: carried by {rule.name!r}"
+
+    def _resolve(self, text: str, chain: tuple[int, ...]) -> int | None:
+        """The rule that `text` comes to, through wrappers inside wrappers ("FAILED ... -
+        RayTaskError(OutOfMemoryError)"); None if no rule but the catch-all knows it."""
+        target = self.ruleset.rule_for_text(text)
+        if target is None or target == len(self.rules):
+            return None
+        inner = _carried_text(self.ruleset.rules[target], text) if target not in chain else ""
+        deeper = self._resolve(inner, (*chain, target)) if inner else None
+        return target if deeper is None else deeper
 
     def _earlier_cause(self, index: int, hit: Hit) -> int | None:
         """The rule of the earliest concrete cause logged before the consequence first showed
         (a watchdog timeout is followed by its own abort lines, which are not its cause)."""
-        if hit.line_number is None:
+        first = self.evidence.first
+        since = first.get(index, hit).line_number
+        if since is None:
             return None
-        since = self.evidence.first.get(index, hit.line_number)
         causes = [
-            (line, cause)
-            for cause, line in self.evidence.first.items()
+            (cause_hit.line_number, cause)
+            for cause, cause_hit in first.items()
             if cause != index
             and cause < len(self.rules)
             and cause not in self.passed
             and self.ruleset.rules[cause].role == "cause"
-            and line < since
+            and (cause_hit.line_number or since) < since
             and self.holds(self.ruleset.rules[cause])
+            and not _raised_elsewhere(self.ruleset.rules[cause], cause_hit)
         ]
         return min(causes)[1] if causes else None
 

@@ -157,8 +157,10 @@ def _capitalised_either(text: str) -> str:
 
 # Each table row becomes patterns of the rule it names. A name stands whole: after a non-word
 # character, at a line start, after a JSON-escaped "\n" or after an ANSI colour ("...[0m").
-_START = r"(^|[^A-Za-z0-9_]|\\n|\[[0-9;]*m)"
-_END = "([^A-Za-z0-9_]|$)"
+# The classes exclude the line end itself, or a name at the end of one line would be reported
+# on the next.
+_START = r"(^|[^A-Za-z0-9_\n]|\\n|\[[0-9;]*m)"
+_END = r"([^A-Za-z0-9_\n]|$)"
 
 
 def _table_patterns(row: dict, kind: str) -> list[str]:
@@ -173,7 +175,7 @@ def _table_patterns(row: dict, kind: str) -> list[str]:
     if kind == "code":  # vendor codes: E[A-Z]nnnn names, or numbers after a "code"-like word
         named = [f"{_START}{c}{_END}" for c in row.get("codes", ())]
         numbered = [
-            rf"(code|result|ret|error|failed)[^0-9A-Za-z]{{0,12}}([a-z]+ ){{0,2}}{n}\b"
+            rf"\b(code|result|ret|error|failed)\b[ :=]{{0,3}}(is )?{n}\b"
             for n in row.get("numbers", ())
         ]
         return named + numbered

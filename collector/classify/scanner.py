@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import os
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,7 @@ except ImportError:  # pragma: no cover - exercised only where the wheel is unav
 
 Match = tuple[int, int]  # (pattern id, end offset in the block)
 CACHE_SUBDIR = "ciflake"
+STALE_SECONDS = 30 * 86400  # a cached database of rules not loaded for 30 days is dropped
 _DIGEST = hashlib.sha256().digest_size
 
 
@@ -52,6 +54,7 @@ class Scanner:
         found: list[Match] = []
         if hyperscan is not None:
             self._db.scan(block, match_event_handler=_collector(found))
+            found.sort(key=lambda m: m[1])  # several patterns may report out of order
             return found
         for pid, regex in enumerate(self._regexes):
             matches = [regex.search(block)] if pid in self._first_only else regex.finditer(block)
@@ -114,11 +117,19 @@ def _load(path: Path):
         database.scan(b"probe\n", match_event_handler=_collector([]))  # another CPU fails here
     except hyperscan.error:
         return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # in use: not stale
     return database
 
 
 def _store(path: Path, database) -> None:
+    """Write `database` to `path` atomically, and drop databases of rules unused for a while."""
     payload = hyperscan.dumpb(database)
+    with contextlib.suppress(OSError):
+        stale = time.time() - STALE_SECONDS
+        for old in path.parent.glob("hyperscan-*.db"):
+            if old != path and old.stat().st_mtime < stale:
+                old.unlink()
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
