@@ -1,5 +1,6 @@
-"""API cost and speed of a full backfill of the scale-1 simulated history, and the cost of a
-collect with nothing new (``python -m bench.run collector``)."""
+"""API cost and speed of a full backfill of the scale-1 simulated history, the cost of a
+collect with nothing new, and the peak memory of collecting a 1 GB log
+(``python -m bench.run collector``)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,37 @@ import cProfile
 import math
 import pstats
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import fakehub
-from tests.hubtools import collect, migrated
+from tests.hubtools import SINCE, TEST_SCALE, collect, migrated
 
 SCALE = 1.0
 SCALE1_DB = Path(__file__).with_name("out") / "scale1.db"  # reused by bench.dashboard
 COMMAND = "python -m bench.run collector"
 OUR_PACKAGES = ("/collector/", "/store/", "/ciflake/")
+BIG_LOG_MB = 1024
+BIG_LOG_DB = Path(__file__).with_name("out") / "big-log.db"
+BIG_LOG_RSS_TARGET_MB = 200
+# A whole collect in a fresh interpreter (fakehub stays in the benchmark's process): its peak
+# RSS is the collector's alone.
+BIG_LOG_SCRIPT = (
+    "import resource, sys, time\n"
+    "from datetime import datetime\n"
+    "from ciflake.config import load_config\n"
+    "from collector.command import collect_once\n"
+    "from collector.sync import CollectOptions\n"
+    "from tests.hubtools import migrated\n"
+    "api, token, db, since = sys.argv[1:]\n"
+    "config = load_config(env={'GITHUB_TOKEN': token}, api_url=api, db_url=db)\n"
+    "options = CollectOptions(since=datetime.fromisoformat(since), quiet=True)\n"
+    "t = time.perf_counter(); report = collect_once(config, migrated(db), options)\n"
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,\n"
+    "      report.logs_fetched, report.log_errors)"
+)
 
 
 def _lower_bound(hub: fakehub.Hub, inventory: dict) -> int:
@@ -57,7 +79,42 @@ def build_scale1(path: Path) -> None:
         collect(hub, _fresh(path))
 
 
+def big_log_rss() -> dict:
+    """Peak RSS of a collect (test scale) one of whose failed jobs has a 1 GB log, which
+    fakehub streams: the collector must stream it too, into the database."""
+    with fakehub.running(seed=1, scale=TEST_SCALE, rate_limit=1_000_000) as hub:
+        failures = hub.admin("GET", "truth?log_status=ok")["failures"]
+        job_id = next(f["job_id"] for f in failures if f["conclusion"] == "failure")
+        hub.admin("POST", "big_log", {"job_id": job_id, "megabytes": BIG_LOG_MB})
+        db_url = _fresh(BIG_LOG_DB)
+        command = [sys.executable, "-c", BIG_LOG_SCRIPT, hub.base_url, hub.token, db_url]
+        done = subprocess.run(
+            [*command, SINCE.isoformat()],
+            cwd=Path(__file__).resolve().parent.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    seconds, rss_kb, fetched, errors = done.stdout.split()
+    rss_mb = int(rss_kb) / 1024
+    stored_mb = BIG_LOG_DB.stat().st_size / 2**20
+    met = rss_mb < BIG_LOG_RSS_TARGET_MB and errors == "0"
+    for leftover in BIG_LOG_DB.parent.glob(BIG_LOG_DB.name + "*"):
+        leftover.unlink()  # about a quarter of a gigabyte, of no further use
+    return {
+        "figure": "Peak RSS collecting a 1 GB log",
+        "value": f"{rss_mb:.0f} MB",
+        "target": f"< {BIG_LOG_RSS_TARGET_MB} MB",
+        "met": met,
+        "command": COMMAND,
+        "note": f"a collect at test scale ({fetched} logs, {errors} errors) in a fresh "
+        f"interpreter, one log of {BIG_LOG_MB} MB streamed by fakehub; {float(seconds):.0f} s, "
+        f"database {stored_mb:.0f} MB",
+    }
+
+
 def measure() -> list[dict]:
+    big_log = big_log_rss()
     with fakehub.running(seed=1, scale=SCALE, rate_limit=1_000_000) as hub:
         db_url = _fresh(SCALE1_DB)
         inventory = hub.admin("GET", "inventory")
@@ -120,4 +177,5 @@ def measure() -> list[dict]:
             "command": COMMAND,
             "note": "",
         },
+        big_log,
     ]

@@ -265,6 +265,14 @@ def events_add(state: State, date: str, title: str, pr: int | None, kind: str) -
 )
 @click.option("--no-logs", is_flag=True, help="Do not download logs of failed jobs.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar: only the one-line report.")
+@click.option(
+    "--max-requests",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Send at most N requests that count against the rate limit, then stop cleanly with "
+    "everything so far committed; the next collect goes on from there. [collect] reserve "
+    "also keeps that many of the token's budget for others.",
+)
 @click.pass_obj
 def collect(
     state: State,
@@ -275,6 +283,7 @@ def collect(
     api_url: str | None,
     no_logs: bool,
     quiet: bool,
+    max_requests: int | None,
 ) -> None:
     """Fetch new and changed runs, jobs, annotations and failed-job logs, and classify each
     failure.
@@ -298,6 +307,7 @@ def collect(
         logs=not no_logs,
         quiet=quiet,
         once=once,
+        max_requests=max_requests,
     )
 
 
@@ -310,6 +320,41 @@ def reclassify(state: State) -> None:
 
     changed, total, version = reclassify_all(state.migrated_engine())
     click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
+
+
+@cli.command()
+@click.option(
+    "--since",
+    metavar="DATE",
+    help="Estimate the first backfill from DATE (default: as collect, 30 days before the "
+    "earliest configured event).",
+)
+@click.option("--repo", metavar="OWNER/NAME", help="Repository (default: the config's).")
+@click.option(
+    "--api-url",
+    metavar="URL",
+    help="GitHub API URL (default: $CIFLAKE_API_URL, else https://api.github.com; GitHub "
+    "Enterprise Server: https://HOST/api/v3).",
+)
+@click.pass_obj
+def doctor(state: State, since: str | None, repo: str | None, api_url: str | None) -> None:
+    """Check ciflake against GitHub with about 20 requests (the count is printed), and estimate
+    the first backfill.
+
+    One line per check, ok / warn / fail with what to do: the API URL (a GitHub Enterprise
+    Server URL without /api/v3 is the usual mistake), the network (HTTPS_PROXY,
+    REQUESTS_CA_BUNDLE), the token and its kind (1,000/h: a workflow's GITHUB_TOKEN; 5,000/h:
+    a user token), the rate budget left, the repository, each tracked workflow (by path, with
+    its state and runs), one recent failed job's annotations and log, and a log older than the
+    90-day retention (410: expected). Then the requests and hours of the first backfill at
+    the budget found, from the listings' total_count. Exit status 1 when a check fails.
+    """
+    from ciflake.config import parse_datetime
+    from collector.doctor import backfill_start, run_doctor
+
+    state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
+    start = parse_datetime(since, "--since") if since else backfill_start(state.config)
+    sys.exit(run_doctor(state.config, start, click.echo))
 
 
 # ---- summary and schedule -------------------------------------------------------------------

@@ -72,6 +72,7 @@ class Config:
     since_days_before_first_event: int
     log_workers: int
     collect_window_days: int
+    collect_reserve: int
     summary_nightly_at: str
     summary_pr: int | None
     window_days: int
@@ -105,6 +106,7 @@ _TABLES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "since_days_before_first_event": int,
         "log_workers": int,
         "window_days": int,
+        "reserve": int,
     },
     "summary": {"nightly_at": str, "pr": int},
     "analytics": {
@@ -360,6 +362,7 @@ def load_config(
     spans = {
         **positive,
         "[collect] trailing_days": collect.get("trailing_days", 14),
+        "[collect] reserve": collect.get("reserve", 0),
         "[collect] since_days_before_first_event": collect.get("since_days_before_first_event", 30),
     }
     for key, value in spans.items():  # beyond this, date arithmetic and sleeps overflow
@@ -376,6 +379,7 @@ def load_config(
         since_days_before_first_event=spans["[collect] since_days_before_first_event"],
         log_workers=positive["[collect] log_workers"],
         collect_window_days=positive["[collect] window_days"],
+        collect_reserve=spans["[collect] reserve"],
         summary_nightly_at=nightly,
         summary_pr=summary.get("pr"),
         window_days=positive["[analytics] window_days"],

@@ -13,16 +13,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import requests
 from github import Auth, Github
 from urllib3.util.retry import Retry
 
-# Transient failures retried inside urllib3: connection errors and 5xx. Rate limits (403/429)
-# are handled here instead, so that every wait is announced and bounded.
-TRANSIENT_STATUS = (500, 502, 503, 504)
+# Transient failures retried inside urllib3: connection errors, 500 and 503. Rate limits
+# (403/429) are handled here instead, so that every wait is announced and bounded, and so are
+# 502/504, GitHub's answer to a request too slow to serve: a list page is asked again smaller.
+TRANSIENT_STATUS = (500, 503)
+SLOW_STATUS = (502, 504)
+MIN_PER_PAGE = 10
 BAD_BODY_RETRIES = 4
 SECONDARY_MESSAGE = re.compile(r"secondary rate limit|abuse", re.IGNORECASE)
 
@@ -51,12 +54,25 @@ class BlobExpired(CollectError):
     """The blob host refused the signed log URL (403): GitHub's expire after one minute."""
 
 
+class ServerError(CollectError):
+    """A 5xx that outlived the retries; `status` says which (502/504: the page was too slow)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class BudgetSpent(CollectError):
+    """The request budget of this collect (`--max-requests`, `[collect] reserve`) is used up:
+    the collect stops cleanly, and the next one goes on from there."""
+
+
 @dataclass
 class RequestStats:
     """What a collect cost, from our side of the wire."""
 
     requests: int = 0
-    not_modified: int = 0
+    not_modified: int = 0  # answered 304: GitHub does not count them against the rate limit
     rate_limit_remaining: int | None = None
     rate_limit_reset: int | None = None
     waits: list[str] = field(default_factory=list)
@@ -108,6 +124,8 @@ class GitHubClient:
         backoff_factor: float = 0.5,
         on_wait: Callable[[str], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        max_requests: int | None = None,
+        reserve: int = 0,
     ) -> None:
         retry = Retry(
             total=5,
@@ -138,6 +156,9 @@ class GitHubClient:
         self.on_wait = on_wait or (lambda message: None)
         self.sleep = sleep
         self.stats = RequestStats()
+        self.backoff_factor = backoff_factor
+        self.max_requests = max_requests  # counted requests this client may send, None: any
+        self.reserve = reserve  # rate budget always left to other users of the token
         self._blob_session = requests.Session()
         self._blob_session.mount("http://", requests.adapters.HTTPAdapter(max_retries=retry))
         self._blob_session.mount("https://", requests.adapters.HTTPAdapter(max_retries=retry))
@@ -160,6 +181,7 @@ class GitHubClient:
         """Send one call until it gets an answer that is not a rate limit: transport errors
         (urllib3 already retried connections; a body cut short lands here) are retried a few
         times, rate limits waited out as GitHub asks. A 401 raises ``BadCredentials``."""
+        self._check_budget()
         headers = {"If-None-Match": etag} if etag else {}
         secondary_backoff = self.secondary_wait
         failures = 0
@@ -192,17 +214,51 @@ class GitHubClient:
             if _is_secondary(hdrs, raw) and "retry-after" not in hdrs:
                 secondary_backoff *= 2
 
+    @property
+    def counted(self) -> int:
+        """Requests sent that count against GitHub's rate limit (a 304 does not)."""
+        return self.stats.requests - self.stats.not_modified
+
+    def budget_left(self) -> int | None:
+        """Counted requests this collect may still send (None: no limit of ours)."""
+        left = []
+        if self.max_requests is not None:
+            left.append(self.max_requests - self.counted)
+        if self.reserve and self.stats.rate_limit_remaining is not None:
+            left.append(self.stats.rate_limit_remaining - self.reserve)
+        return max(0, min(left)) if left else None
+
+    def _check_budget(self) -> None:
+        if self.budget_left() == 0:
+            if self.max_requests is not None and self.counted >= self.max_requests:
+                raise BudgetSpent(f"request budget spent ({self.counted} of --max-requests)")
+            raise BudgetSpent(
+                f"rate budget down to the reserve of {self.reserve} requests left for others"
+            )
+
     def request(
-        self, method: str, path: str, *, etag: str | None = None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        etag: str | None = None,
+        body: Any = None,
+        retry_slow: bool = True,
     ) -> tuple[int, dict[str, str], Any]:
         """One API call with rate-limit handling; returns (status, headers, parsed JSON).
-        Raises ``BadCredentials`` on 401 and ``CollectError`` on other failures."""
+        Raises ``BadCredentials`` on 401 and ``CollectError`` on other failures; a 502/504 is
+        asked again a few times unless `retry_slow` is off (``ServerError`` at once)."""
         for attempt in range(1, BAD_BODY_RETRIES + 2):
             status, hdrs, raw = self._exchange(method, path, etag=etag, body=body)
+            if status in SLOW_STATUS and retry_slow and attempt <= BAD_BODY_RETRIES:
+                self._announce(f"{status} from {path}; retrying", self.backoff_factor * attempt)
+                continue
             if status == 304:
                 return status, hdrs, None
             if status == 404:
                 raise NotFound(f"{method} {path}: 404 not found")
+            if status >= 500:
+                raise ServerError(f"{method} {path}: HTTP {status} {_message(raw)}", status)
             if status >= 400:
                 raise CollectError(f"{method} {path}: HTTP {status} {_message(raw)}")
             try:
@@ -239,24 +295,47 @@ class GitHubClient:
         self.on_wait(message)
         self.sleep(wait)
 
-    def get(self, path: str, params: dict[str, Any] | None = None, *, etag: str | None = None):
-        return self.request("GET", _with_query(path, params), etag=etag)
+    def get(
+        self,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        etag: str | None = None,
+        retry_slow: bool = True,
+    ):
+        return self.request("GET", _with_query(path, params), etag=etag, retry_slow=retry_slow)
 
     def pages(
         self, path: str, params: dict[str, Any], etags: dict[str, str]
     ) -> Iterator[tuple[str, Page]]:
         """Every page of a list endpoint, following ``Link`` URLs, each asked with the ETag
-        stored for its URL in ``etags``. Yields (url, page)."""
+        stored for its URL in ``etags``. Yields (url, page).
+
+        GitHub answers 502/504 to a request it could not serve in 10 s and advises smaller
+        pages: then ``per_page`` is halved (down to MIN_PER_PAGE) and the listing goes on from
+        the same item; callers may see an item twice when the offsets do not line up."""
         url: str | None = _with_query(path, params)
+        per_page, page_number = int(params.get("per_page", 30)), 1
         while url is not None:
-            status, hdrs, body = self.get(url, etag=etags.get(url))
+            smallest = per_page <= MIN_PER_PAGE or "per_page" not in params
+            try:
+                status, hdrs, body = self.get(url, etag=etags.get(url), retry_slow=smallest)
+            except ServerError as exc:
+                if exc.status not in SLOW_STATUS or smallest:
+                    raise
+                offset = (page_number - 1) * per_page
+                per_page = max(MIN_PER_PAGE, per_page // 2)
+                page_number = offset // per_page + 1
+                self._announce(f"{exc.status} on a page of {path}: {per_page} per page", 0)
+                url = _with_query(path, {**params, "per_page": per_page, "page": page_number})
+                continue
             next_url = _next_link(hdrs.get("link"))
             if next_url is not None:
                 next_url = self._relative(next_url)
             yield url, Page(status, body, hdrs.get("etag"), next_url)
             if status == 304:
                 return  # unchanged first page: the following pages are unchanged too
-            url = next_url
+            url, page_number = next_url, page_number + 1
 
     def _relative(self, url: str) -> str:
         parts = urlsplit(url)
@@ -277,28 +356,66 @@ class GitHubClient:
             return status, None
         raise CollectError(f"GET {path}: HTTP {status}")
 
-    def download(self, url: str) -> bytes:
-        """Fetch a log blob: a signed URL on another host, fetched without the token. Raises
-        ``BlobGone`` on 404 (the job left no log) and ``BlobExpired`` on 403 (the blob host
-        refused the URL, most often because it is more than a minute old: ask for a new one)."""
+    download_chunk = 1 << 20  # bytes read from the blob host at a time: logs never sit whole
+
+    def download(
+        self, url: str, sink: LogSink | None = None, *, chunk_size: int | None = None
+    ) -> bytes | None:
+        """Fetch a log blob: a signed URL on another host, fetched without the token, streamed
+        in chunks of ``chunk_size`` bytes into ``sink.write`` (``sink.restart()`` before a
+        retry starts over); without a sink the log is returned as bytes (small answers only).
+        Raises ``BlobGone`` on 404 (the job left no log) and ``BlobExpired`` on 403 (the blob
+        host refused the URL, most often because it is more than a minute old: ask for a new
+        one)."""
+        buffer = _Buffer() if sink is None else None
+        target: LogSink = buffer if buffer is not None else sink  # type: ignore[assignment]
+        chunk_size = chunk_size or self.download_chunk
+        written = False
         for attempt in range(BAD_BODY_RETRIES + 1):
             try:
-                response = self._blob_session.get(url, timeout=self.timeout)
-                if response.status_code == 404:
-                    raise BlobGone("log blob not found (404)")
-                if response.status_code == 403:
-                    raise BlobExpired("log URL refused (403)")
-                response.raise_for_status()
-                expected = response.headers.get("content-length")
-                encoded = "content-encoding" in response.headers
-                if expected is not None and not encoded and int(expected) != len(response.content):
-                    raise requests.exceptions.ContentDecodingError("short read")
-                return response.content
+                with self._blob_session.get(url, timeout=self.timeout, stream=True) as response:
+                    if response.status_code == 404:
+                        raise BlobGone("log blob not found (404)")
+                    if response.status_code == 403:
+                        raise BlobExpired("log URL refused (403)")
+                    response.raise_for_status()
+                    expected = response.headers.get("content-length")
+                    encoded = "content-encoding" in response.headers
+                    if written:
+                        target.restart()
+                    received = 0
+                    for chunk in response.iter_content(chunk_size):
+                        written = True
+                        target.write(chunk)
+                        received += len(chunk)
+                    if expected is not None and not encoded and int(expected) != received:
+                        raise requests.exceptions.ContentDecodingError("short read")
+                return buffer.getvalue() if buffer is not None else None
             except requests.exceptions.RequestException as exc:
                 if attempt == BAD_BODY_RETRIES:
                     raise CollectError(f"log download failed: {type(exc).__name__}") from None
                 time.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")
+
+
+class LogSink(Protocol):
+    """Where ``GitHubClient.download`` puts a log as it arrives."""
+
+    def write(self, chunk: bytes, /) -> object: ...
+
+    def restart(self) -> None:
+        """Forget what was written: the download starts over."""
+
+
+class _Buffer(bytearray):
+    def write(self, chunk: bytes, /) -> None:
+        self.extend(chunk)
+
+    def restart(self) -> None:
+        self.clear()
+
+    def getvalue(self) -> bytes:
+        return bytes(self)
 
 
 def _with_query(path: str, params: dict[str, Any] | None) -> str:

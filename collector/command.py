@@ -14,13 +14,22 @@ from collector.progress import CollectProgress
 from collector.sync import CollectOptions, CollectReport, collect
 
 
-def make_client(config: Config, progress: CollectProgress) -> GitHubClient:
-    return GitHubClient(config.api_url, config.token, on_wait=progress.note)
+def make_client(
+    config: Config, progress: CollectProgress, max_requests: int | None = None
+) -> GitHubClient:
+    return GitHubClient(
+        config.api_url,
+        config.token,
+        on_wait=progress.note,
+        max_requests=max_requests,
+        reserve=config.collect_reserve,
+    )
 
 
 def collect_once(config: Config, engine: Engine, options: CollectOptions) -> CollectReport:
     progress = CollectProgress(enabled=not options.quiet)
-    return collect(config, engine, make_client(config, progress), options, progress)
+    client = make_client(config, progress, options.max_requests)
+    return collect(config, engine, client, options, progress)
 
 
 def run_collect(
@@ -32,10 +41,13 @@ def run_collect(
     logs: bool,
     quiet: bool,
     once: bool,
+    max_requests: int | None = None,
 ) -> None:
     if config.token is None and "api.github.com" in config.api_url:
         click.echo("warning: no token (GITHUB_TOKEN); GitHub allows 60 requests an hour", err=True)
-    options = CollectOptions(since=since, full=full, logs=logs, quiet=quiet)
+    options = CollectOptions(
+        since=since, full=full, logs=logs, quiet=quiet, max_requests=max_requests
+    )
     while True:
         try:
             report = collect_once(config, engine, options)
@@ -45,4 +57,4 @@ def run_collect(
         if once:
             return
         time.sleep(config.interval_minutes * 60)
-        options = CollectOptions(logs=logs, quiet=quiet)
+        options = CollectOptions(logs=logs, quiet=quiet, max_requests=max_requests)

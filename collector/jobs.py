@@ -17,11 +17,11 @@ from store.upsert import upsert
 
 def fetch_jobs(client: GitHubClient, repo: str, run_id: int) -> list[dict[str, Any]]:
     """Every job of every attempt of a run: one request per 100 jobs."""
-    jobs: list[dict[str, Any]] = []
+    jobs: dict[int, dict[str, Any]] = {}  # by id: a page asked again smaller may repeat some
     path = f"/repos/{repo}/actions/runs/{run_id}/jobs"
     for _url, page in client.pages(path, {"filter": "all", "per_page": 100}, {}):
-        jobs.extend(page.body.get("jobs", []))
-    return jobs
+        jobs.update((job["id"], job) for job in page.body.get("jobs", []))
+    return list(jobs.values())
 
 
 def attempt_rows(

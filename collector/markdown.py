@@ -3,8 +3,9 @@ workflow names): it must not ping anyone, reference other issues, or break the c
 
 Inline text is HTML-escaped and Markdown-escaped, so it renders as the literal characters; a log
 line goes into a code block whose fence is longer than any backtick run in it, so nothing in the
-line can close the block. ``@`` and ``#`` get a zero-width joiner after them in both places, so
-neither a mention nor an issue reference survives, even where GitHub would look inside code.
+line can close the block. ``@`` and ``#`` get a zero-width joiner after them in both places, and
+so does the ``GH`` of ``GH-123``, so neither a mention nor an issue reference survives, even where
+GitHub would look inside code.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _WHITESPACE = re.compile(r"[\t\r\n]+")
 # Characters with a meaning in GitHub Markdown inline text; a backslash makes each literal.
 _MARKDOWN = re.compile(r"([\\`*_\[\]()!|~])")
 _PINGS = re.compile(r"([@#])")
+_GH_REFERENCE = re.compile(r"(gh)(?=-\d)", re.IGNORECASE)  # GitHub links GH-123 like #123
 _BACKTICKS = re.compile(r"`+")
 _URL_SAFE = "/:?=&#%-._~+,;"
 
@@ -30,8 +32,9 @@ def one_line(text: str, limit: int) -> str:
 
 
 def unping(text: str) -> str:
-    """``@name`` and ``#123`` that GitHub cannot turn into a mention or a cross-reference."""
-    return _PINGS.sub(r"\1" + ZWJ, text)
+    """``@name``, ``#123`` and ``GH-123`` that GitHub cannot turn into a mention or a
+    cross-reference."""
+    return _GH_REFERENCE.sub(r"\1" + ZWJ, _PINGS.sub(r"\1" + ZWJ, text))
 
 
 def md_text(text: object, limit: int = 200) -> str:

@@ -45,11 +45,11 @@ def _list(
     client: GitHubClient, path: str, created: str, etags: dict[str, str], new_etags: dict[str, str]
 ) -> tuple[int, list[dict[str, Any]] | None]:
     """One ``created`` query, every page: (total_count, runs), runs None if unchanged."""
-    runs: list[dict[str, Any]] = []
+    runs: dict[int, dict[str, Any]] = {}  # by id: a page asked again smaller may repeat some
     total = 0
-    for index, (url, page) in enumerate(
-        client.pages(path, {"created": created, "per_page": 100}, etags)
-    ):
+    # The pull-request array is not used, and without it GitHub's pages are much lighter.
+    params = {"created": created, "per_page": 100, "exclude_pull_requests": "true"}
+    for index, (url, page) in enumerate(client.pages(path, params, etags)):
         if page.status == 304:
             new_etags[url] = etags[url]
             return -1, None
@@ -57,10 +57,10 @@ def _list(
             total = int(page.body.get("total_count", 0))
             if total >= RESULT_CAP:
                 return total, []  # the caller splits the window; later pages would be capped
-        runs.extend(page.body.get("workflow_runs", []))
+        runs.update((run["id"], run) for run in page.body.get("workflow_runs", []))
         if page.etag:
             new_etags[url] = page.etag
-    return total, runs
+    return total, list(runs.values())
 
 
 def fetch_runs(
@@ -70,13 +70,17 @@ def fetch_runs(
     since: datetime,
     until: datetime,
     etags: dict[str, str],
+    closed: bool = False,
 ) -> tuple[list[dict[str, Any]] | None, dict[str, str]]:
     """Every run of a workflow created in [since, ...): first as one open-ended query (which an
-    ETag makes free when nothing changed), split into closed windows while a window reaches
-    the cap. Returns (runs or None when unchanged, the ETags to keep)."""
+    ETag makes free when nothing changed), or `closed` as [since, until); split into closed
+    windows while a window reaches the cap. Returns (runs or None when unchanged, the ETags
+    to keep)."""
     path = f"/repos/{repo}/actions/workflows/{workflow_id}/runs"
     new_etags: dict[str, str] = {}
-    total, runs = _list(client, path, f">={_stamp(since)}", etags, new_etags)
+    last = _stamp(until - timedelta(seconds=1))
+    first = f"{_stamp(since)}..{last}" if closed else f">={_stamp(since)}"
+    total, runs = _list(client, path, first, etags, new_etags)
     if runs is None:
         return None, new_etags
     if total < RESULT_CAP:

@@ -2,21 +2,28 @@
 
 Three steps, so the content is testable without a network: ``load_summary`` reads the store,
 ``summarise`` (pure) turns frames into the sections' tables, ``render_summary`` (pure) writes the
-Markdown. ``post_summary`` edits the one comment that starts with MARKER, or creates it
-(PyTorch Dr.CI's single upserted comment).
+Markdown, shortened to GitHub's 65,536 characters. ``post_summary`` edits the one comment that
+starts with MARKER and is by the token's user (``GET /user``; ``github-actions[bot]`` for a
+workflow's token), or creates it (PyTorch Dr.CI's single upserted comment); a marked comment by
+anyone else is left alone and reported, and a POST that may have failed is retried only after
+the comments were listed again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
+import requests
+from github.Requester import Requester
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -28,7 +35,13 @@ from analytics.rates import stability, verdict_label
 from analytics.setup import EventLike, event_table, job_renames
 from analytics.verdicts import job_verdicts
 from ciflake.config import Config, ConfigError, parse_datetime
-from collector.client import CollectError, GitHubClient
+from collector.client import (
+    SECONDARY_MESSAGE,
+    BadCredentials,
+    CollectError,
+    Forbidden,
+    GitHubClient,
+)
 from collector.frames import logical_job_frame, logical_run_frame
 from collector.markdown import code_block, details, link, md_text
 from store.models import PostedComment
@@ -41,6 +54,7 @@ MARKER = "<!-- ciflake:summary -->"
 NEW_DAYS = 21  # Treeherder: a failure line unseen for 21 days is new
 FOLD_AFTER = 5  # a section with more items than this folds into <details>
 MAX_FAILURES = 15  # per group, so the comment stays far below GitHub's 65,536 characters
+BODY_LIMIT = 65_536  # GitHub refuses a longer comment body (422 "body is too long")
 SYMBOLS = {"pass": "✅", "flaky": "🔁", "fail": "❌"}
 # Failure groups in the order shown; a NEW signature wins over the verdict.
 GROUPS = {
@@ -260,10 +274,12 @@ def _when(moment: Any) -> str:
 
 
 def _folded(heading: str, items: list[str], what: str) -> str:
-    """``heading`` then the items, folded under "show N what" when there are many."""
+    """``heading`` then the items, folded under "show N what" when there are many (N does
+    not count a closing "… and N more" item)."""
     body = "\n".join(items)
     if len(items) > FOLD_AFTER:
-        body = details(f"show {len(items)} {what}", body)
+        shown = len([item for item in items if not item.startswith("- … and ")])
+        body = details(f"show {shown} {what}", body)
     return f"{heading}\n\n{body}"
 
 
@@ -343,7 +359,8 @@ def _failure_item(row: pd.Series) -> str:
     return item + ("\n\n" + code_block(line, indent="  ") + "\n" if line else "")
 
 
-def _failures(data: SummaryData) -> str:
+def _failures(data: SummaryData, cap: int = MAX_FAILURES) -> str:
+    """The failures, at most ``cap`` per group."""
     rows = data.failures
     title = f"### Failures since {_when(data.since)}: {len(rows)}"
     if rows.empty:
@@ -355,14 +372,15 @@ def _failures(data: SummaryData) -> str:
         chosen = rows[rows["group"] == group]
         if chosen.empty:
             continue
-        items = [_failure_item(row) for _, row in chosen.head(MAX_FAILURES).iterrows()]
-        if len(chosen) > MAX_FAILURES:
-            items.append(f"- … and {len(chosen) - MAX_FAILURES} more (`ciflake export failures`)")
+        items = [_failure_item(row) for _, row in chosen.head(cap).iterrows()]
+        if len(chosen) > cap:
+            items.append(f"- … and {len(chosen) - cap} more (`ciflake export failures`)")
         parts += ["", _folded(f"#### {heading}: {len(chosen)}", items, "failures")]
     return "\n".join(parts)
 
 
-def _coverage(data: SummaryData) -> str:
+def _coverage(data: SummaryData, cap: int | None = None) -> str:
+    """The jobs the change lost, at most ``cap`` of them (None: all)."""
     lost = data.coverage_lost
     if lost.empty:
         return "### Coverage lost by the change\n\nNone: every job that ran before has a successor."
@@ -370,20 +388,25 @@ def _coverage(data: SummaryData) -> str:
         f"- {md_text(row['lineage'])} / {md_text(row['logical_job'])}: ran "
         f"{row['before_runs']}× in the {data.window_days} days before, the last time in "
         f"{md_text(_stem(row['last_workflow_path']))} on {_when(row['last_run_at'])}"
-        for _, row in lost.iterrows()
+        for _, row in lost.head(len(lost) if cap is None else cap).iterrows()
     ]
+    if len(items) < len(lost):
+        items.append(f"- … and {len(lost) - len(items)} more")
     return _folded(f"### Coverage lost by the change: {len(lost)} jobs", items, "jobs")
 
 
-def _stale(data: SummaryData) -> str:
+def _stale(data: SummaryData, cap: int | None = None) -> str:
+    """The workflows that stopped running, at most ``cap`` of them (None: all)."""
     if data.stale.empty:
         return ""
     items = [
         f"- **STALE** {md_text(_stem(row['workflow_path']))}: no run for "
         f"{row['silent_hours']:.0f} h (usually every {row['usual_gap_hours']:.0f} h), last "
         f"{_when(row['last_run_at'])}"
-        for _, row in data.stale.iterrows()
+        for _, row in data.stale.head(len(data.stale) if cap is None else cap).iterrows()
     ]
+    if len(items) < len(data.stale):
+        items.append(f"- … and {len(data.stale) - len(items)} more")
     return _folded("### Workflows that stopped running", items, "workflows")
 
 
@@ -399,11 +422,90 @@ def _freshness(data: SummaryData) -> str:
     )
 
 
-def render_summary(data: SummaryData) -> str:
-    """The comment's Markdown, starting with MARKER; every foreign text neutralised."""
-    sections = [_headline(data), _strips(data), _failures(data), _coverage(data), _stale(data)]
-    body = "\n\n".join(section for section in sections if section)
-    return f"{MARKER}\n{body}\n\n{_freshness(data)}\n"
+def github_length(text: str) -> int:
+    """``text``'s length as GitHub may count it: UTF-16 code units, never fewer than the code
+    points, so a body that fits by this measure fits by either."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+# Sections that can be shortened, longest first when it must: name -> (what they list, renderer).
+TRIMMABLE: dict[str, tuple[str, Any]] = {
+    "failures": ("failures per group", _failures),
+    "coverage": ("jobs of the coverage lost", _coverage),
+    "stale": ("stopped workflows", _stale),
+}
+# Dropped whole, in this order, when the shortened lists are still too long (never the headline).
+DROPPABLE = ("stale", "coverage", "strips", "failures")
+
+
+def _sizes(data: SummaryData) -> dict[str, int]:
+    """How many items each trimmable section has (failures: its largest group)."""
+    groups = data.failures["group"].value_counts()
+    return {
+        "failures": min(MAX_FAILURES, int(groups.max()) if len(groups) else 0),
+        "coverage": len(data.coverage_lost),
+        "stale": len(data.stale),
+    }
+
+
+def _compose(data: SummaryData, caps: dict[str, int], dropped: list[str], cut: str) -> str:
+    sections = {
+        "headline": _headline(data),
+        "strips": _strips(data),
+        **{name: render(data, caps[name]) for name, (_, render) in TRIMMABLE.items()},
+    }
+    body = [text for name, text in sections.items() if text and name not in dropped]
+    return "\n\n".join([MARKER + "\n" + body[0], *body[1:], *([cut] if cut else [])]) + (
+        f"\n\n{_freshness(data)}\n"
+    )
+
+
+def _cut_line(full: int, sizes: dict[str, int], caps: dict[str, int], dropped: list[str]) -> str:
+    """The line saying what was cut to fit BODY_LIMIT."""
+    cuts = [
+        f"{caps[name]} of {sizes[name]} {what} shown"
+        for name, (what, _) in TRIMMABLE.items()
+        if caps[name] < sizes[name] and name not in dropped
+    ]
+    cuts += [f"the {name} section left out" for name in dropped]
+    return (
+        f"✂️ **Cut to fit GitHub's {BODY_LIMIT:,}-character limit** (the whole summary has "
+        f"{full:,}): {'; '.join(cuts)}. Every failure: `ciflake export failures`."
+    )
+
+
+def render_summary(data: SummaryData, limit: int | None = BODY_LIMIT) -> str:
+    """The comment's Markdown, starting with MARKER; every foreign text neutralised. Over
+    ``limit`` (GitHub's, by default; None: no limit) the longest lists are shortened, then
+    whole sections left out, and a line says what was cut. Each list stays folded under
+    <details> and every cut is at an item's end, so the Markdown renders as before."""
+    sizes = _sizes(data)
+    caps, dropped = dict(sizes), []
+    text = _compose(data, caps, dropped, "")
+    full = github_length(text)
+    if limit is None or full <= limit:
+        return text
+    while True:
+        text = _compose(data, caps, dropped, _cut_line(full, sizes, caps, dropped))
+        excess = github_length(text) - limit
+        if excess <= 0:
+            return text
+        lengths = {
+            name: github_length(render(data, caps[name]))
+            for name, (_, render) in TRIMMABLE.items()
+            if caps[name] > 0 and name not in dropped
+        }
+        if lengths:  # shorten the longest, down to the next longest or by its share
+            name = max(lengths, key=lengths.__getitem__)
+            others = [size for other, size in lengths.items() if other != name]
+            share = max(min(excess, lengths[name] - max(others, default=0)), excess // len(lengths))
+            shown = caps[name]
+            caps[name] = max(0, shown - max(1, -(-shown * share // lengths[name])))
+        elif len(dropped) < len(DROPPABLE):
+            dropped.append(DROPPABLE[len(dropped)])
+        else:  # only the headline is left and it is too long: say so, no more
+            cut = _cut_line(full, sizes, caps, dropped)
+            return f"{MARKER}\n{cut} The headline did not fit either.\n\n{_freshness(data)}\n"
 
 
 # ---- reading the store and posting ----------------------------------------------------------
@@ -446,26 +548,150 @@ def load_summary(
     )
 
 
-def find_marked_comment(client: GitHubClient, repo: str, number: int) -> dict[str, Any] | None:
-    """The first comment of the issue (every page) whose body starts with MARKER."""
+ACTIONS_BOT = "github-actions[bot]"  # who a workflow's GITHUB_TOKEN comments as
+INTEGRATION = "not accessible by integration"  # GitHub's 403 to GET /user for such a token
+POST_TRIES = 4  # POSTs of one summary; before each retry the comments are listed again
+
+
+def token_login(client: GitHubClient) -> str:
+    """The login the token's comments carry: GET /user's, or ACTIONS_BOT when GitHub answers
+    that the token is an integration's (a workflow's GITHUB_TOKEN)."""
+    try:
+        _, _, user = client.request("GET", "/user")
+    except Forbidden as exc:
+        if INTEGRATION in str(exc).lower():
+            return ACTIONS_BOT
+        raise
+    return str(user["login"])
+
+
+def _author(comment: dict[str, Any]) -> str:
+    return str((comment.get("user") or {}).get("login") or "")
+
+
+def marked_comments(
+    client: GitHubClient, repo: str, number: int, author: str | None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """(the first comment of the issue by ``author`` whose body starts with MARKER, those
+    of anyone else), over every page; ``author`` None: the first of anyone's."""
+    mine, foreign = None, []
     path = f"/repos/{repo}/issues/{number}/comments"
     for _, page in client.pages(path, {"per_page": 100}, {}):
         for comment in page.body or []:
-            if (comment.get("body") or "").startswith(MARKER):
-                return comment
+            if not (comment.get("body") or "").startswith(MARKER):
+                continue
+            if author is None or _author(comment).casefold() == author.casefold():
+                mine = mine or comment
+            else:
+                foreign.append(comment)
+    return mine, foreign
+
+
+def find_marked_comment(
+    client: GitHubClient, repo: str, number: int, author: str | None = None
+) -> dict[str, Any] | None:
+    """The first comment of the issue (every page) by ``author`` (None: anyone's) whose body
+    starts with MARKER."""
+    return marked_comments(client, repo, number, author)[0]
+
+
+def _github_message(raw: str | None) -> str:
+    """An error answer's message and its validation errors, on one line."""
+    try:
+        answer = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(answer, dict):
+        return ""
+    problems = [str(e.get("message") or e.get("code")) for e in answer.get("errors") or []]
+    return ": ".join([str(answer.get("message", "")), *problems])[:300]
+
+
+def _write_wait(
+    client: GitHubClient, status: int, hdrs: dict[str, str], message: str
+) -> float | None:
+    """Seconds to wait before writing again after a rate-limit answer; None if it is not one."""
+    retry_after = hdrs.get("retry-after", "")
+    if retry_after.strip().isdigit():
+        return float(retry_after)
+    if hdrs.get("x-ratelimit-remaining") == "0":
+        return max(1.0, int(hdrs.get("x-ratelimit-reset", "0") or 0) - time.time() + 1)
+    if status == 429 or SECONDARY_MESSAGE.search(message):
+        return client.secondary_wait
     return None
 
 
-def upsert_comment(
-    client: GitHubClient, repo: str, number: int, body: str
-) -> tuple[str, dict[str, Any]]:
-    """Edit the marked comment, or create it: ("edited" or "created", the comment)."""
-    mine = find_marked_comment(client, repo, number)
-    if mine is not None:
-        path = f"/repos/{repo}/issues/comments/{mine['id']}"
-        return "edited", client.request("PATCH", path, body={"body": body})[2]
+def _post_once(
+    client: GitHubClient, path: str, body: str
+) -> tuple[dict[str, Any] | None, str, float]:
+    """One POST that nothing repeats: GitHubClient's retries would send it again after a 502,
+    a cut connection or a garbled answer, when GitHub may well have created the comment.
+    (the comment, "", 0) when created, else (None, why, seconds to wait before looking);
+    a refusal that is not a rate limit raises."""
+    requester = Requester(**{**client.github.requester.kwargs, "retry": 0})
+    try:
+        status, hdrs, raw = requester.requestJson("POST", path, input={"body": body})
+    except requests.exceptions.RequestException as exc:
+        return None, type(exc).__name__, 2.0
+    finally:
+        requester.close()
+    hdrs = {key.lower(): value for key, value in hdrs.items()}
+    client.stats.count(status, hdrs)
+    message = _github_message(raw)
+    if status == 201:
+        try:
+            return json.loads(raw), "", 0.0
+        except json.JSONDecodeError:
+            return None, "an unreadable answer", 2.0
+    if status >= 500:
+        return None, f"HTTP {status} {message}", 2.0
+    wait = _write_wait(client, status, hdrs, message) if status in (403, 429) else None
+    if wait is not None:
+        return None, f"rate limit ({status})", wait
+    if status == 401:
+        raise BadCredentials("GitHub rejected the token (401 Bad credentials)")
+    raise CollectError(f"POST {path}: HTTP {status} {message}")
+
+
+def create_comment(
+    client: GitHubClient, repo: str, number: int, body: str, author: str
+) -> dict[str, Any]:
+    """POST the comment; after a try that may have failed, list the comments again and take
+    ours if that try created it after all, so that no retry doubles the comment."""
     path = f"/repos/{repo}/issues/{number}/comments"
-    return "created", client.request("POST", path, body={"body": body})[2]
+    for _ in range(POST_TRIES):
+        created, why, wait = _post_once(client, path, body)
+        if created is not None:
+            return created
+        if wait > client.max_wait:
+            raise CollectError(f"POST {path}: {why}; GitHub asks to wait {wait:.0f}s")
+        message = f"POST {path}: {why}; looking for the comment in {wait:.0f}s"
+        client.stats.waits.append(message)
+        client.on_wait(message)
+        client.sleep(wait)
+        mine, _ = marked_comments(client, repo, number, author)
+        if mine is not None:
+            return mine if mine.get("body") == body else edit_comment(client, repo, mine, body)
+    raise CollectError(f"POST {path}: {why} on each of {POST_TRIES} tries; no comment created")
+
+
+def edit_comment(
+    client: GitHubClient, repo: str, comment: dict[str, Any], body: str
+) -> dict[str, Any]:
+    path = f"/repos/{repo}/issues/comments/{comment['id']}"
+    return client.request("PATCH", path, body={"body": body})[2]
+
+
+def upsert_comment(
+    client: GitHubClient, repo: str, number: int, body: str, author: str | None = None
+) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """Edit the marked comment by ``author`` (default: the token's login), or create it:
+    ("edited" or "created", the comment, the marked comments of others, left alone)."""
+    author = author or token_login(client)
+    mine, foreign = marked_comments(client, repo, number, author)
+    if mine is not None:
+        return "edited", edit_comment(client, repo, mine, body), foreign
+    return "created", create_comment(client, repo, number, body, author), foreign
 
 
 def record_comment(
@@ -487,11 +713,18 @@ def record_comment(
 
 def post_summary(
     client: GitHubClient, engine: Engine, repo: str, number: int, body: str
-) -> tuple[str, str]:
-    """Upsert the comment and record it: (what happened, the comment's address)."""
-    action, comment = upsert_comment(client, repo, number, body)
+) -> tuple[str, str, list[dict[str, Any]]]:
+    """Upsert the comment and record it: (what happened, the comment's address, the marked
+    comments of others, left alone)."""
+    action, comment, foreign = upsert_comment(client, repo, number, body)
     record_comment(engine, repo, number, comment, body)
-    return action, str(comment.get("html_url") or "")
+    return action, str(comment.get("html_url") or ""), foreign
+
+
+def foreign_line(foreign: list[dict[str, Any]]) -> str:
+    """One line naming the comments that carry the marker but are someone else's."""
+    who = ", ".join(f"{_author(c) or '?'} {c.get('html_url') or c.get('id')}" for c in foreign)
+    return f"left alone: {len(foreign)} comment(s) by someone else starting with the marker: {who}"
 
 
 def run_summary(
@@ -506,7 +739,8 @@ def run_summary(
     now: datetime | None = None,
 ) -> str:
     """What ``ciflake summary`` prints: the Markdown, or with ``post`` one line saying which
-    comment was created or edited. Problems come back as one ConfigError line, token-free."""
+    comment was created or edited (and one naming the comments of others that carry the
+    marker, left alone). Problems come back as one ConfigError line, token-free."""
     now = now or datetime.now(UTC)
     data = load_summary(engine, config, events, pr=pr, since=parse_since(since, now), now=now)
     body = render_summary(data)
@@ -517,7 +751,8 @@ def run_summary(
     number = target_number(config, data.event, pr, issue)
     client = GitHubClient(config.api_url, config.token, on_wait=log.warning)
     try:
-        action, url = post_summary(client, engine, config.repo, number, body)
+        action, url, foreign = post_summary(client, engine, config.repo, number, body)
     except CollectError as exc:
         raise ConfigError(f"summary not posted: {exc}") from None
-    return f"{action} the summary comment on #{number}: {url}"
+    done = f"{action} the summary comment on #{number}: {url}"
+    return f"{done}\n{foreign_line(foreign)}" if foreign else done

@@ -27,7 +27,7 @@ from collector.annotations import (
     needs_annotations,
     save_annotations,
 )
-from collector.client import CollectError, Forbidden, GitHubClient, NotFound
+from collector.client import BudgetSpent, CollectError, Forbidden, GitHubClient, NotFound
 from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
 from collector.logs import LogFetcher, job_payload, save_logs_and_failures, save_run_failure
 from collector.payloads import parse_time, run_fingerprint
@@ -39,6 +39,7 @@ from store.upsert import upsert
 
 BATCH_RUNS = 25
 REPO_STATE_ID = 0  # sync_state row of the repository itself: the workflow list's ETags
+COST_PER_RUN = 4.0  # requests a run costs before any was measured (jobs, annotations, logs)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class CollectOptions:
     full: bool = False
     logs: bool = True
     quiet: bool = False
+    max_requests: int | None = None  # counted requests this collect may send (None: no limit)
 
 
 @dataclass
@@ -66,6 +68,8 @@ class CollectReport:
     rate_limit_remaining: int | None = None
     duration_s: float = 0.0
     missing_workflows: list[str] = field(default_factory=list)
+    stopped: str = ""  # why the collect stopped before the end (its request budget)
+    collected_to: datetime | None = None  # a stopped backfill has every run created before this
 
     def line(self) -> str:
         left = "?" if self.rate_limit_remaining is None else str(self.rate_limit_remaining)
@@ -81,6 +85,13 @@ class CollectReport:
         )
         if self.missing_workflows:
             text += f"; not found on GitHub: {', '.join(self.missing_workflows)}"
+        if self.stopped:
+            reached = (
+                f"; runs created before {self.collected_to:%Y-%m-%d} are in"
+                if (self.collected_to)
+                else ""
+            )
+            text += f"; stopped: {self.stopped}{reached}; collect again to go on"
         if self.annotations_refused:
             text += (
                 "; annotations not readable, failures classified without them (give the token "
@@ -112,6 +123,7 @@ class Collector:
         self.progress = progress
         self.report = CollectReport()
         self.fetcher = LogFetcher(client, config.repo, config.log_workers)
+        self._left_for_next: set[int] = set()  # runs a passing 404 left for the next collect
 
     def _session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
@@ -134,11 +146,14 @@ class Collector:
     def _collect(self) -> None:
         with self._session() as session:
             states = queries.sync_states(session, self.repo)
-        workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
-        for workflow in workflows:
-            self._collect_workflow(workflow, states.get(workflow["id"]))
-        if self.options.logs:
-            self._retry_failed_logs()
+        try:
+            workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
+            for workflow in workflows:
+                self._collect_workflow(workflow, states.get(workflow["id"]))
+            if self.options.logs:
+                self._retry_failed_logs()
+        except BudgetSpent as exc:  # every batch before this one is committed
+            self.report.stopped = str(exc)
 
     def _resolve_workflows(self, state: SyncState | None) -> list[dict[str, Any]]:
         etags = {} if (self.options.full or state is None) else dict(state.etags)
@@ -163,7 +178,7 @@ class Collector:
         now = datetime.now(UTC)
         floor = self.options.since or default_since(self.config)
         if self.options.full or state is None or state.window_start is None:
-            start, etags = floor, {}
+            start, etags = self._backfill(workflow, state, floor, now), {}
         else:
             start, etags = state.window_start, dict(state.etags)
         listing_etags = {k: v for k, v in etags.items() if not k.startswith("run:")}
@@ -174,22 +189,15 @@ class Collector:
         changed = self._changed(runs or []) + self._poll_incomplete(
             workflow["id"], start, run_etags
         )
-        changed.sort(key=lambda r: (r.get("created_at") or "", r["id"]))
-        self.progress.add_runs(len(changed))
         watermark = state.watermark if (state is not None and not self.options.full) else None
-        skipped = 0
-        for first in range(0, len(changed), BATCH_RUNS):
-            batch = changed[first : first + BATCH_RUNS]
-            newest = max(parse_time(r["created_at"]) for r in batch)
-            watermark = newest if watermark is None else max(watermark, newest)
-            skipped += self._process_batch(workflow, batch, watermark)
+        watermark, skipped = self._process_runs(workflow, changed, watermark)
         if runs and watermark is None:
             watermark = max(parse_time(r["created_at"]) for r in runs)
         if skipped:  # list the same window again next time, without an ETag, to retry them
             new_etags = {}
         elif runs is not None and watermark is not None:
             target = max(floor, _week_start(watermark - timedelta(days=self.config.trailing_days)))
-            if target > start:
+            if target != start:  # earlier too, after a backfill that ran up to the last week
                 # Ask once now for the listing the next collects will send, so that they are
                 # answered by 304 while nothing changes. Every run in it was just processed.
                 _, new_etags = fetch_runs(self.client, self.repo, workflow["id"], target, now, {})
@@ -197,11 +205,64 @@ class Collector:
         with self._session() as session, session.begin():
             self._save_state(session, workflow["id"], watermark, {**new_etags, **run_etags}, start)
 
+    # A first collect (a backfill) lists closed windows of `[collect] window_days`, oldest first,
+    # and commits after each: one cut short by its request budget lists again only its window.
+    def _backfill(
+        self, workflow: dict[str, Any], state: SyncState | None, floor: datetime, now: datetime
+    ) -> datetime:
+        """List and process closed windows from where the last backfill stopped (its
+        watermark) up to the last window; returns where the open listing starts."""
+        resumed = state is not None and state.watermark is not None and not self.options.full
+        cursor = max(floor, state.watermark) if resumed and state else floor
+        watermark = state.watermark if resumed and state else None
+        window = timedelta(days=self.config.collect_window_days)
+        while cursor + window < now:
+            self.report.collected_to = cursor
+            end = cursor + window
+            runs, _ = fetch_runs(self.client, self.repo, workflow["id"], cursor, end, {}, True)
+            watermark, skipped = self._process_runs(workflow, self._changed(runs or []), watermark)
+            if skipped:  # the open listing from here on retries them, as every collect does
+                break
+            watermark = end if watermark is None else max(watermark, end)
+            with self._session() as session, session.begin():
+                self._save_state(session, workflow["id"], watermark, None)
+            cursor = end
+        self.report.collected_to = None
+        return cursor
+
+    def _process_runs(
+        self, workflow: dict[str, Any], changed: list[dict[str, Any]], watermark: datetime | None
+    ) -> tuple[datetime | None, int]:
+        """Process `changed` oldest first in batches that fit the request budget; returns the
+        watermark and how many runs were left for the next collect."""
+        changed.sort(key=lambda r: (r.get("created_at") or "", r["id"]))
+        self.progress.add_runs(len(changed))
+        skipped, done = 0, 0
+        while done < len(changed):
+            batch = changed[done : done + self._batch_size()]
+            done += len(batch)  # before _process_batch drops runs it leaves for later
+            newest = max(parse_time(r["created_at"]) for r in batch)
+            watermark = newest if watermark is None else max(watermark, newest)
+            skipped += self._process_batch(workflow, batch, watermark)
+        return watermark, skipped
+
+    def _batch_size(self) -> int:
+        """BATCH_RUNS, or fewer when the request budget would not pay for that many: a batch
+        cut short by the budget is lost work, so near the end batches shrink to one run."""
+        left = self.client.budget_left()
+        if left is None:
+            return BATCH_RUNS
+        processed = self.report.runs_new + self.report.runs_updated
+        per_run = self.client.counted / processed if processed > 10 else COST_PER_RUN
+        return max(1, min(BATCH_RUNS, int(left / max(per_run, 1.0) / 2)))
+
     def _changed(self, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         with self._session() as session:
             stored = queries.run_fingerprints(session, [r["id"] for r in runs])
         changed = []
         for run in runs:
+            if run["id"] in self._left_for_next:
+                continue
             before = stored.get(run["id"])
             if before is None:
                 self.report.runs_new += 1
@@ -254,6 +315,7 @@ class Collector:
             except NotFound:
                 if self._still_there(run["id"]):  # a passing 404: the next collect retries it
                     runs.remove(run)
+                    self._left_for_next.add(run["id"])
                 else:  # deleted since it was listed: keep what is known, ask no more
                     deleted[run["id"]] = datetime.now(UTC)
                     jobs_by_run[run["id"]] = []

@@ -13,7 +13,11 @@
     POST /_admin/rate_limit {"limit"?, "used"?}   set the primary budget
     POST /_admin/token {"token"}     accept this token from now on (the old one is revoked: 401)
     POST /_admin/log {"job_id", "content_b64"}   serve these bytes as the job's log (hostile logs)
+    POST /_admin/big_log {"job_id", "megabytes"}   serve a log of that size, streamed: ordinary
+                                     lines, then the job's own log (memory benchmarks)
     POST /_admin/delete_run {"run_id"}   delete a run: it and its jobs answer 404 from now on
+    POST /_admin/delete_workflow {"workflow"}   a workflow file deleted and its runs gone: it
+                                     is no longer listed and its routes answer 404
     POST /_admin/blob_ttl {"seconds"}    how long a log URL stays valid (GitHub: 60 s)
     POST /_admin/permissions {"checks"}  false: check-run routes answer 403, as for a workflow
                                          token without `checks: read`
@@ -91,10 +95,29 @@ class Admin:
         api.log_overrides[job_id] = base64.b64decode(body["content_b64"])
         return {"job_id": job_id, "size": len(api.log_overrides[job_id])}
 
+    def post_big_log(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body = request.json()
+        job_id = int(body["job_id"])
+        if job_id not in api.history.job_by_id:
+            raise KeyError(f"unknown job {job_id}")
+        self.blob.big_logs[job_id] = int(float(body["megabytes"]) * (1 << 20))
+        return {"job_id": job_id, "size": self.blob.big_logs[job_id]}
+
     def post_delete_run(self, request: Request, api: RepoApi) -> dict[str, Any]:
         run_id = int(request.json()["run_id"])
         api.history.delete_run(run_id)
         return {"deleted": run_id}
+
+    def post_delete_workflow(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        ref = str(request.json()["workflow"])
+        workflow = api.find_workflow(ref)
+        if workflow is None:
+            raise KeyError(f"unknown workflow {ref}")
+        run_ids = [run.id for run in api.history.runs if run.workflow.id == workflow.id]
+        for run_id in run_ids:  # GitHub drops a deleted workflow once none of its runs is left
+            api.history.delete_run(run_id)
+        api.history.workflows = tuple(w for w in api.history.workflows if w.id != workflow.id)
+        return {"deleted": workflow.path, "runs": len(run_ids)}
 
     def post_blob_ttl(self, request: Request, api: RepoApi) -> dict[str, Any]:
         self.blob.ttl = float(request.json()["seconds"])

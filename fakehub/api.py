@@ -16,7 +16,7 @@ from typing import Any
 from fakehub.annotations import job_notes
 from fakehub.catalog import WorkflowSpec, parse_time
 from fakehub.history import History, Job, Run
-from fakehub.payloads import Shapes, iso
+from fakehub.payloads import ACTIONS_BOT, BOT_LOGIN, Shapes, iso
 from fakehub.web import Request, Response, error, json_response, paginate
 
 RETENTION = timedelta(days=90)
@@ -27,6 +27,31 @@ Handler = Callable[..., Response]
 # GitHub's answer to a workflow token without the permission a route needs.
 NO_PERMISSION = "Resource not accessible by integration"
 CHECKS_DOCS = "https://docs.github.com/rest/checks/runs#list-check-run-annotations"
+COMMENT_LIMIT = 65_536  # characters of a comment body (danger/danger#424)
+COMMENT_DOCS = "https://docs.github.com/rest/issues/comments#create-an-issue-comment"
+USER_DOCS = "https://docs.github.com/rest/users/users#get-the-authenticated-user"
+LOGIN_KEY = "fakehub.login"  # the environ entry where the app puts the token's login
+
+
+def too_long(body: str) -> Response | None:
+    """GitHub's 422 for a comment body over COMMENT_LIMIT characters, else None."""
+    if len(body) <= COMMENT_LIMIT:
+        return None
+    problem = {
+        "resource": "IssueComment",
+        "code": "custom",
+        "field": "body",
+        "message": f"body is too long (maximum is {COMMENT_LIMIT} characters)",
+    }
+    return json_response(
+        422,
+        {
+            "message": "Validation Failed",
+            "errors": [problem],
+            "documentation_url": COMMENT_DOCS,
+            "status": "422",
+        },
+    )
 
 
 def log_signature(secret: str, job_id: int, issued: str) -> str:
@@ -60,6 +85,13 @@ def created_range(text: str) -> tuple[datetime | None, datetime | None]:
                 "<": (None, at - timedelta(microseconds=1)),
             }[op]
     return bound(text, False), bound(text, True)
+
+
+def authenticated_user(shapes: Shapes, login: str) -> Response:
+    """`GET /user`: the token's user, or GitHub's 403 for a workflow's GITHUB_TOKEN."""
+    if login == ACTIONS_BOT:
+        return error(403, NO_PERMISSION, USER_DOCS)
+    return json_response(200, shapes.authenticated_user(login))
 
 
 class RepoApi:
@@ -284,12 +316,16 @@ class RepoApi:
         body = request.json().get("body")
         if not isinstance(body, str):
             return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
+        refused = too_long(body)
+        if refused is not None:
+            return refused
         self.next_comment_id += 1
         at = iso(self.history.tick(1.0))
         comment = {
             "id": self.next_comment_id,
             "issue": int(number),
             "body": body,
+            "login": request.environ.get(LOGIN_KEY, BOT_LOGIN),  # the token's user writes it
             "created_at": at,
             "updated_at": at,
         }
@@ -311,5 +347,8 @@ class RepoApi:
             return error(404, "Not Found")
         if not isinstance(body, str):
             return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
+        refused = too_long(body)
+        if refused is not None:
+            return refused
         comment["body"], comment["updated_at"] = body, iso(self.history.tick(1.0))
         return json_response(200, self.shapes.issue_comment(comment))

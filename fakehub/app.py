@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from fakehub.api import RepoApi
+from fakehub.api import LOGIN_KEY, RepoApi, authenticated_user
 from fakehub.faults import Faults, Rule
-from fakehub.payloads import Shapes
+from fakehub.payloads import BOT_LOGIN, Shapes
 from fakehub.ratelimit import RateLimit
 from fakehub.web import Request, Response, StartResponse, error, json_response, start
 
@@ -81,6 +81,9 @@ class ApiApp:
 
     def __init__(self, token: str, faults: Faults, rate: RateLimit) -> None:
         self.token, self.faults, self.rate = token, faults, rate
+        # token -> login of more users (the main token's login: BOT_LOGIN unless listed here);
+        # "github-actions[bot]" makes a token a workflow's GITHUB_TOKEN (GET /user answers 403)
+        self.users: dict[str, str] = {}
         self.repos: dict[str, RepoApi] = {}
         self.counters = Counters()
         self.lock = threading.RLock()
@@ -105,8 +108,11 @@ class ApiApp:
         rid = f"{next(self._requests):08X}:{int(time.time() * 1000) % 10**6:06d}"
         response, route, counted = self.answer(request, rid)
         self.counters.add(route, response.status, counted)
-        hits = self.faults.pick(int(rid.split(":")[0], 16)) if route != "unauthorized" else []
+        index = int(rid.split(":")[0], 16)
+        hits = self.faults.pick(index, request.method) if route != "unauthorized" else []
         response = self._apply(hits, response, environ, rid)
+        if response.status == 200 and self.faults.too_big(response.body):
+            response = self._decorate(error(502, "Bad Gateway"), request, rid, None)
         start(start_response, response)
         if any(rule.kind == "truncate" for rule in hits) and len(response.body) > 1:
             yield response.body[: len(response.body) // 2]
@@ -117,9 +123,11 @@ class ApiApp:
         """(response, route name, counted against the limit) before faults."""
         auth = request.headers.get("authorization", "")
         scheme, _, given = auth.partition(" ")
-        if scheme.lower() not in ("token", "bearer") or given != self.token:
+        login = self.login_of(given) if scheme.lower() in ("token", "bearer") else None
+        if login is None:
             response = error(401, "Bad credentials")
             return self._decorate(response, request, rid, None), "unauthorized", False
+        request.environ[LOGIN_KEY] = login
         with self.lock:
             route, response = self.route(request)
         counted = route not in UNCOUNTED  # a 404 costs budget too, as on GitHub
@@ -135,11 +143,20 @@ class ApiApp:
             self.rate.spend()
         return self._decorate(response, request, rid, etag), route, counted
 
+    def login_of(self, token: str) -> str | None:
+        """The user a token acts as; None for a token fakehub does not accept."""
+        if token in self.users:
+            return self.users[token]
+        return BOT_LOGIN if token == self.token else None
+
     def route(self, request: Request) -> tuple[str, Response]:
         if request.path == "/rate_limit" and request.method == "GET":
             snap = self.rate.snapshot()
             body = Shapes.rate_limit(snap["limit"], snap["remaining"], snap["reset"])
             return "rate_limit", json_response(200, body)
+        if request.path == "/user" and request.method == "GET" and self.repos:
+            shapes = next(iter(self.repos.values())).shapes
+            return "user", authenticated_user(shapes, request.environ[LOGIN_KEY])
         parts = request.path.split("/", 4)
         if len(parts) >= 4 and parts[1] == "repos":
             api = self.repos.get(f"{parts[2]}/{parts[3]}".lower())
@@ -176,13 +193,14 @@ class ApiApp:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     sock.shutdown(socket.SHUT_RDWR)
                 raise DropConnection
-            elif rule.kind in ("500", "502", "503"):
+            elif rule.kind in ("500", "502", "503", "502_post"):
+                code = rule.kind.removesuffix("_post")  # 502_post: the POST took effect
                 message = {
                     "500": "Server Error",
                     "502": "Bad Gateway",
                     "503": "Service Unavailable",
-                }[rule.kind]
-                return _with_rate(error(int(rule.kind), message), response)
+                }[code]
+                return _with_rate(error(int(code), message), response)
             elif rule.kind.startswith(("secondary", "429")):
                 status = 429 if rule.kind.startswith("429") else 403
                 fault = _with_rate(

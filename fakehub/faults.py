@@ -5,6 +5,7 @@ each `KIND=AMOUNT[:ARG]`, where AMOUNT is a probability per request (`0.05`) or 
 next N API requests" (`x3`). Kinds:
 
     500, 502, 503       answer that status with GitHub's error body (GithubRetry retries them)
+    502_post            502 to a POST only, after the route ran (the comment was created)
     429                 429 with `Retry-After: ARG` (default 1)
     429_noretry         429 without Retry-After (PyGithub does not retry it)
     secondary           403 "You have exceeded a secondary rate limit" with `Retry-After: ARG`
@@ -14,6 +15,8 @@ next N API requests" (`x3`). Kinds:
     truncate            send the full Content-Length but only half of the body
     exhaust_after=N[:S] after N requests that count against the limit, the primary budget is
                         spent: 403 "API rate limit exceeded" until S seconds later (default 60)
+    big_page=N          a list page of more than N items is "too slow": 502, as GitHub answers
+                        a request it could not serve in 10 s (ask for fewer per page)
     seed=N              the fault random seed (default: the server's seed)
 
 Example: `500=0.05,502=0.02,reset=0.01,slow=0.05:2.0,truncate=0.01,secondary=x2,
@@ -22,6 +25,7 @@ exhaust_after=300:30`. Faults hit API routes only: never `/_admin`, never the bl
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from random import Random
@@ -30,6 +34,7 @@ KINDS = (
     "500",
     "502",
     "503",
+    "502_post",
     "429",
     "429_noretry",
     "secondary",
@@ -57,6 +62,7 @@ class Faults:
     rules: list[Rule] = field(default_factory=list)
     exhaust_after: int | None = None
     exhaust_seconds: float = 60.0
+    big_page: int | None = None
     seed: int = 0
     fired: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -72,6 +78,8 @@ class Faults:
             elif kind == "exhaust_after":
                 faults.exhaust_after = int(amount)
                 faults.exhaust_seconds = float(arg or 60)
+            elif kind == "big_page":
+                faults.big_page = int(amount)
             elif kind in KINDS:
                 rule = Rule(kind, arg=float(arg or DEFAULT_ARGS.get(kind, 0.0)))
                 if amount.startswith("x"):
@@ -85,13 +93,32 @@ class Faults:
                 raise ValueError(f"unknown fault kind {kind!r} in {item!r}; kinds: {KINDS}")
         return faults
 
-    def pick(self, request_index: int) -> list[Rule]:
-        """The faults that hit the request with this index (slow can combine with another)."""
+    def too_big(self, body: bytes) -> bool:
+        """Whether a JSON answer is a list page over the `big_page` threshold (counted)."""
+        if self.big_page is None or not body.startswith((b"[", b"{")):
+            return False
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return False
+        if isinstance(data, dict):
+            data = next((v for k, v in data.items() if isinstance(v, list) and k != "steps"), [])
+        big = isinstance(data, list) and len(data) > self.big_page
+        if big:
+            with self._lock:
+                self.fired["big_page"] = self.fired.get("big_page", 0) + 1
+        return big
+
+    def pick(self, request_index: int, method: str = "GET") -> list[Rule]:
+        """The faults that hit the request with this index (slow can combine with another);
+        `502_post` rules skip requests that are not POSTs."""
         rng = Random(f"{self.seed}:{request_index}")
         hits: list[Rule] = []
         with self._lock:
             for rule in self.rules:
                 draw = rng.random()
+                if rule.kind == "502_post" and method != "POST":
+                    continue
                 hit = rule.remaining > 0 or draw < rule.probability
                 taken = any(h.kind != "slow" for h in hits)
                 if not hit or (rule.kind != "slow" and taken):

@@ -17,7 +17,9 @@ from fakehub.catalog import WorkflowSpec
 from fakehub.history import Attempt, Job, Run
 from fakehub.steps import plan
 
-BOT_LOGIN = "ciflake-bot"
+BOT_LOGIN = "ciflake-bot"  # the default token's user
+# Who a workflow's GITHUB_TOKEN writes as (its comments' `user`); its id is github.com's.
+ACTIONS_BOT, ACTIONS_BOT_ID = "github-actions[bot]", 41898282
 # The app behind every Actions check run, as GitHub shows it (`performed_via_github_app` and
 # check runs' `app` on api.github.com); its html_url is moved onto fakehub's address.
 ACTIONS_APP_PERMISSIONS = {
@@ -126,6 +128,35 @@ class Shapes:
 
     def actor(self, login: str) -> dict[str, Any]:
         return self.user(login, 1_000_000 + sum(map(ord, login)) * 7919)
+
+    def account(self, login: str) -> dict[str, Any]:
+        """The `user` of something a token wrote: the default user, the Actions bot or another."""
+        if login == BOT_LOGIN:
+            return self.user(BOT_LOGIN, 190_000_001)
+        if login == ACTIONS_BOT:
+            bot = self.user(ACTIONS_BOT, ACTIONS_BOT_ID)
+            return {**bot, "html_url": f"{self.base}/apps/github-actions", "type": "Bot"}
+        return self.actor(login)
+
+    def authenticated_user(self, login: str) -> dict[str, Any]:
+        """`GET /user` for a user token (OpenAPI `public-user`)."""
+        return {
+            **self.account(login),
+            "name": None,
+            "company": None,
+            "blog": "",
+            "location": None,
+            "email": None,
+            "hireable": None,
+            "bio": None,
+            "twitter_username": None,
+            "public_repos": 0,
+            "public_gists": 0,
+            "followers": 0,
+            "following": 0,
+            "created_at": "2020-01-01T00:00:00Z",
+            "updated_at": "2025-10-01T00:00:00Z",
+        }
 
     def repository(self, full: bool = False) -> dict[str, Any]:
         a = self.api
@@ -423,7 +454,7 @@ class Shapes:
             "url": f"{self.api}/issues/comments/{cid}",
             "html_url": f"{self.html}/issues/{comment['issue']}#issuecomment-{cid}",
             "body": comment["body"],
-            "user": self.user(BOT_LOGIN, 190_000_001),
+            "user": self.account(comment.get("login", BOT_LOGIN)),
             "created_at": comment["created_at"],
             "updated_at": comment["updated_at"],
             "issue_url": f"{self.api}/issues/{comment['issue']}",

@@ -3,6 +3,9 @@
     with fakehub.running(seed=7, scale=0.1, token="t") as hub:
         hub.base_url, hub.token, hub.admin("GET", "inventory")
 
+`users={"token2": "mallory"}` accepts more tokens, each writing as its login; the login
+"github-actions[bot]" makes a token a workflow's GITHUB_TOKEN. `hub.app.users` changes them later.
+
 Port 0 picks a free port. The servers run in daemon threads; `stop()` shuts both down.
 """
 
@@ -73,10 +76,12 @@ class Hub:
         blob_port: int = 0,
         rate_limit: int = 5000,
         repos: tuple[str, ...] = DEFAULT_REPOS,
+        users: dict[str, str] | None = None,
     ) -> None:
         self.token = token
         secret = secrets.token_hex(8)
         self.app = ApiApp(token, Faults.parse(faults, seed), RateLimit(limit=rate_limit))
+        self.app.users.update(users or {})  # more tokens, each with its user's login
         self.app.set_faults(self.app.faults)
         self.blob = BlobApp(lambda: self.app.repos.values(), secret)
         self.app.admin = Admin(self.app, self.blob)

@@ -199,12 +199,14 @@ class JobLog(Base):
         BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True
     )
     status: Mapped[str] = mapped_column(String(20))
-    content: Mapped[bytes | None] = mapped_column(LargeBinary)
     compression: Mapped[str | None] = mapped_column(String(20))
     size: Mapped[int | None] = mapped_column(BigInteger)
     sha256: Mapped[str | None] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text)
     fetched_at: Mapped[datetime]
+    # zlib-compressed (``compression``); last, so that SQLite can write a big one in place
+    # in chunks (store.blobs; migration 0004)
+    content: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
 class Failure(Base):

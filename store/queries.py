@@ -6,9 +6,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Engine, Select, String, case, func, select, type_coerce
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
@@ -26,6 +25,9 @@ from store.models import (
     Workflow,
     WorkflowRun,
 )
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
+    import pandas as pd
 
 
 def table_counts(engine: Engine) -> dict[str, int]:
@@ -99,6 +101,8 @@ def _filtered(stmt: Select[Any], where: RunFilter) -> Select[Any]:
 
 
 def _frame(engine: Engine, stmt: Select[Any], times: tuple[str, ...] = ()) -> pd.DataFrame:
+    import pandas as pd
+
     with engine.connect() as conn:
         result = conn.execute(stmt)
         frame = pd.DataFrame(result.all(), columns=list(result.keys()))
@@ -241,6 +245,8 @@ def load_failures(
 def _json_values(column: pd.Series) -> pd.Series:
     """JSON text fetched raw (SQLite) parsed once per distinct text; drivers that parse JSON
     themselves (psycopg) hand over dicts, kept as they are."""
+    import pandas as pd
+
     parsed: dict[str, Any] = {}
 
     def parse(value: Any) -> Any:
@@ -307,6 +313,8 @@ def run_span(engine: Engine, repo: str) -> tuple[datetime | None, datetime | Non
 
 def _utc(value: datetime | str | None) -> datetime | None:
     """Aggregates bypass the column type on SQLite: parse and mark them UTC here."""
+    import pandas as pd
+
     return None if value is None else pd.Timestamp(value).tz_localize(None).tz_localize("UTC")
 
 
@@ -338,6 +346,8 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
     Columns: signature, category, rule, failures, jobs, first_seen_here, last_seen (in the
     selection), first_seen (in the repository's whole history), and of the newest failure:
     line, job_id, runner_name, html_url (the job's, else the run's)."""
+    import pandas as pd
+
     run = WorkflowRun
     counted = _filtered(
         select(
@@ -440,6 +450,8 @@ def failure_details(
 def _raw_frame(engine: Engine, stmt: Select[Any], times: tuple[str, ...] = ()) -> pd.DataFrame:
     """Like ``_frame`` for big results, fetched from the DBAPI cursor: SQLAlchemy's per-row
     type processing costs more than the query here, and pandas parses times in one go."""
+    import pandas as pd
+
     with engine.connect() as conn:
         result = conn.execute(stmt)
         frame = pd.DataFrame(result.cursor.fetchall(), columns=list(result.keys()))

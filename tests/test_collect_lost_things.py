@@ -76,14 +76,14 @@ def test_a_log_url_that_expired_is_asked_for_again(hub, db_url, monkeypatch):
     hub.admin("POST", "blob_ttl", {"seconds": 1.0})
     real, seen = GitHubClient.download, Counter()
 
-    def late_first_time(self, url):
+    def late_first_time(self, url, *args, **kwargs):
         key = url.split("?")[0]
         seen[key] += 1
         if seen[key] == 1:
             import time
 
             time.sleep(1.2)  # the URL expires while it waits, as in a long download queue
-        return real(self, url)
+        return real(self, url, *args, **kwargs)
 
     monkeypatch.setattr(GitHubClient, "download", late_first_time)
     report = collect(hub, db_url)

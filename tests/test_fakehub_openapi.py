@@ -42,6 +42,7 @@ def samples() -> Iterator[dict[str, list[tuple[int, Any]]]]:
             f"{repo}/issues/comments/{comment}", json={"body": "y"}, headers=auth
         )
         rate = requests.get(f"{hub.base_url}/rate_limit", headers=auth, timeout=10)
+        user = requests.get(f"{hub.base_url}/user", headers=auth, timeout=10)
         yield {
             "repos/get": [get("")],
             "actions/list-repo-workflows": [get("/actions/workflows", per_page=3)],
@@ -73,6 +74,7 @@ def samples() -> Iterator[dict[str, list[tuple[int, Any]]]]:
             ]
             + [get(f"/check-runs/{timed_out.id}/annotations", per_page=1, page=2)],
             "rate-limit/get": [(rate.status_code, rate.json())],
+            "users/get-authenticated": [(user.status_code, user.json())],
             "issues/get": [get("/issues/12")],
             "issues/create-comment": [(posted.status_code, posted.json())],
             "issues/update-comment": [(patched.status_code, patched.json())],

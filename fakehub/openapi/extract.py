@@ -43,8 +43,9 @@ OPERATIONS: dict[str, str] = {
     "issues/update-comment": "200",
     "checks/get": "200",
     "checks/list-annotations": "200",
+    "users/get-authenticated": "200",
 }
-EXTRA_SCHEMAS = ("basic-error",)
+EXTRA_SCHEMAS = ("basic-error", "validation-error")
 
 
 def load_spec(tarball: Path | None) -> dict[str, Any]:

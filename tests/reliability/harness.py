@@ -49,11 +49,19 @@ def record(suite: str, **counts: int | dict[str, int]) -> None:
             out.write(json.dumps({"suite": suite, **counts}) + "\n")
 
 
-def fast_client(config: Config, progress: CollectProgress | None = None) -> GitHubClient:
+def fast_client(
+    config: Config, progress: CollectProgress | None = None, max_requests: int | None = None
+) -> GitHubClient:
     """Production behaviour with short waits, so that a test with many faults stays short."""
     note = progress.note if progress is not None else None
     return GitHubClient(
-        config.api_url, config.token, secondary_wait=0.5, backoff_factor=0.05, on_wait=note
+        config.api_url,
+        config.token,
+        secondary_wait=0.5,
+        backoff_factor=0.05,
+        on_wait=note,
+        max_requests=max_requests,
+        reserve=config.collect_reserve,
     )
 
 
