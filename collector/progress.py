@@ -1,4 +1,5 @@
-"""Progress of a long collect (runs, jobs, logs, ETA) on the terminal; silent in quiet mode."""
+"""Progress of a long collect (runs, jobs, logs, the request budget, ETA) on the terminal;
+silent in quiet mode."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class CollectProgress:
         self._runs = self._progress.add_task("runs", total=0)
         self._jobs = self._progress.add_task("jobs", total=0)
         self._logs = self._progress.add_task("logs", total=0)
+        self._budget: Any = None  # the "requests" bar, shown when the collect has a budget
 
     def __enter__(self) -> CollectProgress:
         self._progress.start()
@@ -65,3 +67,19 @@ class CollectProgress:
 
     def advance_logs(self) -> None:
         self._progress.advance(self._logs)
+
+    def spent(self, requests: int, budget: int | None) -> None:
+        """Requests counted so far against the collect's budget (`--max-requests`)."""
+        if budget is None:
+            return
+        if self._budget is None:
+            self._budget = self._progress.add_task("requests", total=budget)
+        self._progress.update(self._budget, completed=min(requests, budget))
+
+    @property
+    def budget_shown(self) -> tuple[float, float | None] | None:
+        """(spent, budget) as the bar shows them; None without a budget."""
+        if self._budget is None:
+            return None
+        task = self._progress.tasks[self._budget]
+        return task.completed, task.total

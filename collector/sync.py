@@ -39,6 +39,7 @@ from store.upsert import upsert
 
 BATCH_RUNS = 25
 REPO_STATE_ID = 0  # sync_state row of the repository itself: the workflow list's ETags
+CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
 COST_PER_RUN = 4.0  # requests a run costs before any was measured (jobs, annotations, logs)
 
 
@@ -320,6 +321,7 @@ class Collector:
                     deleted[run["id"]] = datetime.now(UTC)
                     jobs_by_run[run["id"]] = []
             self.progress.advance_runs()
+        kept = self._keep_archived(runs, jobs_by_run, deleted)
         all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
         self.progress.add_jobs(len(all_jobs))
         notes, fetched = self._annotations(all_jobs)
@@ -354,14 +356,42 @@ class Collector:
             if results:
                 save_logs_and_failures(session, results)
             for run in runs:
-                no_jobs = run.get("conclusion") == "failure" and not jobs_by_run[run["id"]]
+                no_jobs = (
+                    run.get("conclusion") == "failure"
+                    and not jobs_by_run[run["id"]]
+                    and not run.get("checks_archived")
+                )
                 startup = run.get("conclusion") == "startup_failure"
                 if run["id"] not in deleted and (no_jobs or startup):
                     save_run_failure(session, run)
             self._save_state(session, workflow["id"], watermark, None)
+        self.progress.spent(self.client.counted, self.client.max_requests)
         self.report.runs_deleted += len(deleted)
         self._count_logs(results)
-        return listed - len(runs)
+        return listed - len(runs) - kept
+
+    def _keep_archived(
+        self,
+        runs: list[dict[str, Any]],
+        jobs_by_run: dict[int, list[dict[str, Any]]],
+        deleted: dict[int, datetime],
+    ) -> int:
+        """GitHub archives, then deletes, a run's checks data after 400 days: a run that comes
+        back without jobs it had, or that is that old, is not a run that failed without jobs.
+        Such runs are left as stored (or, never stored, without a failure of their own)."""
+        empty = [r["id"] for r in runs if not jobs_by_run[r["id"]] and r["id"] not in deleted]
+        if not empty:
+            return 0
+        with self._session() as session:
+            had_jobs = queries.runs_with_jobs(session, empty)
+        cutoff = datetime.now(UTC) - CHECKS_RETENTION
+        for run in list(runs):
+            if run["id"] in had_jobs:
+                runs.remove(run)
+                jobs_by_run.pop(run["id"], None)
+            elif run["id"] in empty and parse_time(run["created_at"]) < cutoff:
+                run["checks_archived"] = True
+        return len(had_jobs)
 
     def _still_there(self, run_id: int) -> bool:
         try:

@@ -516,6 +516,15 @@ def incomplete_run_ids(session: Session, workflow_id: int, before: datetime) -> 
     return list(session.scalars(stmt))
 
 
+def runs_with_jobs(session: Session, run_ids: list[int]) -> set[int]:
+    """The runs among ``run_ids`` whose jobs are stored."""
+    found: set[int] = set()
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        found.update(session.scalars(select(Job.run_id).where(Job.run_id.in_(chunk)).distinct()))
+    return found
+
+
 def settled_log_job_ids(session: Session, job_ids: list[int]) -> set[int]:
     """Jobs whose log is archived, expired or missing: never asked for again."""
     settled: set[int] = set()

@@ -66,3 +66,33 @@ def test_a_slow_big_page_is_asked_again_smaller_and_the_collect_completes(hub, d
     assert not report.stopped and clean
     assert snapshot(migrated_engine(other)) == expected
     assert hub.admin("GET", "faults")["fired"]["big_page"] > 0
+
+
+def test_the_progress_bar_shows_the_budget(hub, db_url):
+    from collector.client import GitHubClient
+    from collector.progress import CollectProgress
+    from collector.sync import CollectOptions, collect
+    from tests.hubtools import SINCE, hub_config
+
+    config = hub_config(hub, db_url)
+    client = GitHubClient(config.api_url, config.token, max_requests=BUDGET)
+    progress = CollectProgress(enabled=False)
+    report = collect(config, migrated_engine(db_url), client, CollectOptions(since=SINCE), progress)
+    assert report.stopped
+    spent, budget = progress.budget_shown
+    assert budget == BUDGET and 0 < spent <= BUDGET
+
+
+def test_a_run_whose_jobs_were_archived_keeps_what_was_stored(hub, db_url, monkeypatch):
+    """GitHub deletes a run's jobs 400 days on: a re-collect must not make it ci_config."""
+    import collector.sync
+
+    collect(hub, db_url)
+    before = snapshot(migrated_engine(db_url))
+    assert before["jobs"] and before["failures"]
+    monkeypatch.setattr(collector.sync, "fetch_jobs", lambda client, repo, run_id: [])
+    report = collect(hub, db_url, full=True)
+    assert not report.stopped and report.runs_updated > 0
+    after = snapshot(migrated_engine(db_url))
+    assert after["jobs"] == before["jobs"]
+    assert after["failures"] == before["failures"]  # no run became a failure without jobs
