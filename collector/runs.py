@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from collector.client import GitHubClient
+from collector.client import GitHubClient, NotFound
 from collector.payloads import run_row, workflow_row
 from store.models import Workflow, WorkflowRun
 from store.upsert import upsert
@@ -31,6 +31,18 @@ def fetch_workflows(
         if page.etag:
             new_etags[url] = page.etag
     return found, new_etags
+
+
+def fetch_workflow_by_file(client: GitHubClient, repo: str, path: str) -> dict[str, Any] | None:
+    """A workflow the list left out, asked for by its file name (GitHub accepts it in place of
+    the id); None when GitHub does not know it either."""
+    try:
+        _status, _headers, body = client.get(
+            f"/repos/{repo}/actions/workflows/{path.rsplit('/', 1)[-1]}"
+        )
+    except NotFound:
+        return None
+    return body if body and body.get("path") == path else None
 
 
 def save_workflows(session: Session, repo: str, workflows: Sequence[dict[str, Any]]) -> None:

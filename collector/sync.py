@@ -32,7 +32,14 @@ from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
 from collector.logs import LogFetcher, job_payload, save_logs_and_failures, save_run_failure
 from collector.payloads import parse_time, run_fingerprint
 from collector.progress import CollectProgress
-from collector.runs import fetch_run, fetch_runs, fetch_workflows, save_runs, save_workflows
+from collector.runs import (
+    fetch_run,
+    fetch_runs,
+    fetch_workflow_by_file,
+    fetch_workflows,
+    save_runs,
+    save_workflows,
+)
 from store import queries
 from store.models import SyncLog, SyncState
 from store.upsert import upsert
@@ -167,10 +174,16 @@ class Collector:
         tracked = []
         for wf_config in self.config.workflows:
             wf = stored.get(wf_config.path)
-            if wf is None:
+            if wf is not None:
+                tracked.append({"id": wf.id, "path": wf.path})
+                continue
+            found = fetch_workflow_by_file(self.client, self.repo, wf_config.path)
+            if found is None:
                 self.report.missing_workflows.append(wf_config.path)
                 continue
-            tracked.append({"id": wf.id, "path": wf.path})
+            with self._session() as session, session.begin():
+                save_workflows(session, self.repo, [found])
+            tracked.append({"id": found["id"], "path": found["path"]})
         return tracked
 
     # ---- one workflow ---------------------------------------------------------------------
