@@ -177,16 +177,17 @@ class GitHubClient:
         blob: bool = False,
         etag: str | None = None,
         body: Any = None,
+        retry_slow: bool = True,
     ) -> tuple[int, dict[str, str], str]:
         """Send one call until it gets an answer that is not a rate limit: transport errors
         (urllib3 already retried connections; a body cut short lands here) are retried a few
         times, rate limits waited out as GitHub asks. A 401 raises ``BadCredentials``."""
-        self._check_budget()
         headers = {"If-None-Match": etag} if etag else {}
         secondary_backoff = self.secondary_wait
-        failures = 0
+        failures = slow = 0
         requester = self._github.requester
         while True:
+            self._check_budget()  # a retry is a request too
             try:
                 if blob:
                     status, hdrs, raw = requester.requestBlob(method, path, headers=headers)
@@ -207,6 +208,10 @@ class GitHubClient:
                     "GitHub rejected the token (401 Bad credentials): set GITHUB_TOKEN or "
                     "CIFLAKE_TOKEN_FILE to a valid token"
                 )
+            if status in SLOW_STATUS and retry_slow and slow < BAD_BODY_RETRIES:
+                slow += 1  # as urllib3 would for a 500: quietly, after a short sleep
+                self._quietly(f"{status} from {path}; retrying", self.backoff_factor * slow)
+                continue
             if status not in (403, 429):
                 return status, hdrs, raw
             if self._rate_limit_wait(status, hdrs, raw, secondary_backoff) is None:
@@ -249,10 +254,9 @@ class GitHubClient:
         Raises ``BadCredentials`` on 401 and ``CollectError`` on other failures; a 502/504 is
         asked again a few times unless `retry_slow` is off (``ServerError`` at once)."""
         for attempt in range(1, BAD_BODY_RETRIES + 2):
-            status, hdrs, raw = self._exchange(method, path, etag=etag, body=body)
-            if status in SLOW_STATUS and retry_slow and attempt <= BAD_BODY_RETRIES:
-                self._announce(f"{status} from {path}; retrying", self.backoff_factor * attempt)
-                continue
+            status, hdrs, raw = self._exchange(
+                method, path, etag=etag, body=body, retry_slow=retry_slow
+            )
             if status == 304:
                 return status, hdrs, None
             if status == 404:
@@ -290,6 +294,11 @@ class GitHubClient:
         self._announce(f"{why}: waiting {wait:.0f}s", wait)
         return wait
 
+    def _quietly(self, message: str, wait: float) -> None:
+        """A retry worth recording but not worth telling the user about."""
+        self.stats.waits.append(message)
+        self.sleep(wait)
+
     def _announce(self, message: str, wait: float) -> None:
         self.stats.waits.append(message)
         self.on_wait(message)
@@ -326,7 +335,7 @@ class GitHubClient:
                 offset = (page_number - 1) * per_page
                 per_page = max(MIN_PER_PAGE, per_page // 2)
                 page_number = offset // per_page + 1
-                self._announce(f"{exc.status} on a page of {path}: {per_page} per page", 0)
+                self._quietly(f"{exc.status} on a page of {path}: {per_page} per page", 0)
                 url = _with_query(path, {**params, "per_page": per_page, "page": page_number})
                 continue
             next_url = _next_link(hdrs.get("link"))
