@@ -242,6 +242,19 @@ def events_add(state: State, date: str, title: str, pr: int | None, kind: str) -
 # ---- collect --------------------------------------------------------------------------------
 
 
+def _service_options(command: Any) -> Any:
+    """--repo and --api-url, for the commands that talk to GitHub."""
+    command = click.option(
+        "--api-url",
+        metavar="URL",
+        help="GitHub API URL (default: $CIFLAKE_API_URL, else https://api.github.com; GitHub "
+        "Enterprise Server: https://HOST/api/v3); a fakehub URL works the same.",
+    )(command)
+    return click.option("--repo", metavar="OWNER/NAME", help="Repository (default: the config's).")(
+        command
+    )
+
+
 @cli.command()
 @click.option("--once", is_flag=True, help="Collect once and exit (for cron and tests).")
 @click.option(
@@ -256,13 +269,7 @@ def events_add(state: State, date: str, title: str, pr: int | None, kind: str) -
     help="Ignore watermarks and ETags: list and re-fetch "
     "every run and its jobs (archived logs are kept).",
 )
-@click.option("--repo", metavar="OWNER/NAME", help="Repository (default: the config's).")
-@click.option(
-    "--api-url",
-    metavar="URL",
-    help="GitHub API URL (default: $CIFLAKE_API_URL, "
-    "else https://api.github.com); a fakehub URL works the same.",
-)
+@_service_options
 @click.option("--no-logs", is_flag=True, help="Do not download logs of failed jobs.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar: only the one-line report.")
 @click.option(
@@ -329,13 +336,7 @@ def reclassify(state: State) -> None:
     help="Estimate the first backfill from DATE (default: as collect, 30 days before the "
     "earliest configured event).",
 )
-@click.option("--repo", metavar="OWNER/NAME", help="Repository (default: the config's).")
-@click.option(
-    "--api-url",
-    metavar="URL",
-    help="GitHub API URL (default: $CIFLAKE_API_URL, else https://api.github.com; GitHub "
-    "Enterprise Server: https://HOST/api/v3).",
-)
+@_service_options
 @click.pass_obj
 def doctor(state: State, since: str | None, repo: str | None, api_url: str | None) -> None:
     """Check ciflake against GitHub with about 20 requests (the count is printed), and estimate
@@ -350,10 +351,11 @@ def doctor(state: State, since: str | None, repo: str | None, api_url: str | Non
     the budget found, from the listings' total_count. Exit status 1 when a check fails.
     """
     from ciflake.config import parse_datetime
-    from collector.doctor import backfill_start, run_doctor
+    from collector.doctor import run_doctor
+    from collector.sync import default_since
 
     state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
-    start = parse_datetime(since, "--since") if since else backfill_start(state.config)
+    start = parse_datetime(since, "--since") if since else default_since(state.config)
     sys.exit(run_doctor(state.config, start, click.echo))
 
 

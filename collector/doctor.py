@@ -811,14 +811,6 @@ class _Size:
         self.bytes = 0
 
 
-def backfill_start(config: Config) -> datetime:
-    """Where a first collect starts, as ``collector.sync.default_since`` decides it (30 days,
-    [collect] since_days_before_first_event, before the earliest event); kept here so that
-    the doctor does not load the whole collect pipeline."""
-    first = min((e.date for e in config.events), default=datetime.now(UTC))
-    return first - timedelta(days=config.since_days_before_first_event)
-
-
 def _stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from click.testing import CliRunner
 
 import fakehub
 from ciflake.cli import cli
 from ciflake.config import load_config
 from collector.doctor import (
-    backfill_start,
     token_kind,
     url_check,
     wall_seconds,
@@ -211,11 +211,19 @@ def test_wall_time_waits_for_each_reset():
     assert wall_seconds(2600, 0.1, 1000, 600, 1200) == pytest.approx(1200 + 3600 + 1000 * 0.1)
 
 
-def test_backfill_start_is_the_collects():
-    from collector.sync import default_since
+def test_the_estimate_starts_where_a_first_collect_does(monkeypatch):
+    """doctor's default start is the collect's own (collector.sync.default_since), not a copy."""
+    import collector.sync
 
-    config = load_config(env={})
-    assert backfill_start(config) == default_since(config)
+    class Asked(Exception):
+        pass
+
+    def ask(config):
+        raise Asked
+
+    monkeypatch.setattr(collector.sync, "default_since", ask)
+    result = CliRunner().invoke(cli, ["doctor", "--api-url", "http://127.0.0.1:9"])
+    assert isinstance(result.exception, Asked)
 
 
 def test_no_token_fails_the_token_line(runner, hub):
