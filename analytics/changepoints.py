@@ -144,7 +144,9 @@ def job_set_changes(
     skipped for a day or two, a file broken for one push, is not a new job set). Jobs go by
     their name as GitHub shows it, so a matrix that gains a leg changes the set. A change needs
     ``hold`` days with runs of its lineage on either side: a workflow whose first stored run
-    comes a day after its lineage's (a backfill's edge) did not start then.
+    comes a day after its lineage's (a backfill's edge) did not start then. A workflow's job
+    set is known from its first day with a stored job: GitHub archives the jobs of runs older
+    than 400 days, so its oldest runs may come without any (github-real-behaviour.md).
 
     ``presence``: workflow_path, day, name, runs (runs whose first attempt has a job of that
     name, queries.daily_job_presence); ``run_days``: workflow_path, day, runs (runs_per_day;
@@ -161,11 +163,12 @@ def job_set_changes(
         if path not in jobs_of:
             continue
         grid = jobs_of[path].droplevel("workflow_path").unstack("name", fill_value=0)
-        grid = grid.reindex(days, fill_value=0)
-        present = grid.to_numpy() >= 0.5 * runs.to_numpy()[:, None]
+        known = days >= grid.index.min()  # before: jobs archived by GitHub, not a job set
+        grid = grid.reindex(days[known], fill_value=0)
+        present = grid.to_numpy() >= 0.5 * runs.to_numpy()[known][:, None]
         for column, job in enumerate(grid.columns):
             rows += [
-                (path, days[at], f"{'+' if now else '-'}{job}")
+                (path, days[known][at], f"{'+' if now else '-'}{job}")
                 for at, now in _held_flips(present[:, column], hold)
             ]
     frame = pd.DataFrame(rows, columns=["workflow_path", "day", "what"])

@@ -379,7 +379,9 @@ def summary(state: State, pr: int | None, issue: int | None, since: str, post: b
     --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), coverage lost, stale workflows, freshness.
 
     Prints it; with --post it upserts one comment (hidden marker) on the PR (--pr, else the
-    config's [summary] pr, else the event's PR) or on --issue.
+    config's [summary] pr, else the event's PR) or on --issue. While a first collect (a
+    backfill) has not yet listed the days the summary reads, --post posts nothing and says
+    what is missing; the printed Markdown says it too.
     """
     from ciflake.config import ConfigError
     from ciflake.events import all_events

@@ -187,7 +187,7 @@ class GitHubClient:
         failures = slow = 0
         requester = self._github.requester
         while True:
-            self._check_budget()  # a retry is a request too
+            self.check_budget()  # a retry is a request too
             try:
                 if blob:
                     status, hdrs, raw = requester.requestBlob(method, path, headers=headers)
@@ -233,7 +233,8 @@ class GitHubClient:
             left.append(self.stats.rate_limit_remaining - self.reserve)
         return max(0, min(left)) if left else None
 
-    def _check_budget(self) -> None:
+    def check_budget(self) -> None:
+        """Raise ``BudgetSpent`` when no counted request is left (before sending one)."""
         if self.budget_left() == 0:
             if self.max_requests is not None and self.counted >= self.max_requests:
                 raise BudgetSpent(f"request budget spent ({self.counted} of --max-requests)")

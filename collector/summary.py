@@ -35,6 +35,7 @@ from analytics.rates import stability, verdict_label
 from analytics.setup import EventLike, event_table, job_renames
 from analytics.verdicts import job_verdicts
 from ciflake.config import Config, ConfigError, parse_datetime
+from collector.backfill import progress_of
 from collector.client import (
     SECONDARY_MESSAGE,
     BadCredentials,
@@ -45,7 +46,7 @@ from collector.client import (
 from collector.frames import logical_job_frame, logical_run_frame
 from collector.markdown import code_block, details, link, md_text
 from store.models import PostedComment
-from store.queries import RunFilter, failure_details, last_sync
+from store.queries import RunFilter, failure_details, last_sync, workflow_sync_states
 from store.upsert import upsert
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,8 @@ class SummaryData:
     coverage_lost: pd.DataFrame
     stale: pd.DataFrame
     last_collect: datetime | None
+    # (workflow path, start, end): what the summary reads that no collect has listed yet
+    uncollected: tuple[tuple[str, datetime, datetime], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,7 @@ def summarise(
     since: pd.Timestamp,
     now: pd.Timestamp,
     last_collect: datetime | None,
+    uncollected: tuple[tuple[str, datetime, datetime], ...] = (),
 ) -> SummaryData:
     """The comment's tables from logical runs and jobs in scope (collector.frames) and failure
     details (store.queries.failure_details), all of the lineages the event touches."""
@@ -259,6 +263,7 @@ def summarise(
         coverage_lost=lost_jobs(diff),
         stale=stale.reset_index(drop=True),
         last_collect=last_collect,
+        uncollected=uncollected,
     )
 
 
@@ -417,8 +422,19 @@ def _freshness(data: SummaryData) -> str:
         hours = (data.now - pd.Timestamp(data.last_collect)).total_seconds() / 3600
         collected = f"last successful collect {_when(data.last_collect)} ({hours:.1f} h ago)"
     return (
-        f"<sub>Data: {md_text(data.repo)}, {collected}. Generated {_when(data.now)} by ciflake; "
-        "this comment is edited in place.</sub>"
+        f"<sub>Data: {md_text(data.repo)}, {collected}.{_backfill_note(data)} Generated "
+        f"{_when(data.now)} by ciflake; this comment is edited in place.</sub>"
+    )
+
+
+def _backfill_note(data: SummaryData) -> str:
+    if not data.uncollected:
+        return ""
+    first = data.uncollected[0]
+    more = f" and {len(data.uncollected) - 1} more spans" if len(data.uncollected) > 1 else ""
+    return (
+        f" Backfill in progress: {md_text(_stem(first[0]))} {_when(first[1])} to "
+        f"{_when(first[2])}{more} not collected yet; the figures leave them out."
     )
 
 
@@ -534,6 +550,8 @@ def load_summary(
     failures = failure_details(engine, where)
     failures = failures[failures["run_id"].isin(runs["run_id"])]
     sync = last_sync(engine, config.repo)
+    paths = [w.path for w in config.workflows if w.lineage in touched]
+    missing = uncollected(engine, config.repo, paths, start.to_pydatetime(), now)
     return summarise(
         runs.reset_index(drop=True),
         jobs.reset_index(drop=True),
@@ -545,7 +563,29 @@ def load_summary(
         since=pd.Timestamp(since),
         now=pd.Timestamp(now),
         last_collect=None if sync is None else (sync.finished_at or sync.started_at),
+        uncollected=missing,
     )
+
+
+def uncollected(
+    engine: Engine, repo: str, paths: Iterable[str], start: datetime, now: datetime
+) -> tuple[tuple[str, datetime, datetime], ...]:
+    """The spans of [start, now] that a backfill still has to list, per workflow path; a
+    workflow never collected is missing whole."""
+    states = workflow_sync_states(engine, repo)
+    gaps = []
+    for path in paths:
+        state = states.get(path)
+        if state is None:
+            gaps.append((path, start, now))
+            continue
+        progress = progress_of(state.window_start, state.backfill, state.watermark)
+        listed_to = max((end for _, end in progress.done), default=start)
+        # the newest window ends when it was listed: what came after is the next collect's
+        gaps += [(path, a, b) for a, b in progress.missing((start, max(start, listed_to)))]
+        if not progress.complete and listed_to < now - timedelta(days=1):
+            gaps.append((path, listed_to, now))
+    return tuple(gaps)
 
 
 ACTIONS_BOT = "github-actions[bot]"  # who a workflow's GITHUB_TOKEN comments as
@@ -628,6 +668,7 @@ def _post_once(
     a cut connection or a garbled answer, when GitHub may well have created the comment.
     (the comment, "", 0) when created, else (None, why, seconds to wait before looking);
     a refusal that is not a rate limit raises."""
+    client.check_budget()
     requester = Requester(**{**client.github.requester.kwargs, "retry": 0})
     try:
         status, hdrs, raw = requester.requestJson("POST", path, input={"body": body})
@@ -746,6 +787,13 @@ def run_summary(
     body = render_summary(data)
     if not post:
         return body
+    if data.uncollected:  # posted as soon as the backfill has listed what it reads
+        path, start, end = data.uncollected[0]
+        return (
+            f"summary not posted: the backfill has not collected {path} from {start:%Y-%m-%d} "
+            f"to {end:%Y-%m-%d} yet ({len(data.uncollected)} spans left); the next collects "
+            "go on, and `ciflake summary` without --post shows it as it stands"
+        )
     if config.token is None:
         raise ConfigError("--post needs a token: set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE")
     number = target_number(config, data.event, pr, issue)

@@ -1,11 +1,14 @@
 """``ciflake collect``: an incremental, resumable sync of the tracked workflows.
 
-Order of work per workflow: list runs created since (watermark - trailing window), compare each
-with what is stored, and for every new or changed run fetch the jobs of all its attempts and the
-logs of its failed jobs. Runs are processed oldest first in batches; each batch (runs, attempts,
-jobs, logs, failures) commits in one transaction and only then moves the watermark, so a killed
-collect resumes where it stopped. ETags are saved once a workflow is complete, so a collect with
-nothing new costs only 304s.
+A workflow's first collect is a backfill: it lists windows of `[collect] window_days`, those
+around the configured events first, for every workflow, then the rest newest first
+(collector.backfill), and records each window once processed. Later collects list runs created
+since (watermark - trailing window). Either way, each run listed is compared with what is stored,
+and for every new or changed run the jobs of all its attempts and the logs of its failed jobs are
+fetched. Runs are processed oldest first in batches; each batch (runs, attempts, jobs, logs,
+failures) commits in one transaction, so a killed or budget-stopped collect resumes where it
+stopped. ETags are saved once a workflow is complete, so a collect with nothing new costs only
+304s.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from ciflake.config import Config
+from collector import backfill
 from collector.annotations import (
     fetch_annotations,
     hit_time_limit,
@@ -77,7 +81,8 @@ class CollectReport:
     duration_s: float = 0.0
     missing_workflows: list[str] = field(default_factory=list)
     stopped: str = ""  # why the collect stopped before the end (its request budget)
-    collected_to: datetime | None = None  # a stopped backfill has every run created before this
+    backfill_left: int = 0  # after a stop: windows the backfills have not listed yet
+    event_windows_left: int = 0  # ... of which around the configured events
 
     def line(self) -> str:
         left = "?" if self.rate_limit_remaining is None else str(self.rate_limit_remaining)
@@ -94,12 +99,14 @@ class CollectReport:
         if self.missing_workflows:
             text += f"; not found on GitHub: {', '.join(self.missing_workflows)}"
         if self.stopped:
-            reached = (
-                f"; runs created before {self.collected_to:%Y-%m-%d} are in"
-                if (self.collected_to)
-                else ""
+            events = (
+                f"{self.event_windows_left} of them around the events"
+                if self.event_windows_left
+                else "the windows around the events are in"
             )
-            text += f"; stopped: {self.stopped}{reached}; collect again to go on"
+            left = f"; backfill: {self.backfill_left} windows left, {events}"
+            text += f"; stopped: {self.stopped}{left if self.backfill_left else ''}"
+            text += "; collect again to go on"
         if self.annotations_refused:
             text += (
                 "; annotations not readable, failures classified without them (give the token "
@@ -132,6 +139,8 @@ class Collector:
         self.report = CollectReport()
         self.fetcher = LogFetcher(client, config.repo, config.log_workers)
         self._left_for_next: set[int] = set()  # runs a passing 404 left for the next collect
+        self._done: dict[int, list[backfill.Span]] = {}  # spans each backfill has listed
+        self._tracked: list[int] = []  # ids of the tracked workflows GitHub knows
 
     def _session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
@@ -152,16 +161,23 @@ class Collector:
         return self.report
 
     def _collect(self) -> None:
-        with self._session() as session:
-            states = queries.sync_states(session, self.repo)
         try:
+            with self._session() as session:
+                states = queries.sync_states(session, self.repo)
             workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
+            self._tracked = [w["id"] for w in workflows]
+            now = datetime.now(UTC)
+            for workflow in workflows:  # every workflow's event windows before any other
+                self._backfill(workflow, states.get(workflow["id"]), now, focus_only=True)
+            with self._session() as session:
+                states = queries.sync_states(session, self.repo)
             for workflow in workflows:
-                self._collect_workflow(workflow, states.get(workflow["id"]))
+                self._collect_workflow(workflow, states.get(workflow["id"]), now)
             if self.options.logs:
                 self._retry_failed_logs()
         except BudgetSpent as exc:  # every batch before this one is committed
             self.report.stopped = str(exc)
+            self._count_backfill_left()
 
     def _resolve_workflows(self, state: SyncState | None) -> list[dict[str, Any]]:
         etags = {} if (self.options.full or state is None) else dict(state.etags)
@@ -188,61 +204,114 @@ class Collector:
 
     # ---- one workflow ---------------------------------------------------------------------
 
-    def _collect_workflow(self, workflow: dict[str, Any], state: SyncState | None) -> None:
-        now = datetime.now(UTC)
-        floor = self.options.since or default_since(self.config)
-        if self.options.full or state is None or state.window_start is None:
-            start, etags = self._backfill(workflow, state, floor, now), {}
+    def _collect_workflow(
+        self, workflow: dict[str, Any], state: SyncState | None, now: datetime
+    ) -> None:
+        floor = self._floor()
+        if self._in_backfill(state):
+            complete, watermark = self._backfill(workflow, state, now, focus_only=False)
+            if not complete:  # runs left for the next collect: it lists their windows again
+                return
+            start, etags, backfilled = floor, {}, True
         else:
-            start, etags = state.window_start, dict(state.etags)
-        listing_etags = {k: v for k, v in etags.items() if not k.startswith("run:")}
-        run_etags = {k: v for k, v in etags.items() if k.startswith("run:")}
-        runs, new_etags = fetch_runs(
-            self.client, self.repo, workflow["id"], start, now, listing_etags
-        )
-        changed = self._changed(runs or []) + self._poll_incomplete(
-            workflow["id"], start, run_etags
-        )
-        watermark = state.watermark if (state is not None and not self.options.full) else None
-        watermark, skipped = self._process_runs(workflow, changed, watermark)
-        if runs and watermark is None:
-            watermark = max(parse_time(r["created_at"]) for r in runs)
-        if skipped:  # list the same window again next time, without an ETag, to retry them
-            new_etags = {}
-        elif runs is not None and watermark is not None:
-            target = max(floor, _week_start(watermark - timedelta(days=self.config.trailing_days)))
-            if target != start:  # earlier too, after a backfill that ran up to the last week
-                # Ask once now for the listing the next collects will send, so that they are
-                # answered by 304 while nothing changes. Every run in it was just processed.
-                _, new_etags = fetch_runs(self.client, self.repo, workflow["id"], target, now, {})
-                start = target
-        with self._session() as session, session.begin():
-            self._save_state(session, workflow["id"], watermark, {**new_etags, **run_etags}, start)
+            backfilled = False
+            assert state is not None and state.window_start is not None
+            start, etags, watermark = state.window_start, dict(state.etags), state.watermark
+            listing_etags = {k: v for k, v in etags.items() if not k.startswith("run:")}
+            runs, new_etags = fetch_runs(
+                self.client, self.repo, workflow["id"], start, now, listing_etags
+            )
+            changed = self._changed(runs or []) + self._poll_incomplete(
+                workflow["id"], start, etags
+            )
+            watermark, skipped = self._process_runs(workflow, changed, watermark)
+            if runs and watermark is None:
+                watermark = max(parse_time(r["created_at"]) for r in runs)
+            if skipped or runs is None or watermark is None:
+                # skipped: list the same window again next time, without an ETag, to retry them
+                new_etags = {} if skipped else new_etags
+                self._save_listing(workflow["id"], watermark, etags, new_etags, start)
+                return
+        newest = watermark or now  # a workflow without runs: list the trailing weeks from now
+        target = max(floor, _week_start(newest - timedelta(days=self.config.trailing_days)))
+        if target != start or backfilled:  # a backfill listed in windows, without ETags
+            # Ask once now for the listing the next collects will send, so that they are
+            # answered by 304 while nothing changes. Every run in it was just processed.
+            _, new_etags = fetch_runs(self.client, self.repo, workflow["id"], target, now, {})
+            start = target
+        self._save_listing(workflow["id"], watermark, etags, new_etags, start)
 
-    # A first collect (a backfill) lists closed windows of `[collect] window_days`, oldest first,
-    # and commits after each: one cut short by its request budget lists again only its window.
+    def _save_listing(
+        self,
+        workflow_id: int,
+        watermark: datetime | None,
+        etags: dict[str, str],
+        listing_etags: dict[str, str],
+        start: datetime,
+    ) -> None:
+        run_etags = {k: v for k, v in etags.items() if k.startswith("run:")}
+        with self._session() as session, session.begin():
+            self._save_state(session, workflow_id, watermark, {**listing_etags, **run_etags}, start)
+
+    # ---- a first collect: a backfill ------------------------------------------------------
+
+    def _floor(self) -> datetime:
+        return self.options.since or default_since(self.config)
+
+    def _in_backfill(self, state: SyncState | None) -> bool:
+        return self.options.full or state is None or state.window_start is None
+
+    def _backfill_state(self, state: SyncState | None) -> list[backfill.Span]:
+        """The spans the workflow's backfill has listed so far (none for ``--full``)."""
+        if self.options.full or state is None:
+            return []
+        return list(backfill.progress_of(None, state.backfill, state.watermark).done)
+
     def _backfill(
-        self, workflow: dict[str, Any], state: SyncState | None, floor: datetime, now: datetime
-    ) -> datetime:
-        """List and process closed windows from where the last backfill stopped (its
-        watermark) up to the last window; returns where the open listing starts."""
-        resumed = state is not None and state.watermark is not None and not self.options.full
-        cursor = max(floor, state.watermark) if resumed and state else floor
-        watermark = state.watermark if resumed and state else None
-        window = timedelta(days=self.config.collect_window_days)
-        while cursor + window < now:
-            self.report.collected_to = cursor
-            end = cursor + window
-            runs, _ = fetch_runs(self.client, self.repo, workflow["id"], cursor, end, {}, True)
-            watermark, skipped = self._process_runs(workflow, self._changed(runs or []), watermark)
-            if skipped:  # the open listing from here on retries them, as every collect does
+        self, workflow: dict[str, Any], state: SyncState | None, now: datetime, focus_only: bool
+    ) -> tuple[bool, datetime | None]:
+        """List and process the windows the backfill has not listed yet (only those around
+        the events when ``focus_only``), committing after each. Returns (nothing was left for
+        the next collect, the watermark)."""
+        key = workflow["id"]
+        watermark = None if state is None or self.options.full else state.watermark
+        if not self._in_backfill(state):
+            return True, watermark
+        done = self._done.setdefault(key, self._backfill_state(state))
+        complete = True
+        for window in self._plan(now, done):
+            if focus_only and not window.focus:
                 break
-            watermark = end if watermark is None else max(watermark, end)
+            runs, _ = fetch_runs(
+                self.client, self.repo, key, window.start, window.end, {}, not window.open
+            )
+            watermark, skipped = self._process_runs(workflow, self._changed(runs or []), watermark)
+            if skipped:  # not marked listed: the next collect lists this window again
+                complete = False
+                continue
+            done[:] = backfill.merge([*done, (window.start, window.end)])
             with self._session() as session, session.begin():
-                self._save_state(session, workflow["id"], watermark, None)
-            cursor = end
-        self.report.collected_to = None
-        return cursor
+                self._save_state(session, key, watermark, None, progress=(self._floor(), done))
+        return complete, watermark
+
+    def _plan(self, now: datetime, done: list[backfill.Span]) -> list[backfill.Window]:
+        focus = backfill.event_spans((e.date for e in self.config.events), self.config.window_days)
+        size = timedelta(days=self.config.collect_window_days)
+        return backfill.plan(self._floor(), now, done, focus, size)
+
+    def _count_backfill_left(self) -> None:
+        """After a stop: how many windows the backfill has left, and how many of them are
+        around the configured events (the report says so)."""
+        with self._session() as session:
+            states = queries.sync_states(session, self.repo)
+        now = datetime.now(UTC)
+        for workflow_id in self._tracked:
+            state = states.get(workflow_id)
+            if not self._in_backfill(state):
+                continue
+            windows = self._plan(now, self._done.get(workflow_id) or self._backfill_state(state))
+            self.report.backfill_left += len(windows)
+            self.report.event_windows_left += sum(w.focus for w in windows)
 
     def _process_runs(
         self, workflow: dict[str, Any], changed: list[dict[str, Any]], watermark: datetime | None
@@ -467,7 +536,10 @@ class Collector:
         watermark: datetime | None,
         etags: dict[str, str] | None,
         window_start: datetime | None = None,
+        progress: tuple[datetime, list[backfill.Span]] | None = None,
     ) -> None:
+        """Upsert the workflow's state: its listing (with ``etags``), or else only the watermark
+        a batch moved and the spans a backfill listed (``progress``)."""
         row: dict[str, Any] = {
             "repo": self.repo,
             "workflow_id": workflow_id,
@@ -478,8 +550,11 @@ class Collector:
         if etags is not None:
             row["etags"] = etags
             upsert(session, SyncState, [row])
-        else:  # a batch moves the watermark and keeps the listing state of the last collect
+        elif progress is None:  # a batch moves the watermark, keeps the rest of the state
             upsert(session, SyncState, [row | {"etags": {}}], update=["watermark", "updated_at"])
+        else:
+            row |= {"etags": {}, "backfill": backfill.dump(*progress)}
+            upsert(session, SyncState, [row], update=["watermark", "updated_at", "backfill"])
 
     def _open_sync_log(self) -> int:
         with self._session() as session, session.begin():

@@ -21,6 +21,8 @@
     POST /_admin/blob_ttl {"seconds"}    how long a log URL stays valid (GitHub: 60 s)
     POST /_admin/permissions {"checks"}  false: check-run routes answer 403, as for a workflow
                                          token without `checks: read`
+    POST /_admin/checks_retention {"days"}   runs older than that lose their checks data (jobs,
+                                     annotations): GitHub archives it after 400 days
 
 Every endpoint takes `?repo=owner/name` (default: the first repository).
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import base64
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 from fakehub.annotations import job_notes
@@ -126,6 +129,11 @@ class Admin:
     def post_permissions(self, request: Request, api: RepoApi) -> dict[str, Any]:
         api.checks_readable = bool(request.json()["checks"])
         return {"checks": api.checks_readable}
+
+    def post_checks_retention(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        api.checks_retention = timedelta(days=int(request.json()["days"]))
+        archived = sum(api.archived(run) for run in api.history.runs)
+        return {"days": api.checks_retention.days, "archived_runs": archived}
 
     def post_rerun(self, request: Request, api: RepoApi) -> dict[str, Any]:
         body = request.json()

@@ -19,7 +19,10 @@ from fakehub.history import History, Job, Run
 from fakehub.payloads import ACTIONS_BOT, BOT_LOGIN, Shapes, iso
 from fakehub.web import Request, Response, error, json_response, paginate
 
-RETENTION = timedelta(days=90)
+RETENTION = timedelta(days=90)  # job logs (the default retention period)
+# "GitHub archives checks data after 400 days and deletes records 30 days after they are
+# archived" (GitHub changelog, December 2022): jobs, steps, annotations. The run stays listed.
+CHECKS_RETENTION_DAYS = 400
 CAPPED_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "head_sha", "status")
 RUN_STATUSES = ("completed", "in_progress", "queued", "requested", "waiting", "pending")
 LOG_DOCS = "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run"
@@ -104,6 +107,7 @@ class RepoApi:
         self.next_comment_id = 3_500_000_000
         self.log_overrides: dict[int, bytes] = {}  # job id -> bytes served instead of its log
         self.checks_readable = True  # False: the token lacks `checks: read` (admin permissions)
+        self.checks_retention = timedelta(days=CHECKS_RETENTION_DAYS)
         self.routes: list[tuple[str, str, re.Pattern[str], Handler]] = [
             ("repo", "GET", re.compile(r""), self.repo),
             ("workflows", "GET", re.compile(r"/actions/workflows"), self.workflows),
@@ -220,11 +224,19 @@ class RepoApi:
 
     # ---- jobs and logs --------------------------------------------------------------------
 
+    def archived(self, run: Run) -> bool:
+        """Its checks data (jobs, steps, annotations) is gone; the run itself is still listed.
+        What GitHub's jobs route answers then is undocumented: here, an empty list."""
+        return run.created_at < self.history.now - self.checks_retention
+
     def jobs(self, request: Request, run_id: str, number: str | None = None) -> Response:
         run = self.history.run_by_id.get(int(run_id))
         if run is None or (number is not None and not 1 <= int(number) <= len(run.attempts)):
             return error(404, "Not Found")
-        if number is not None:
+        if self.archived(run):
+            jobs: list[Job] = []
+            url = f"{self.shapes.api}/actions/runs/{run.id}/jobs"
+        elif number is not None:
             jobs = run.attempts[int(number) - 1].jobs
             url = f"{self.shapes.api}/actions/runs/{run.id}/attempts/{number}/jobs"
         else:
@@ -237,7 +249,7 @@ class RepoApi:
 
     def job(self, request: Request, job_id: str) -> Response:
         job = self.history.job_by_id.get(int(job_id))
-        if job is None:
+        if job is None or self.archived(self.history.run_by_id[job.run_id]):
             return error(404, "Not Found")
         return json_response(200, self.shapes.job(job, self.history.run_by_id[job.run_id]))
 
@@ -274,7 +286,7 @@ class RepoApi:
         if not self.checks_readable:
             return error(403, NO_PERMISSION, CHECKS_DOCS)
         job = self.history.job_by_id.get(int(job_id))
-        if job is None:
+        if job is None or self.archived(self.history.run_by_id[job.run_id]):
             return error(404, "Not Found")
         return job, self.history.run_by_id[job.run_id]
 

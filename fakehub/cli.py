@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import click
 
+from fakehub.api import CHECKS_RETENTION_DAYS
 from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
 
 
@@ -30,6 +31,12 @@ from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
     "--end", default="2026-11-28", show_default=True, help="Simulation 'now' (YYYY-MM-DD, UTC)."
 )
 @click.option("--rate-limit", default=5000, show_default=True, help="Requests per hour.")
+@click.option(
+    "--checks-retention-days",
+    default=CHECKS_RETENTION_DAYS,
+    show_default=True,
+    help="Runs older than this lose their jobs and annotations, as GitHub archives them.",
+)
 def fakehub_command(
     host: str,
     port: int,
@@ -39,6 +46,7 @@ def fakehub_command(
     faults: str,
     end: str,
     rate_limit: int,
+    checks_retention_days: int,
 ) -> None:
     """Serve a local GitHub Actions API replica with a simulated verl CI history."""
     try:
@@ -56,6 +64,7 @@ def fakehub_command(
         host=host,
         port=port,
         rate_limit=rate_limit,
+        checks_retention_days=checks_retention_days,
     ).start()
     history = hub.history()
     click.echo(f"fakehub serving {', '.join(hub.repos)} at {hub.base_url}")

@@ -16,14 +16,14 @@ import socketserver
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import requests
 
 from fakehub.admin import Admin
-from fakehub.api import RepoApi
+from fakehub.api import CHECKS_RETENTION_DAYS, RepoApi
 from fakehub.app import ApiApp, DropConnection
 from fakehub.blob import BlobApp
 from fakehub.catalog import load
@@ -77,6 +77,7 @@ class Hub:
         rate_limit: int = 5000,
         repos: tuple[str, ...] = DEFAULT_REPOS,
         users: dict[str, str] | None = None,
+        checks_retention_days: int = CHECKS_RETENTION_DAYS,
     ) -> None:
         self.token = token
         secret = secrets.token_hex(8)
@@ -100,7 +101,9 @@ class Hub:
                 catalog.repository["id"] + index,
                 catalog.repository["created_at"],
             )
-            self.app.repos[full.lower()] = RepoApi(history, shapes, self.blob_url, secret)
+            api = RepoApi(history, shapes, self.blob_url, secret)
+            api.checks_retention = timedelta(days=checks_retention_days)
+            self.app.repos[full.lower()] = api
         self._threads: list[threading.Thread] = []
 
     @property

@@ -27,7 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.sql.expression import false
+from sqlalchemy.sql.expression import false, text
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -265,6 +265,8 @@ class SyncState(Base):
     # with it the ETag that makes an unchanged listing free, stays the same between collects.
     window_start: Mapped[datetime | None]
     etags: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # A backfill's listed spans (collector.backfill.dump): {"from": floor, "done": [[a, b]]}.
+    backfill: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=text("'{}'"))
     updated_at: Mapped[datetime]
 
 

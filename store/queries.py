@@ -600,6 +600,18 @@ def jobs_without_logs(session: Session) -> list[Job]:
     return list(session.scalars(stmt))
 
 
+def workflow_sync_states(engine: Engine, repo: str) -> dict[str, SyncState]:
+    """Each stored workflow's sync state, by workflow path (workflows never collected are left
+    out)."""
+    with Session(engine, expire_on_commit=False) as session:
+        stmt = (
+            select(Workflow.path, SyncState)
+            .join(SyncState, (SyncState.workflow_id == Workflow.id) & (SyncState.repo == repo))
+            .where(Workflow.repo == repo)
+        )
+        return {path: state for path, state in session.execute(stmt)}
+
+
 def last_sync(engine: Engine, repo: str) -> SyncLog | None:
     with Session(engine) as session:
         stmt = (

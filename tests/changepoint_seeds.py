@@ -14,6 +14,7 @@ e2e_v1_separate_async is found.
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,7 @@ from analytics.changepoints import KNOWN_SHARE, changepoints, daily_failures, li
 from analytics.outcomes import attach_lineage, logical_runs
 from analytics.setup import workflow_table
 from ciflake.config import Config, load_config
+from fakehub.api import CHECKS_RETENTION_DAYS
 from fakehub.history import DEFAULT_END, Attempt, History
 from tests.simulated_truth import (
     BIG_SHIFT,
@@ -36,22 +38,28 @@ from tests.simulated_truth import (
 )
 
 
-def _counted(attempt: Attempt) -> str | None:
+def _counted(attempt: Attempt, archived: bool) -> str | None:
     """The conclusion ciflake counts by (store.queries.conclusion): an attempt GitHub calls
-    cancelled because a job hit its time limit is ``timed_out``."""
-    return "timed_out" if attempt.conclusion == "cancelled" and attempt.red else attempt.conclusion
+    cancelled because a job hit its time limit is ``timed_out``, as far as its jobs show."""
+    if attempt.conclusion == "cancelled" and attempt.red and not archived:
+        return "timed_out"
+    return attempt.conclusion
 
 
 def stored_frames(history: History, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(logical runs with lineage, daily job presence) as a full collect would store them and
     store.queries would read them."""
     runs, attempts, jobs = [], [], []
+    archived_before = history.now - timedelta(days=CHECKS_RETENTION_DAYS)  # no jobs served
     for run in history.runs:
         created = pd.Timestamp(run.created_at)
-        latest = _counted(run.latest)
+        archived = run.created_at < archived_before
+        latest = _counted(run.latest, archived)
         runs.append((run.id, run.workflow.path, created, len(run.attempts), latest))
-        attempts += [(run.id, a.number, _counted(a)) for a in run.attempts]
-        names = {job.spec.name for job in run.attempts[0].jobs}  # runs with a job of that name
+        # the collector learns of earlier attempts from the jobs: without jobs only the latest
+        known = [run.latest] if archived else run.attempts
+        attempts += [(run.id, a.number, _counted(a, archived)) for a in known]
+        names = set() if archived else {job.spec.name for job in run.attempts[0].jobs}
         jobs += [(run.workflow.path, created.floor("D"), name) for name in names]
     frame = pd.DataFrame(
         runs, columns=["run_id", "workflow_path", "created_at", "run_attempt", "conclusion"]
