@@ -6,10 +6,12 @@
     POST /_admin/faults {"spec"}     replace the fault rules (syntax in fakehub.faults)
     POST /_admin/rerun {"run_id", "conclusion"?, "category"?}   append an attempt to a run
     POST /_admin/new_runs {"workflow", "count"?, "event"?, "conclusion"?, "category"?}
-    GET  /_admin/truth[?log_status=ok]  each failed or timed-out job: its category, log line, and
+    GET  /_admin/truth[?log_status=ok]  each failed or timed-out job GitHub still serves (not
+                                     archived): its category, log line, and
                                      what a client sees without the log (annotations, failed
                                      step, the category they determine); invalid runs; events
     GET  /_admin/inventory           counts and ids of runs, attempts, jobs and logs by status
+                                     (jobs of archived runs left out; archived_runs counts them)
     POST /_admin/rate_limit {"limit"?, "used"?}   set the primary budget
     POST /_admin/token {"token"}     accept this token from now on (the old one is revoked: 401)
     POST /_admin/log {"job_id", "content_b64"}   serve these bytes as the job's log (hostile logs)
@@ -158,7 +160,7 @@ class Admin:
         history = api.history
         wanted = request.arg("log_status")
         failures = []
-        for job in history.job_by_id.values():
+        for job in served_jobs(api):
             if job.category is None or (wanted and api.log_status(job) != wanted):
                 continue
             run = history.run_by_id[job.run_id]
@@ -200,28 +202,37 @@ class Admin:
 
     def get_inventory(self, request: Request, api: RepoApi) -> dict[str, Any]:
         history = api.history
+        jobs = served_jobs(api)
         logs: dict[str, list[int]] = {"ok": [], "expired": [], "missing": []}
-        for job in history.job_by_id.values():
+        for job in jobs:
             logs[api.log_status(job)].append(job.id)
         by_workflow: dict[str, dict[str, int]] = {}
         for run in history.runs:
             entry = by_workflow.setdefault(run.workflow.path, Counter())
             entry["runs"] += 1
             entry["attempts"] += len(run.attempts)
-            entry["jobs"] += sum(len(a.jobs) for a in run.attempts)
-        conclusions = Counter(str(j.conclusion) for j in history.job_by_id.values())
+            entry["jobs"] += 0 if api.archived(run) else sum(len(a.jobs) for a in run.attempts)
+        conclusions = Counter(str(j.conclusion) for j in jobs)
         return {
             "now": iso(history.now),
             "runs": len(history.runs),
+            "archived_runs": sum(api.archived(run) for run in history.runs),
             "attempts": sum(len(r.attempts) for r in history.runs),
-            "jobs": len(history.job_by_id),
-            "failed_jobs": sum(1 for j in history.job_by_id.values() if j.category),
+            "jobs": len(jobs),
+            "failed_jobs": sum(1 for j in jobs if j.category),
             "run_ids": [run.id for run in history.runs],
             "attempts_by_run": {str(r.id): len(r.attempts) for r in history.runs},
             "jobs_by_conclusion": dict(sorted(conclusions.items())),
             "logs": {status: {"count": len(ids), "job_ids": ids} for status, ids in logs.items()},
             "by_workflow": {path: dict(c) for path, c in sorted(by_workflow.items())},
         }
+
+
+def served_jobs(api: RepoApi) -> list[Job]:
+    """The jobs GitHub still serves: those of runs whose checks data is not archived. The
+    truth and the inventory count only these, because no client can see the others."""
+    history = api.history
+    return [j for j in history.job_by_id.values() if not api.archived(history.run_by_id[j.run_id])]
 
 
 def without_log(job: Job, run: Run, rendered: Rendered, repo: str) -> dict[str, Any]:

@@ -49,3 +49,15 @@ def snapshot(engine: Engine) -> dict[str, list[tuple]]:
             rows = session.execute(select(*columns).order_by(*keys)).all()
             out[model.__tablename__] = [tuple(row) for row in rows]
     return out
+
+
+def served_runs(hub: Hub, repo: str | None = None) -> list[Any]:
+    """fakehub's runs whose checks data (jobs, annotations) it still serves: GitHub archives
+    that of runs older than 400 days."""
+    api = hub.app.repos[(repo or hub.repos[0]).lower()]
+    return [run for run in api.history.runs if not api.archived(run)]
+
+
+def served_jobs(hub: Hub, repo: str | None = None) -> list[Any]:
+    """The jobs of served_runs, every attempt's."""
+    return [job for run in served_runs(hub, repo) for a in run.attempts for job in a.jobs]

@@ -196,3 +196,5 @@ def test_500_request_nights_at_scale_1_equal_one_full_collect(db_url, tmp_path):
     assert snapshot(migrated_engine(budgeted_url)) == expected
     spent = sum(_counted(night) for night in nights)
     assert spent <= 1.05 * _counted(full), (spent, _counted(full))
+    ratio = spent / _counted(full)
+    print(f"{len(nights)} collects of at most 500: {spent} requests, {ratio:.3f}x one full collect")

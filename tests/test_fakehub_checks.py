@@ -13,6 +13,7 @@ import fakehub
 from fakehub.annotations import NO_RUNNER
 from fakehub.api import RETENTION
 from fakehub.history import History, Job
+from tests.hubtools import served_jobs, served_runs
 
 TOKEN = "checks-token"
 REPO = "/repos/verl-project/verl"
@@ -34,8 +35,8 @@ def _get(hub: fakehub.Hub, path: str, **params) -> requests.Response:
     )
 
 
-def _jobs(history: History, test) -> list[Job]:
-    return [job for job in history.job_by_id.values() if test(job)]
+def _jobs(hub: fakehub.Hub, test) -> list[Job]:
+    return [job for job in served_jobs(hub) if test(job)]
 
 
 def _messages(hub: fakehub.Hub, job: Job) -> list[str]:
@@ -50,9 +51,7 @@ def _expired(history: History, job: Job) -> bool:
 
 def test_a_time_limit_is_written_in_annotations_that_outlive_the_log(hub):
     history = hub.history()
-    job = next(
-        j for j in _jobs(history, lambda j: j.cause == "job_time_limit") if _expired(history, j)
-    )
+    job = next(j for j in _jobs(hub, lambda j: j.cause == "job_time_limit") if _expired(history, j))
     assert _get(hub, f"/actions/jobs/{job.id}/logs").status_code == 410
     check = _get(hub, f"/check-runs/{job.id}").json()
     assert check["conclusion"] == "cancelled" and check["id"] == job.id
@@ -63,30 +62,30 @@ def test_a_time_limit_is_written_in_annotations_that_outlive_the_log(hub):
 
 
 def test_exit_codes_fit_the_cause(hub):
-    history = hub.history()
-    killed = _jobs(history, lambda j: j.category == "oom" and j.ran)
+
+    killed = _jobs(hub, lambda j: j.category == "oom" and j.ran)
     codes = {m for job in killed[:60] for m in _messages(hub, job) if "exit code" in m}
     assert "Process completed with exit code 137." in codes  # the kernel's OOM kill
     assert "Process completed with exit code 1." in codes  # a Python OutOfMemoryError
-    python = _jobs(history, lambda j: j.category == "test_failure" and j.ran)[:20]
+    python = _jobs(hub, lambda j: j.category == "test_failure" and j.ran)[:20]
     assert all("Process completed with exit code 137." not in _messages(hub, j) for j in python)
 
 
 def test_runner_messages_and_no_runner_online(hub):
-    history = hub.history()
-    never = _jobs(history, lambda j: j.cause == "no_runner" and j.status == "completed")
+
+    never = _jobs(hub, lambda j: j.cause == "no_runner" and j.status == "completed")
     assert never and all(j.conclusion == "failure" and not j.ran for j in never)
     assert _messages(hub, never[0]) == [NO_RUNNER]
-    infra = _jobs(history, lambda j: j.category == "infra" and j.ran)
+    infra = _jobs(hub, lambda j: j.category == "infra" and j.ran)
     said = {m.split(":")[0] for job in infra for m in _messages(hub, job)}
     assert "The self-hosted runner" in said or any("shutdown signal" in m for m in said)
 
 
 def test_error_lines_of_a_step_become_at_most_ten_annotations(hub):
-    history = hub.history()
+
     checks = [
         job
-        for job in _jobs(history, lambda j: j.category == "missing_dependency" and j.ran)
+        for job in _jobs(hub, lambda j: j.category == "missing_dependency" and j.ran)
         if sum("No module named" in m for m in _messages(hub, job)) >= 10
     ]
     assert checks, "the import-check form prints 12 ::error:: lines"
@@ -94,8 +93,8 @@ def test_error_lines_of_a_step_become_at_most_ten_annotations(hub):
 
 
 def test_concurrency_cancels_say_so(hub):
-    history = hub.history()
-    run = next(r for r in history.runs for a in r.attempts if a.superseded and r.pr)
+
+    run = next(r for r in served_runs(hub) for a in r.attempts if a.superseded and r.pr)
     job = next(j for a in run.attempts if a.superseded for j in a.jobs if j.ran)
     if job.conclusion != "cancelled":
         job = next(j for a in run.attempts for j in a.jobs if j.conclusion == "cancelled")
@@ -105,8 +104,8 @@ def test_concurrency_cancels_say_so(hub):
 
 
 def test_annotations_paginate_with_a_link_header(hub):
-    history = hub.history()
-    job = next(j for j in _jobs(history, lambda j: j.cause == "job_time_limit"))
+
+    job = next(j for j in _jobs(hub, lambda j: j.cause == "job_time_limit"))
     first = _get(hub, f"/check-runs/{job.id}/annotations", per_page=1)
     assert len(first.json()) == 1 and 'rel="next"' in first.headers["Link"]
     assert first.headers["Link"].startswith("<" + hub.base_url)
@@ -114,9 +113,7 @@ def test_annotations_paginate_with_a_link_header(hub):
 
 def test_log_urls_expire_and_a_404_costs_budget(hub):
     history = hub.history()
-    job = next(
-        j for j in _jobs(history, lambda j: j.category and j.ran and not _expired(history, j))
-    )
+    job = next(j for j in _jobs(hub, lambda j: j.category and j.ran and not _expired(history, j)))
     location = _get(hub, f"/actions/jobs/{job.id}/logs").headers["Location"]
     assert requests.get(location, timeout=30).status_code == 200
     hub.admin("POST", "blob_ttl", {"seconds": 0})
@@ -132,7 +129,7 @@ def test_log_urls_expire_and_a_404_costs_budget(hub):
 
 def test_a_deleted_run_answers_404():
     with fakehub.running(seed=3, scale=0.02, token=TOKEN) as hub:
-        run = hub.history().runs[5]
+        run = served_runs(hub)[5]
         job = run.latest.jobs[0] if run.latest.jobs else None
         hub.admin("POST", "delete_run", {"run_id": run.id})
         assert _get(hub, f"/actions/runs/{run.id}").status_code == 404

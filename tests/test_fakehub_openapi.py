@@ -12,6 +12,7 @@ import pytest
 import requests
 
 import fakehub
+from tests.hubtools import served_jobs, served_runs
 
 SUBSET = json.loads((Path(fakehub.__file__).parent / "openapi" / "github_subset.json").read_text())
 TOKEN = "schema-token"
@@ -23,14 +24,14 @@ def samples() -> Iterator[dict[str, list[tuple[int, Any]]]]:
     with fakehub.running(seed=8, scale=0.05, token=TOKEN) as hub:
         auth = {"Authorization": f"token {TOKEN}"}
         repo = f"{hub.base_url}/repos/verl-project/verl"
-        history = hub.history()
-        rerun = next(r for r in history.runs if len(r.attempts) > 1 and r.latest.jobs)
-        pr_run = next(r for r in history.runs if r.pr is not None)
-        invalid = next(r for r in history.runs if r.invalid)
-        live = history.runs[-1]
-        failed = next(j for j in history.job_by_id.values() if j.category)
-        skipped = next(j for j in history.job_by_id.values() if not j.ran)
-        timed_out = next(j for j in history.job_by_id.values() if j.cause == "job_time_limit")
+        runs, jobs = served_runs(hub), served_jobs(hub)  # checks data not archived
+        rerun = next(r for r in runs if len(r.attempts) > 1 and r.latest.jobs)
+        pr_run = next(r for r in runs if r.pr is not None)
+        invalid = next(r for r in runs if r.invalid)
+        live = runs[-1]
+        failed = next(j for j in jobs if j.category)
+        skipped = next(j for j in jobs if not j.ran)
+        timed_out = next(j for j in jobs if j.cause == "job_time_limit")
 
         def get(path: str, **params: Any) -> tuple[int, Any]:
             response = requests.get(repo + path, params=params, headers=auth, timeout=10)

@@ -10,6 +10,7 @@ import requests
 from github import Auth, Github, GithubException, UnknownObjectException
 
 import fakehub
+from tests.hubtools import served_runs
 
 TOKEN = "test-token"
 
@@ -52,7 +53,7 @@ def test_workflows_and_every_page_of_runs(gh: Github, inventory: dict[str, Any])
 
 def test_attempts_and_jobs_of_every_attempt(gh: Github, hub: fakehub.Hub) -> None:
     history = hub.history()
-    run_id = next(r.id for r in history.runs if len(r.attempts) == 3 and r.latest.jobs)
+    run_id = next(r.id for r in served_runs(hub) if len(r.attempts) == 3 and r.latest.jobs)
     run = gh.get_repo("verl-project/verl").get_workflow_run(run_id)
     assert run.run_attempt == 3
     jobs = list(run.jobs("all"))
