@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bench.memory import PEAK_KB
 from collector.classify import classify_log, load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +32,11 @@ ORDINARY_MB = 300  # the whole-process race: ordinary output, its few error line
 ORDINARY = "ordinary-300m-v1.log"  # bump the suffix when _ordinary_lines changes
 RSS_TARGET_MB = 200
 REPEATS = 3
-PEAK_RSS_SCRIPT = (
-    "import resource, sys, time\n"
+PEAK_RSS_SCRIPT = PEAK_KB + (
+    "import sys, time\n"
     "from collector.classify import classify_log\n"
     "t = time.perf_counter(); r = classify_log(__import__('pathlib').Path(sys.argv[1]))\n"
-    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.category)"
+    "print(time.perf_counter() - t, peak_kb(), r.category)"
 )
 
 
