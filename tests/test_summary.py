@@ -30,13 +30,13 @@ from store.engine import make_engine
 from store.models import Failure, JobLog, PostedComment, WorkflowRun
 from tests.collected import collected_copy
 from tests.hubtools import TEST_SCALE
+from tests.markdown_fences import split_fences
 
 REPO = "verl-project/verl"
 PR = 7357
 SINCE = datetime(2026, 9, 20, tzinfo=UTC)  # fakehub seed 11: default-branch failures after it
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
 HOSTILE = "@maintainer look </details> ```` ``` <img src=x onerror=alert(1)> | #123 **bold**"
-FENCE = re.compile(r"^\s*(`{3,})")
 
 
 @pytest.fixture(scope="module")
@@ -62,27 +62,11 @@ def _render(db_url: str) -> str:
     return render_summary(data)
 
 
-def _outside_fences(markdown: str) -> tuple[list[str], list[str], bool]:
-    """(lines outside code blocks, lines inside them, every block closed)."""
-    outside, inside, fence = [], [], None
-    for line in markdown.splitlines():
-        match = FENCE.match(line)
-        if fence is None and match:
-            fence = match[1]
-        elif fence is not None and line.strip() == fence:
-            fence = None
-        elif fence is not None:
-            inside.append(line)
-        else:
-            outside.append(line)
-    return outside, inside, fence is None
-
-
 def test_hostile_log_lines_neither_ping_nor_break_the_comment(hostile_db):
     markdown = _render(hostile_db)
     assert markdown.startswith(MARKER + "\n")
     assert "@maintainer" not in markdown and "#123" not in markdown
-    outside, inside, closed = _outside_fences(markdown)
+    outside, inside, closed = split_fences(markdown)
     assert closed, "a code fence is left open"
     quoted = [line for line in inside if "maintainer" in line]
     assert len(quoted) >= 3, "the hostile lines are not shown in code blocks"

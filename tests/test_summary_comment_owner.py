@@ -35,6 +35,7 @@ from fakehub.payloads import BOT_LOGIN
 from store.engine import make_engine
 from tests.collected import collected_copy
 from tests.hubtools import TEST_SCALE
+from tests.markdown_fences import split_fences
 
 REPO = "verl-project/verl"
 PR = 7357
@@ -42,7 +43,6 @@ SINCE = datetime(2026, 9, 20, tzinfo=UTC)
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
 OTHER, OTHER_TOKEN = "mallory", "mallory-token"
 WORKFLOW_TOKEN = "ghs-workflow-token"
-FENCE = re.compile(r"^\s*(`{3,})")
 SUBSET = json.loads((Path(fakehub.__file__).parent / "openapi" / "github_subset.json").read_text())
 
 
@@ -133,20 +133,6 @@ def test_a_502_after_a_successful_post_leaves_one_comment(db, runner):
     assert counters["create_comment"] == 1 and counters["issue_comments"] == 2  # looked again
 
 
-def _outside_fences(markdown: str) -> tuple[str, bool]:
-    """(the text outside code blocks, every block closed)."""
-    outside, fence = [], None
-    for line in markdown.splitlines():
-        match = FENCE.match(line)
-        if fence is None and match:
-            fence = match[1]
-        elif fence is not None and line.strip() == fence:
-            fence = None
-        elif fence is None:
-            outside.append(line)
-    return "\n".join(outside), fence is None
-
-
 def _huge(db_url: str):
     """The real summary with every failure group full of long lines and 400 jobs lost."""
     config = load_config(env={}, db_url=db_url)
@@ -184,7 +170,8 @@ def test_a_100000_character_summary_is_cut_under_the_limit_and_still_renders(db)
     cut = [line for line in body.splitlines() if line.startswith("✂️ **Cut to fit GitHub's")]
     assert len(cut) == 1 and f"(the whole summary has {github_length(whole):,})" in cut[0]
     assert re.search(r"\d+ of 400 jobs of the coverage lost shown", cut[0])
-    text, closed = _outside_fences(body)
+    outside, _, closed = split_fences(body)
+    text = "\n".join(outside)
     assert closed, "a code fence is left open"
     assert text.count("<details>") == text.count("</details>") >= 2
     assert "### Coverage lost by the change: 400 jobs" in body  # the counts stay whole
