@@ -22,9 +22,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# The unit tests: no fakehub, no browser, nothing marked slow (under 90 s; make test runs all).
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser and not hub" --ignore=tests/reliability
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) -m tests.support.layers
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) -m bench.run

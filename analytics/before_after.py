@@ -10,6 +10,7 @@ is known (analytics.evidence).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -18,22 +19,23 @@ from scipy.special import gammaln
 from analytics.evidence import NO_LOG, describe, known_share
 from analytics.outcomes import in_scope
 from analytics.rates import OUTCOMES, stability
+from store.vocabulary import RED_OUTCOMES
 
 SIDES = ("before", "after", "first")
-RED_OUTCOMES = ("fail", "flaky")
 
 
 def event_pairs(events: pd.DataFrame, lineages: Sequence[str]) -> pd.DataFrame:
     """One row per (event, lineage it touches), numbered by ``pair``: the event's lineages, or
-    all of ``lineages`` when it names none. ``events``: analytics.setup.event_table."""
+    all of ``lineages`` when it names none. ``events``: analytics.config_tables.event_table."""
     touched = events.assign(
-        lineage=[list(ls) if ls is not None else list(lineages) for ls in events["event_lineages"]]
+        # a column of lists, which pandas-stubs' assign (scalars or arrays) cannot spell
+        lineage=[list(ls) if ls is not None else list(lineages) for ls in events["event_lineages"]]  # type: ignore[misc]
     ).explode("lineage")
     touched = touched.dropna(subset=["lineage"]).drop(columns="event_lineages")
     return touched.reset_index(drop=True).rename_axis("pair").reset_index()
 
 
-def _naive(times: pd.Series) -> np.ndarray:
+def _naive(times: pd.Series[pd.Timestamp]) -> np.ndarray:
     """UTC times as naive datetime64[ns], for binary search."""
     return times.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
 
@@ -173,7 +175,10 @@ def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
 
 
 def _log_choose(n: int | np.ndarray, k: int | np.ndarray) -> np.ndarray:
-    return gammaln(np.add(n, 1)) - gammaln(np.add(k, 1)) - gammaln(np.subtract(n, k) + 1)
+    log_choose: np.ndarray = (
+        gammaln(np.add(n, 1)) - gammaln(np.add(k, 1)) - gammaln(np.subtract(n, k) + 1)
+    )
+    return log_choose
 
 
 def fisher_p_values(table: pd.DataFrame, left: str, right: str) -> np.ndarray:
@@ -208,7 +213,8 @@ def category_shift(
     tagged = tagged[tagged["logical_outcome"] != "excluded"]
     tagged = tagged.assign(red=tagged["logical_outcome"].isin(RED_OUTCOMES))
     totals = tagged.groupby(["pair", "side"]).agg(runs=("run_id", "size"), red=("red", "sum"))
-    totals = totals.unstack("side").reindex(
+    # a MultiIndex frame unstacks to a frame (pandas-stubs: frame or series)
+    totals = cast(pd.DataFrame, totals.unstack("side")).reindex(
         columns=pd.MultiIndex.from_product([["runs", "red"], ["before", "after"]])
     )
     red = tagged[tagged["red"]].fillna({"failure_category": "unknown"})

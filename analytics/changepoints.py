@@ -10,22 +10,13 @@ lower ones) can look like no step or one from the whole series, so its first cut
 lands between them and the true dates are never tried again. The series are short (a day per
 point, ~420 days), so the O(days^2) search needs no pruning.
 
-The default ``penalty_factor`` is 2.5 where binary segmentation had 1.5: the exact search fits
-every partition, so at 1.5 it spent changepoints on weak steps of fakehub's history (decaying
-bursts, small job changes) and lost its big June shift on 3 of 16 seeds; 2.5 kept it on all 16
-(3.0 lost it on 2).
+``penalty_factor`` (2.5) and ``KNOWN_SHARE`` (0.5) were chosen by seed sweeps on fakehub's
+history; why, and what the other values did: docs/decisions/changepoint-tuning.md.
 
 A cut on a day the lineage's job set changed (``job_set_changes``: a workflow starts or stops,
 a job joins or leaves) pays ``KNOWN_SHARE`` of the penalty: a prior that a run's red rate moves
 when its job set does (one more job, one more chance to fail) and that the data say when the
-set changed, while a free cut must find its date among all days. Those steps are often small:
-on fakehub's e2e_ascend (~3.5 runs a day, one NPU job becoming three) the free search put a
-changepoint 4-10 days from any true change on 8 of 16 seeds. ``KNOWN_SHARE`` 0.5 was chosen by
-a sweep (``python -m tests.changepoint_seeds --known-share S``, seeds 1-16): at 0.3, 0.4 and
-0.5 no changepoint is more than 3 days from a true change or fails to be a shift of the
-simulated rate, at 0.6-0.8 some are; 0.4 finds the June shift on one more seed (16) and
-e2e_ascend's December rise on one fewer (14) than 0.5; on 300 series with no step and 60
-known days each, 0.3 cut 6, 0.4 and 0.5 none (20 known days: 0.4 cut 1, 0.5 none).
+set changed, while a free cut must find its date among all days.
 
 Each changepoint comes with an interval for its date, its neighbouring changepoints fixed: the
 days where a cut fits the data at least as well as on its date, less ``LIKELIHOOD_DROP``
@@ -36,16 +27,17 @@ discount never narrows it. Red = flaky or fail (first attempt red), over non-exc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.special import xlogy
 
+from store.vocabulary import RED_OUTCOMES
+
 LIKELIHOOD_DROP = 1.92
 KNOWN_SHARE = 0.5
-RED_OUTCOMES = ("fail", "flaky")
 
 
 def daily_failures(runs: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
@@ -71,7 +63,8 @@ def runs_per_day(runs: pd.DataFrame) -> pd.DataFrame:
 def _loglik(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Binomial log-likelihood (without the constant) of k reds in n at the MLE rate:
     k log(k/n) + (n-k) log((n-k)/n), with 0 log 0 = 0."""
-    return xlogy(k, k) + xlogy(n - k, n - k) - xlogy(n, n)
+    loglik: np.ndarray = xlogy(k, k) + xlogy(n - k, n - k) - xlogy(n, n)
+    return loglik
 
 
 def _cumulative(x: np.ndarray) -> np.ndarray:
@@ -79,7 +72,9 @@ def _cumulative(x: np.ndarray) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(x)])
 
 
-def _segment_loglik(ck: np.ndarray, cn: np.ndarray, s, t) -> np.ndarray:
+def _segment_loglik(
+    ck: np.ndarray, cn: np.ndarray, s: int | np.ndarray, t: int | np.ndarray
+) -> np.ndarray:
     """Log-likelihood of the segments [s, t) from the cumulative sums (_cumulative), so that
     any segment costs O(1)."""
     return _loglik(ck[t] - ck[s], cn[t] - cn[s])
@@ -156,7 +151,7 @@ def job_set_changes(
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
     with_job = presence.groupby(["workflow_path", "day", "name"])["runs"].sum()
     jobs_of = dict(list(with_job.groupby(level="workflow_path")))
-    rows: list[tuple[str, pd.Timestamp, str]] = []
+    rows: list[tuple[Hashable, pd.Timestamp, str]] = []
     for path, runs in totals.groupby(level="workflow_path", sort=True):
         days = runs.index.get_level_values("day")
         rows += [(path, days[0], "first run"), (path, days[-1] + pd.Timedelta(days=1), "stopped")]

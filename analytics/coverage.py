@@ -54,7 +54,7 @@ def coverage_diff(
     event_title, lineage, logical_job (as it ran before), successor_job, before_runs,
     after_runs, last_workflow_path, last_run_at, and ``status``: kept, lost (ran before, no
     successor after) or added (new after). ``jobs``: logical jobs (non-excluded are counted)
-    with lineage, workflow_path, created_at; ``events``: analytics.setup.event_table."""
+    with lineage, workflow_path, created_at; ``events``: analytics.config_tables.event_table."""
     chosen = events[events["event_kind"].isin(kinds)]
     pairs = event_pairs(chosen, sorted(jobs["lineage"].dropna().unique()))
     ran = jobs[jobs["logical_outcome"] != "excluded"]

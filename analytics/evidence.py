@@ -15,12 +15,22 @@ import pandas as pd
 LOG_EXPIRED = "unknown: log expired"
 NO_RULE = "unknown: log read, no rule matched"
 NO_LOG = "unknown: no log"
-BASES: tuple[str, ...] = ("log", "annotations", "job", LOG_EXPIRED, NO_RULE, NO_LOG)
-KNOWN = ("log", "annotations", "job")
+CONFIG_BASIS = "config"  # the run fell in a configured [[invalid_windows]] span
+BASES: tuple[str, ...] = (
+    "log",
+    "annotations",
+    "job",
+    CONFIG_BASIS,
+    LOG_EXPIRED,
+    NO_RULE,
+    NO_LOG,
+)
+KNOWN = ("log", "annotations", "job", CONFIG_BASIS)
 PHRASES = {
     "log": "from the log",
     "annotations": "from annotations",
     "job": "from job facts",
+    CONFIG_BASIS: "from the config's invalid windows",
     LOG_EXPIRED: "logs expired",
     NO_RULE: "log read, no rule matched",
     NO_LOG: "no log",

@@ -1,16 +1,13 @@
-"""Operational health: time to repair, queue and duration, staleness, the cost of reruns, and
-where failures happen (runner, environment version) with PyTorch's "works elsewhere"."""
+"""Operational health: time to repair (MTTR), queue time and duration percentiles, and the cost
+of reruns (retry tax). Staleness, works-elsewhere and environment failures have their own
+modules (analytics.staleness, analytics.elsewhere, analytics.environments)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
-from analytics.rates import stability, with_period
-
-GREEN_OUTCOMES = ("pass", "flaky")
 # The device count at the end of a runner label or name: L20x8 -> 8, linux-aarch64-a3-8 -> 8.
 DEVICES_PATTERN = r"(?i)(?:(?<=x)|(?<=-))(\d+)(?=-|$)"
 
@@ -71,38 +68,12 @@ def timing(jobs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     grouped = frame.groupby(list(by), dropna=False)
     out = grouped.agg(jobs=("queue", "size"))
     for column in ("queue", "duration"):
-        quantiles = grouped[column].quantile([0.5, 0.95]).unstack()
+        # pandas takes any list-like q; the stubs want an array
+        quantiles = grouped[column].quantile([0.5, 0.95]).unstack()  # type: ignore[arg-type]
+        quantiles = quantiles.reindex(columns=[0.5, 0.95])  # no jobs: no columns at all
         out[f"{column}_p50_min"] = quantiles[0.5]
         out[f"{column}_p95_min"] = quantiles[0.95]
     return out.reset_index()
-
-
-def stale_workflows(
-    runs: pd.DataFrame, now: pd.Timestamp, stale_factor: float = 3.0, min_gaps: int = 3
-) -> pd.DataFrame:
-    """Per workflow: last_run_at, usual_gap_hours (median gap between runs), silent_hours, and
-    ``status``: STALE when silent for longer than stale_factor x the usual gap, OK otherwise,
-    "not enough data" with fewer than ``min_gaps`` gaps. Pass the scoped runs (default branch
-    pushes and schedules): a PR-only workflow has no rhythm to miss."""
-    ordered = runs.sort_values("created_at")
-    gaps = ordered.groupby("workflow_path")["created_at"].diff().dt.total_seconds() / 3600
-    out = (
-        ordered.assign(gap=gaps)
-        .groupby("workflow_path")
-        .agg(
-            last_run_at=("created_at", "max"),
-            usual_gap_hours=("gap", "median"),
-            gaps=("gap", "count"),
-        )
-        .reset_index()
-    )
-    out["silent_hours"] = (now - out["last_run_at"]).dt.total_seconds() / 3600
-    out["status"] = np.select(
-        [out["gaps"] < min_gaps, out["silent_hours"] > stale_factor * out["usual_gap_hours"]],
-        ["not enough data", "STALE"],
-        default="OK",
-    )
-    return out
 
 
 def devices(jobs: pd.DataFrame) -> pd.Series:
@@ -130,48 +101,43 @@ def retry_tax(jobs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return out.reset_index()
 
 
-def rates_with_elsewhere(
-    jobs: pd.DataFrame, where: str, *, freq: str = "W", min_runs: int = 5
-) -> pd.DataFrame:
-    """Rates of logical jobs per (logical_job, period, ``where``) (e.g. runner_name), and
-    ``works_elsewhere``: the same logical job passed, in the same period (day or week), under
-    another value of ``where``. ``jobs``: logical jobs with created_at."""
-    table = stability(with_period(jobs, freq), ["logical_job", "period", where], min_runs)
-    green = table["pass"] + table["flaky"]
-    green_total = green.groupby([table["logical_job"], table["period"]]).transform("sum")
-    return table.assign(works_elsewhere=(green_total - green) > 0)
+HEALTH_COLUMNS = [
+    "median_repair_hours",
+    "mttr_hours",
+    "repaired",
+    "open",
+    "rerun_jobs",
+    "accelerator_hours",
+    "jobs",
+    "duration_p50_min",
+    "duration_p95_min",
+    "queue_p50_min",
+    "queue_p95_min",
+]
 
 
-def environment_column(failures: pd.DataFrame, key: str) -> pd.Series:
-    """The environment version ``key`` (cann, torch, driver...) of each failure, from its
-    ``env`` dict; None where the log did not show it."""
-    return failures["env"].map(lambda env: (env or {}).get(key))
+def health_table(runs: pd.DataFrame, attempts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Per ``by`` (columns of both frames): time to repair (``mttr``, streaks within each
+    workflow and branch), retry tax (``retry_tax``) and job duration and queue percentiles
+    (``timing``), as the dashboard, the summary and the export show them. ``runs``: logical
+    runs with the ``by`` columns; ``attempts``: every job of every attempt
+    (store.frame_queries.load_jobs), of these runs or more: each takes its run's ``by``.
 
-
-def failures_by_environment(failures: pd.DataFrame, jobs: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Hard-failed logical jobs per environment version ``key``. The fingerprint comes from
-    failed jobs' logs only, so this counts failures, not a rate: failures, logical_jobs,
-    runners, first_seen, last_seen, and works_elsewhere_share = the share of those failures
-    whose logical job passed in the same week on another run."""
-    versions = failures.assign(version=environment_column(failures, key)).dropna(subset="version")
-    failed = jobs[jobs["logical_outcome"] == "fail"].merge(
-        versions[["job_id", "version"]], left_on="red_job_id", right_on="job_id"
+    Columns: ``by``, HEALTH_COLUMNS (median_repair_hours: the median of ``mttr``)."""
+    keys = list(by)
+    context = runs.drop_duplicates("run_id").set_index("run_id")[keys]
+    attempts = attempts.drop(columns=keys, errors="ignore").join(context, on="run_id", how="inner")
+    streak_keys = list(dict.fromkeys([*keys, "workflow_path", "head_branch"]))
+    repair = mttr(repair_times(runs, streak_keys), keys).rename(
+        columns={"median_hours": "median_repair_hours"}
     )
-    weekly = with_period(jobs[jobs["logical_outcome"].isin(GREEN_OUTCOMES)], "W")
-    greens = weekly.groupby(["logical_job", "period"]).size()
-    failed = with_period(failed, "W")
-    index = pd.MultiIndex.from_frame(failed[["logical_job", "period"]])
-    failed["elsewhere"] = index.map(greens).fillna(0).to_numpy() > 0
-    return (
-        failed.groupby("version")
-        .agg(
-            failures=("run_id", "size"),
-            logical_jobs=("logical_job", "nunique"),
-            runners=("runner_name", "nunique"),
-            first_seen=("created_at", "min"),
-            last_seen=("created_at", "max"),
-            works_elsewhere_share=("elsewhere", "mean"),
-        )
-        .reset_index()
-        .rename(columns={"version": key})
+    ran = attempts[attempts["started_at"].notna()]
+    table = (
+        repair.merge(retry_tax(attempts, keys), on=keys, how="outer")
+        .merge(timing(ran, keys), on=keys, how="outer")
+        .drop(columns=["rerun_minutes"])
     )
+    counts = ["repaired", "open", "rerun_jobs", "jobs"]
+    table[counts] = table[counts].fillna(0).astype(int)
+    table["accelerator_hours"] = table["accelerator_hours"].fillna(0.0)
+    return table[[*keys, *HEALTH_COLUMNS]].sort_values(keys).reset_index(drop=True)

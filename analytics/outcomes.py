@@ -14,12 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analytics.evidence import failure_basis
-from store.vocabulary import CATEGORIES
+from analytics.evidence import CONFIG_BASIS, failure_basis
+from store.vocabulary import CATEGORIES, GREEN_CONCLUSIONS, RED_CONCLUSIONS, RED_OUTCOMES
 
-GREEN = frozenset({"success"})
-# ``startup_failure``: GitHub's conclusion for a run whose workflow file is invalid.
-RED = frozenset({"failure", "timed_out", "startup_failure"})
+GREEN, RED = GREEN_CONCLUSIONS, RED_CONCLUSIONS
 
 # Failure categories by priority when one attempt failed for several reasons: the vocabulary's
 # order, which puts the specific causes before ``test_failure`` and ``unknown``.
@@ -38,7 +36,7 @@ def outcome_of(latest: pd.Series, red_before_latest: pd.Series) -> pd.Series:
 
 
 def logical_runs(runs: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` (store.queries.load_runs) with ``first_attempt_conclusion``, ``red_attempts``
+    """``runs`` (store.frame_queries.load_runs) with ``first_attempt_conclusion``, ``red_attempts``
     and ``logical_outcome`` added. ``attempts`` (run_id, attempt, conclusion) may lack some runs:
     a run with no stored earlier attempt is judged by its own conclusion alone."""
     earlier = attempts.merge(runs[["run_id", "run_attempt"]], on="run_id")
@@ -147,7 +145,7 @@ def _collapsed(frame: pd.DataFrame) -> pd.DataFrame:
 def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataFrame:
     """One row per (run, logical job) across the run's attempts and shards.
 
-    ``jobs``: store.queries.load_jobs. ``runs``: runs with at least run_id, workflow_path,
+    ``jobs``: store.frame_queries.load_jobs. ``runs``: runs with at least run_id, workflow_path,
     event, head_branch, head_sha, created_at; their other columns (lineage, tags...) are
     carried along, except those the job's own values replace (conclusion, logical_outcome...).
     In one attempt a logical job is red if any shard is red, green if every shard is green.
@@ -188,7 +186,7 @@ def logical_jobs(jobs: pd.DataFrame, runs: pd.DataFrame, strip: str) -> pd.DataF
 
 
 def attach_lineage(frame: pd.DataFrame, workflows: pd.DataFrame) -> pd.DataFrame:
-    """``lineage``, ``tags`` and ``accelerator`` from ``workflows`` (analytics.setup
+    """``lineage``, ``tags`` and ``accelerator`` from ``workflows`` (analytics.config_tables
     .workflow_table); a workflow not listed there is its own lineage, named after its file."""
     out = frame.drop(columns=["lineage", "tags", "accelerator"], errors="ignore")
     out = out.merge(workflows, on="workflow_path", how="left")
@@ -205,7 +203,7 @@ def _run_failures(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The failure that speaks for each red logical run, indexed by run_id: that of its last
     classified attempt (the latest for ``fail``, the last red one for ``flaky``), and of its
     highest-priority category when several jobs failed for different reasons."""
-    red = runs.loc[runs["logical_outcome"].isin(["fail", "flaky"]), ["run_id", "run_attempt"]]
+    red = runs.loc[runs["logical_outcome"].isin(RED_OUTCOMES), ["run_id", "run_attempt"]]
     matched = failures.merge(red, on="run_id", suffixes=("", "_latest"))
     matched = matched[matched["run_attempt"] <= matched["run_attempt_latest"]]
     matched = matched.assign(
@@ -231,13 +229,38 @@ def with_run_categories(runs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFr
     return out
 
 
+def mark_invalid_windows(runs: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with the red ones (fail, flaky) created while their workflow file was known to
+    be invalid (``windows``: analytics.config_tables.invalid_window_table) in category ``ci_config``
+    on the basis ``config``: the CI definition failed, never the code (DESIGN). A run the
+    collector already found ``ci_config`` (no jobs, startup_failure) keeps its own basis."""
+    if windows.empty or runs.empty:
+        return runs
+    red = runs["logical_outcome"].isin(RED_OUTCOMES)
+    inside = pd.Series(False, index=runs.index)
+    spans = zip(
+        windows["workflow_path"], windows["invalid_from"], windows["invalid_to"], strict=True
+    )
+    for path, start, end in spans:
+        created = runs["created_at"]
+        inside |= runs["workflow_path"].eq(str(path)) & (created >= start) & (created < end)
+    marked = red & inside & runs["failure_category"].ne("ci_config")  # decided already: kept
+    if not marked.any():
+        return runs
+    out = runs.copy()
+    out.loc[marked, "failure_category"] = "ci_config"
+    if "failure_basis" in out:
+        out.loc[marked, "failure_basis"] = CONFIG_BASIS
+    return out
+
+
 SCOPES = ("default", "pr", "all")
 DEFAULT_BRANCH_EVENTS = frozenset({"push", "schedule", "workflow_dispatch"})
 PR_EVENTS = frozenset({"pull_request", "pull_request_target"})
 
 
 def scope_terms(scope: str, default_branch: str) -> tuple[tuple[str, ...], str | None]:
-    """The scope as (events, head branch) for a SQL filter (store.queries.RunFilter): the same
+    """The scope as (events, head branch) for a SQL filter (store.runfilter.RunFilter): the same
     runs as ``in_scope``; empty events and None: no condition."""
     if scope not in SCOPES:
         raise ValueError(f"scope {scope!r} not in {', '.join(SCOPES)}")

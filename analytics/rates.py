@@ -13,15 +13,17 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from store.vocabulary import COUNTED_OUTCOMES, GREEN_OUTCOMES, LOGICAL_OUTCOMES
+
 Z_95 = 1.959963984540054
-OUTCOMES = ["pass", "flaky", "fail", "excluded"]
+OUTCOMES = list(LOGICAL_OUTCOMES)
 NOT_ENOUGH_DATA = "not enough data"
 
 # rate name -> (numerator outcomes, denominator outcomes)
 RATES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "success_rate": (("pass",), ("pass", "flaky", "fail")),
-    "eventual_success": (("pass", "flaky"), ("pass", "flaky", "fail")),
-    "flake_rate": (("flaky",), ("pass", "flaky")),
+    "success_rate": (("pass",), COUNTED_OUTCOMES),
+    "eventual_success": (GREEN_OUTCOMES, COUNTED_OUTCOMES),
+    "flake_rate": (("flaky",), GREEN_OUTCOMES),  # among the green: which needed a rerun
 }
 
 
@@ -50,7 +52,7 @@ def outcome_counts(
     counts = (
         frame.groupby([*by, outcome]).size().unstack(outcome, fill_value=0)
         if len(frame)
-        else pd.DataFrame(columns=OUTCOMES, index=pd.MultiIndex.from_tuples([], names=by))
+        else pd.DataFrame(columns=OUTCOMES, index=pd.MultiIndex.from_tuples([], names=list(by)))
     )
     counts = counts.reindex(columns=OUTCOMES, fill_value=0).astype(int)
     counts.columns.name = None

@@ -18,10 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from store.vocabulary import INFRA_CATEGORIES
+from store.vocabulary import GREEN_OUTCOMES, INFRA_CATEGORIES, RED_OUTCOMES
 
 SEQUENCE = ["workflow_path", "logical_job", "head_branch"]
-GREEN_OUTCOMES = ("pass", "flaky")
 
 
 def job_categories(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.Series:
@@ -50,13 +49,13 @@ def job_verdicts(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
     )
     greens = seq[seq["logical_outcome"].isin(GREEN_OUTCOMES)]
     green_by_sha = greens.groupby(["head_sha", "logical_job"])["run_id"].min()
-    found = seq[seq["logical_outcome"].isin(("flaky", "fail"))]
+    found = seq[seq["logical_outcome"].isin(RED_OUTCOMES)]
     found = found[["prev_run_id", "prev_outcome", "next_run_id", "next_outcome"]]
     failed = jobs.iloc[found.index].reset_index(drop=True)
     failed = failed.join(found.reset_index(drop=True))
     failed["category"] = job_categories(failed, failures)
     failed["same_sha_run_id"] = pd.MultiIndex.from_frame(failed[["head_sha", "logical_job"]]).map(
-        green_by_sha
+        green_by_sha  # type: ignore[arg-type]  # pandas maps by a Series too; the stubs say no
     )
     failed["same_sha_run_id"] = failed["same_sha_run_id"].where(
         failed["same_sha_run_id"] != failed["run_id"]

@@ -253,7 +253,7 @@ def _startup() -> float:
     """Median seconds of `ciflake classify` on an empty file: the start-up every run pays."""
     empty = OUT / "empty.log"
     empty.write_bytes(b"")
-    _ciflake([empty])  # the compiled rules are cached after this (collector.classify.scanner)
+    _ciflake([empty])  # the compiled rules are cached now (collector.classify.pattern_matcher)
     return _interleaved(lambda: _ciflake([empty]))[0]
 
 

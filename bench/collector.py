@@ -29,9 +29,9 @@ BIG_LOG_RSS_TARGET_MB = 200
 BIG_LOG_SCRIPT = PEAK_KB + (
     "import sys, time\n"
     "from datetime import datetime\n"
-    "from ciflake.config import load_config\n"
-    "from collector.command import collect_once\n"
-    "from collector.sync import CollectOptions\n"
+    "from store.settings import load_config\n"
+    "from collector.once import collect_once\n"
+    "from collector.sync_report import CollectOptions\n"
     "from tests.hubtools import migrated\n"
     "api, token, db, since = sys.argv[1:]\n"
     "config = load_config(env={'GITHUB_TOKEN': token}, api_url=api, db_url=db)\n"

@@ -3,10 +3,15 @@ history and on bigger databases, against the 1 s and 5 s targets (``python -m be
 dashboard``). A bigger database repeats every run, attempt, job and failure of scale 1 under
 new ids: the same dates, denser. Ten copies make the 10x database (about 620,000 jobs); the
 issue expects about a million jobs at 10x, so sixteen copies (about 1,000,000 jobs) are
-measured against the same target too."""
+measured against the same target too.
+
+With ``CIFLAKE_BENCH_BASELINE=REV`` (a commit), the same pages are also measured on the code of
+REV (a temporary git worktree, the same databases, the same run) and each page gets a row of
+its time now over its time then: a change may not make a page slower."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -17,6 +22,8 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import text
@@ -29,6 +36,7 @@ COMMAND = "python -m bench.run dashboard"
 REPO = "verl-project/verl"
 ID_STEP = 10**12
 REPEATS = 3
+NOISE = 1.10  # now/then above this is slower than repeated cold runs of one page vary
 # Why a page misses its target, measured with cProfile (default scope).
 SLOW_SMALL = (
     "the migrations page reads the scope's 7,000 runs and 24,000 jobs and computes before/after, "
@@ -46,7 +54,8 @@ SLOW_BIG = (
 # label -> (copies of scale 1, target seconds per page)
 DATABASES = {"scale 1": (1, 1.0), "10x": (10, 5.0), "16x, about a million jobs": (16, 5.0)}
 
-# The loader calls each page makes on its first view (dashboard/views/*.py).
+# The loader calls each page makes on its first view (dashboard/views/*.py), by the page's
+# loader module (dashboard/loaders/<page>.py).
 PAGES: dict[str, list[tuple[str, tuple]]] = {
     "overview": [
         ("tiles", ()),
@@ -68,11 +77,12 @@ PAGES: dict[str, list[tuple[str, tuple]]] = {
 
 def page_seconds(db_url: str, page: str) -> float:
     """The wall time of one page's loader calls (in a process with empty caches: cold)."""
-    from dashboard import loaders
     from dashboard.filters import Filters
+    from dashboard.loaders import shared
 
-    first, last = loaders.day_span(db_url, REPO)
+    first, last = shared.day_span(db_url, REPO)
     filters = Filters(REPO, first, last, (), "default")
+    loaders = importlib.import_module(f"dashboard.loaders.{page}")
     started = time.perf_counter()
     for name, args in PAGES[page]:
         getattr(loaders, name)(db_url, filters, *args)
@@ -111,14 +121,19 @@ def _all_pages(db_url: str) -> dict[str, list[tuple[float, float]]]:
     """REPEATS cold measurements of every page (``python -m bench.dashboard URL``: the forks
     come from a clean interpreter, not from the benchmark runner)."""
     os.environ["CIFLAKE_DB_URL"] = db_url
-    from dashboard import loaders  # noqa: F401  (imported once, before the forks)
+    for page in PAGES:  # imported once, before the forks
+        importlib.import_module(f"dashboard.loaders.{page}")
 
     return {page: [_cold(db_url, page) for _ in range(REPEATS)] for page in PAGES}
 
 
-def _measured(db_url: str) -> dict[str, list[tuple[float, float]]]:
+def _measured(db_url: str, code: Path | None = None) -> dict[str, list[tuple[float, float]]]:
+    """Every page measured by the code in ``code`` (a checkout; default: this one)."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.dashboard", db_url], capture_output=True, text=True
+        [sys.executable, "-m", "bench.dashboard", db_url],
+        capture_output=True,
+        text=True,
+        cwd=code,  # its own packages come first on sys.path (python -m puts the cwd there)
     )
     if done.returncode != 0:
         raise RuntimeError(f"measuring the pages on {db_url} failed:\n{done.stderr[-3000:]}")
@@ -166,7 +181,43 @@ def _job_count(path: Path) -> int:
     return int(count)
 
 
+@contextmanager
+def _baseline() -> Iterator[tuple[str, Path] | None]:
+    """(revision, worktree) of CIFLAKE_BENCH_BASELINE, removed afterwards; None when unset."""
+    revision = os.environ.get("CIFLAKE_BENCH_BASELINE")
+    if not revision:
+        yield None
+        return
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "baseline"
+        git = ["git", "-C", str(root)]
+        subprocess.run([*git, "worktree", "add", "-q", "--detach", str(tree), revision], check=True)
+        try:
+            yield revision, tree
+        finally:
+            subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=True)
+
+
+def _versus(page: str, label: str, now: float, then: float, revision: str) -> dict:
+    ratio = now / then
+    return {
+        "figure": f"Dashboard data, {page} page, {label}: now / at {revision[:7]}",
+        "value": f"{ratio:.2f}x ({now:.2f} s vs {then:.2f} s)",
+        "target": f"<= {NOISE:.2f}x",
+        "met": ratio <= NOISE,
+        "command": f"CIFLAKE_BENCH_BASELINE={revision[:7]} {COMMAND}",
+        "note": f"medians of {REPEATS} cold runs each, the same database, one after the other; "
+        f"{NOISE:.2f}x is the spread of repeated cold runs of one page here (no slower beyond it)",
+    }
+
+
 def measure() -> list[dict]:
+    with _baseline() as baseline:
+        return _measure(baseline)
+
+
+def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
     if not SCALE1_DB.exists():
         from bench.collector import build_scale1
 
@@ -180,8 +231,12 @@ def measure() -> list[dict]:
                 path = Path(tmp) / f"copies-{copies}.db"
                 _copies(SCALE1_DB, path, copies)
             url, jobs, peak = f"sqlite:///{path}", _job_count(path), 0.0
+            before = _measured(url, baseline[1]) if baseline else {}
             for page, results in _measured(url).items():
                 seconds = statistics.median(s for s, _ in results)
+                if baseline and page in before:
+                    then = statistics.median(s for s, _ in before[page])
+                    rows.append(_versus(page, label, seconds, then, baseline[0]))
                 peak = max(peak, *(rss for _, rss in results))
                 rows.append(
                     {

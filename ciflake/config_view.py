@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ciflake.config import Config
 from store.engine import safe_url
+from store.settings import Config
 
 
 def render_config(config: Config) -> str:

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 
 import fakehub
-from ciflake.config import Config
-from collector.command import collect_once
-from collector.sync import CollectOptions, CollectReport
+from collector.once import collect_once
+from collector.sync_report import CollectOptions, CollectReport
+from store.settings import Config
 
 DEMO_DB_URL = "sqlite:///ciflake-demo.db"
 DEMO_SEED = 1

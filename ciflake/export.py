@@ -16,6 +16,11 @@ Fixed column orders (a spreadsheet or script may rely on them):
   two-sided Fisher exact test of pass vs (flaky + fail), empty when a side has no runs;
   ``<side>_known`` is the share of the side's red runs whose category is known (empty without
   red runs) and ``<side>_basis`` says on what evidence (analytics.evidence.describe).
+- ``health``: one row per lineage and workflow (default-branch scope unless asked otherwise):
+  time to repair (median and mean hours from a red run to the next green on its branch,
+  ``repaired`` streaks and ``open`` ones), retry tax (``rerun_jobs`` of ``jobs`` job runs were
+  reruns, ``accelerator_hours`` they held) and job duration and queue p50/p95 in minutes
+  (analytics.health.health_table, as the Flaky jobs page shows it)
 
 Files are UTF-8 with a header; times are ISO-8601 UTC (``2026-06-03T07:51:40Z``); a text cell
 that begins with ``=``, ``+``, ``-`` or ``@`` is prefixed with ``'`` so no spreadsheet runs it.
@@ -30,34 +35,22 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics.before_after import basis_mix, before_after, with_basis
+from analytics.config_tables import event_table, workflow_table
+from analytics.frames import RUN_CONTEXT, logical_job_frame, logical_run_frame
+from analytics.health import HEALTH_COLUMNS, health_table
 from analytics.outcomes import attach_lineage, in_scope, normalise_job_names
 from analytics.rates import rank_by_lower_bound, stability
-from analytics.setup import event_table, workflow_table
 from analytics.spreadsheet import for_spreadsheets
-from ciflake.config import Config, ConfigError, parse_datetime
-from ciflake.events import all_events
-from collector.frames import logical_job_frame, logical_run_frame
-from store.queries import (
-    RunFilter,
-    failure_details,
-    load_failures,
-    load_jobs,
-    load_runs,
-    signature_summary,
-)
+from store.events import all_events
+from store.frame_queries import load_failures, load_jobs, load_runs
+from store.page_queries import failure_details, signature_summary
+from store.runfilter import RunFilter
+from store.settings import Config, ConfigError, parse_datetime
 from store.vocabulary import CATEGORIES
 
+# A logical run's context (analytics.frames.RUN_CONTEXT), then its outcome; the link last.
 RUNS_COLUMNS = [
-    "run_id",
-    "repo",
-    "workflow_path",
-    "workflow_name",
-    "lineage",
-    "tags",
-    "event",
-    "head_branch",
-    "head_sha",
-    "created_at",
+    *(column for column in RUN_CONTEXT if column != "html_url"),
     "run_attempt",
     "logical_outcome",
     "conclusion",
@@ -158,7 +151,9 @@ BEFORE_AFTER_COLUMNS = [
     "after_basis",
 ]
 
-TABLES = ("runs", "jobs", "failures", "signatures", "flaky", "before-after")
+HEALTH_EXPORT_COLUMNS = ["lineage", "workflow_path", "scope", *HEALTH_COLUMNS]
+
+TABLES = ("runs", "jobs", "failures", "signatures", "flaky", "before-after", "health")
 # The column each table's --category filter looks at; the others have no single category.
 CATEGORY_COLUMNS = {
     "runs": "failure_category",
@@ -209,11 +204,23 @@ def flaky_export(
 ) -> pd.DataFrame:
     """The ``flaky`` table: logical jobs in ``scope`` ranked by the Wilson lower bound of their
     flake rate (analytics.rates.rank_by_lower_bound), in FLAKY_COLUMNS order."""
-    jobs = logical_job_frame(engine, config, where)
+    runs = logical_run_frame(engine, config, where)
+    jobs = logical_job_frame(engine, config, where, runs)
     jobs = jobs[in_scope(jobs, scope, config.default_branch)]
     keys = ["lineage", "workflow_path", "logical_job"]
     table = rank_by_lower_bound(stability(jobs, keys, config.min_runs), "flake_rate")
     return table.assign(scope=scope)[FLAKY_COLUMNS]
+
+
+def health_export(
+    engine: Engine, config: Config, where: RunFilter, scope: str = "default"
+) -> pd.DataFrame:
+    """The ``health`` table: analytics.health.health_table per lineage and workflow of the runs
+    in ``scope``, in HEALTH_EXPORT_COLUMNS order."""
+    runs = logical_run_frame(engine, config, where)
+    runs = runs[in_scope(runs, scope, config.default_branch)]
+    table = health_table(runs, load_jobs(engine, where), ["lineage", "workflow_path"])
+    return table.assign(scope=scope)[HEALTH_EXPORT_COLUMNS]
 
 
 def before_after_export(
@@ -303,6 +310,8 @@ def export_table(
         return before_after_export(engine, config, where, scope)
     if table == "flaky":
         return flaky_export(engine, config, where, scope)
+    if table == "health":
+        return health_export(engine, config, where, scope)
     frame = EXPORTS[table](engine, config, where)
     if category is None:
         return frame

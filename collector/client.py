@@ -3,6 +3,10 @@ ETags, rate-limit waits that say what they wait for, and errors worded for the u
 
 PyGithub's ``PaginatedList`` cannot send ``If-None-Match``, so list endpoints go through
 ``Requester.requestJson`` (PyGithub's own connection, retries and auth) page by page.
+
+Over 350 lines on purpose: ``GitHubClient`` is one request path (auth, ETags, pagination,
+rate-limit waits, the request budget, log downloads) whose parts share its counters and budget,
+and the errors and sinks above it are the words that path speaks in.
 """
 
 from __future__ import annotations

@@ -7,24 +7,24 @@ collector's ``GitHubClient``. What GitHub does is in ../shared/reference/github-
 5,000 requests an hour for a user token, 1,000 per repository for a workflow's ``GITHUB_TOKEN``,
 logs that answer 410 after the retention period (90 days by default), GitHub Enterprise Server's
 API under ``https://HOST/api/v3``.
+
+This module holds the requests: ``Doctor`` asks them in order and hands what they answered to
+the decisions in ``collector.doctor_checks`` and the arithmetic in ``collector.doctor_estimate``.
+It is over 350 lines because ``Doctor`` is one sequence of checks that share what the earlier
+ones found (the budget, the sampled runs, why the rest is blocked); cut apart, that state would
+have to travel between modules.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-
-from ciflake.config import Config
-from collector.annotations import fetch_annotations, needs_annotations
+from collector.annotations import fetch_annotations
 from collector.client import (
     BadCredentials,
     BlobExpired,
@@ -34,378 +34,34 @@ from collector.client import (
     GitHubClient,
     NotFound,
 )
+from collector.doctor_checks import (
+    FAIL,
+    MIN_BUDGET,
+    OK,
+    SKIP,
+    WARN,
+    Check,
+    budget_check,
+    network_check,
+    token_kind,
+    transport_error,
+    url_check,
+    workflow_check,
+)
+from collector.doctor_estimate import (
+    Estimate,
+    WorkflowSample,
+    estimate,
+    estimate_lines,
+    run_kind,
+)
 from collector.payloads import FAILED_CONCLUSIONS, parse_time, ran
+from store.settings import Config
 
-OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 LOG_RETENTION = timedelta(days=90)  # GitHub's default; public repositories 1-90 days
 MARGIN = timedelta(days=2)  # an "old" run is this much older than the retention, to be sure
 SAMPLE_RUNS = 30  # newest runs per tracked workflow, listed with its total_count
 FAILED_SAMPLES = 3  # failing runs whose jobs are asked for, at most
-MIN_BUDGET = 30  # fewer requests left than this: the remaining checks are skipped
-RESULT_CAP = 1000  # GitHub returns at most this many results of a filtered listing
-LISTING_WINDOW = timedelta(days=7)  # a backfill's listing windows (collector.sync)
-WORKFLOW_TOKEN_LIMIT = 1000
-UNAUTHENTICATED_LIMIT = 60
-CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
-
-
-@dataclass(frozen=True)
-class Check:
-    status: str  # ok, warn, fail or skip
-    name: str
-    detail: str
-
-    def line(self) -> str:
-        return f"{self.status:<4}  {self.name:<11}  {self.detail}"
-
-
-# ---- decisions without requests -----------------------------------------------------------
-
-
-def url_check(api_url: str, answer: str, enterprise_version: str | None = None) -> Check:
-    """Whether ``api_url`` looks like GitHub's API. ``answer``: "api" (it answered like the
-    API), "other" (it answered, but not like the API) or "none" (no connection)."""
-    parts = urlsplit(api_url)
-    host, path = (parts.hostname or "").lower(), parts.path.rstrip("/")
-    base = f"{parts.scheme}://{parts.netloc}"
-    if not host or parts.scheme not in ("http", "https"):
-        return Check(
-            FAIL,
-            "api url",
-            f"{api_url!r} is not a URL: use https://api.github.com, or "
-            "https://HOST/api/v3 for GitHub Enterprise Server",
-        )
-    if host == "api.github.com":
-        if path:
-            return Check(FAIL, "api url", f"{api_url}: drop the path, use https://api.github.com")
-        return Check(OK, "api url", f"{api_url} (github.com)")
-    if host in ("github.com", "www.github.com"):
-        return Check(FAIL, "api url", f"{api_url} is the web site: use https://api.github.com")
-    if host.endswith(".ghe.com"):  # GitHub Enterprise Cloud with data residency
-        if host.startswith("api."):
-            return Check(OK, "api url", f"{api_url} (GHE.com)")
-        return Check(FAIL, "api url", f"{api_url} is the web site: use https://api.{host}")
-    if path.endswith("/api/v3"):
-        if answer == "other":
-            return Check(
-                FAIL,
-                "api url",
-                f"{api_url} does not answer like GitHub's API: check the host name",
-            )
-        version = f", version {enterprise_version}" if enterprise_version else ""
-        return Check(OK, "api url", f"{api_url} (GitHub Enterprise Server{version})")
-    if _loopback(host) and not path:
-        return Check(OK, "api url", f"{api_url} (a local server: fakehub)")
-    suggestion = f"{base}{path}/api/v3"
-    mistake = (
-        f"{host} is not api.github.com and the URL has no /api/v3, the usual mistake: "
-        f"GitHub Enterprise Server's API is at {suggestion}"
-    )
-    if answer == "api":
-        return Check(
-            WARN,
-            "api url",
-            f"{host} is not api.github.com and the URL has no /api/v3; it answers like the "
-            f"API (a proxy or a replica?), but for GitHub Enterprise Server use {suggestion}",
-        )
-    return Check(FAIL if answer == "other" else WARN, "api url", mistake)
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _ca_bundle(env: Mapping[str, str]) -> tuple[str, str] | None:
-    """(variable, path) of the CA bundle requests will use instead of its own, if any."""
-    return next(((name, env[name]) for name in CA_VARIABLES if env.get(name)), None)
-
-
-def _proxy(url: str) -> str | None:
-    """The proxy requests will use for ``url`` (HTTPS_PROXY, ALL_PROXY, NO_PROXY), without
-    any user name or password it carries."""
-    proxies = requests.utils.get_environ_proxies(url)
-    proxy = proxies.get(urlsplit(url).scheme) or proxies.get("all")
-    if not proxy:
-        return None
-    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
-
-
-def transport_error(exc: BaseException) -> str | None:
-    """The name of the requests error behind a ``CollectError`` (SSLError, ProxyError,
-    ConnectionError, ...), None when it was not a transport failure."""
-    cause = exc.__context__
-    if isinstance(cause, requests.exceptions.RequestException):
-        return type(cause).__name__
-    text = str(exc)
-    for name in ("SSLError", "ProxyError", "ConnectTimeout", "ConnectionError", "ReadTimeout"):
-        if text.endswith(name):
-            return name
-    return None
-
-
-def network_check(
-    api_url: str, env: Mapping[str, str], error: str | None, where: str | None = None
-) -> Check:
-    """Proxy and CA bundle: what is set, and what a transport ``error`` (a requests error
-    name, on ``where``) says is needed."""
-    host = where or urlsplit(api_url).hostname or api_url
-    proxy, bundle = _proxy(api_url), _ca_bundle(env)
-    via = f"via proxy {proxy}" if proxy else "directly (no HTTPS_PROXY)"
-    ca = f"CA bundle {bundle[0]}={bundle[1]}" if bundle else "the default CA bundle"
-    if bundle and not os.path.isfile(bundle[1]):
-        return Check(
-            FAIL,
-            "network",
-            f"{bundle[0]}={bundle[1]} does not exist: point it at your CA bundle (PEM) or unset it",
-        )
-    if error == "SSLError":
-        now = f" (now {bundle[0]}={bundle[1]})" if bundle else ""
-        return Check(
-            FAIL,
-            "network",
-            f"TLS verification of {host} failed (SSLError){now}: behind a TLS-inspecting proxy "
-            "or with a private CA, set REQUESTS_CA_BUNDLE to that CA's PEM file",
-        )
-    if error == "ProxyError":
-        return Check(
-            FAIL,
-            "network",
-            f"the proxy {proxy} failed (ProxyError): check HTTPS_PROXY and NO_PROXY",
-        )
-    if error is not None:
-        hint = (
-            f"check the proxy {proxy} (HTTPS_PROXY, NO_PROXY)"
-            if proxy
-            else "check the URL; if your network needs a proxy, set HTTPS_PROXY"
-        )
-        return Check(FAIL, "network", f"cannot reach {host} ({error}): {hint}")
-    return Check(OK, "network", f"reached {host} {via}, with {ca}")
-
-
-def token_kind(limit: int) -> str:
-    """The kind of token a primary rate limit tells."""
-    if limit <= UNAUTHENTICATED_LIMIT:
-        return f"no token ({limit:,}/h unauthenticated)"
-    if limit == WORKFLOW_TOKEN_LIMIT:
-        return f"a workflow's GITHUB_TOKEN ({limit:,}/h per repository)"
-    if limit == 5000:
-        return f"a user token ({limit:,}/h)"
-    if limit == 15000:
-        return f"an Enterprise Cloud token ({limit:,}/h)"
-    return f"a token with {limit:,} requests/h"
-
-
-def budget_check(limit: int, remaining: int, reset: int | None, has_token: bool) -> Check:
-    at = (
-        datetime.fromtimestamp(reset, UTC).strftime("resets %H:%M UTC")
-        if reset
-        else "reset unknown"
-    )
-    left = f"{remaining:,} of {limit:,}/h left, {at}"
-    if remaining < MIN_BUDGET:
-        return Check(
-            WARN,
-            "rate budget",
-            f"{left}: the checks that need requests are skipped; run doctor after the reset",
-        )
-    if not has_token or limit <= UNAUTHENTICATED_LIMIT:
-        return Check(WARN, "rate budget", f"{left}: set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE")
-    if limit <= WORKFLOW_TOKEN_LIMIT:
-        return Check(
-            WARN,
-            "rate budget",
-            f"{left}, shared by every workflow of the repository: run the first backfill once "
-            "with a user token (5,000/h) and hand the database to the workflow, or give each "
-            "nightly collect --max-requests",
-        )
-    return Check(OK, "rate budget", left)
-
-
-def workflow_check(
-    path: str, workflow: dict[str, Any] | None, by_file: bool, runs: int | None, since: datetime
-) -> Check:
-    """One tracked workflow: found (in the list, or by file name), its state, its runs."""
-    if workflow is None:
-        return Check(
-            FAIL,
-            "workflow",
-            f"{path}: not found on GitHub (a wrong path, or the file is deleted and its runs "
-            "are gone): fix or remove this [[workflows]] entry; collect skips it",
-        )
-    state = workflow.get("state") or "unknown"
-    found = ", found by file name (not in the workflows list)" if by_file else ""
-    counted = "" if runs is None else f", {runs:,} runs since {since:%Y-%m-%d}"
-    capped = " (GitHub's result cap: maybe more)" if runs == RESULT_CAP else ""
-    text = f"{path}: {state}{counted}{capped}{found}"
-    if state == "active":
-        return Check(OK, "workflow", text)
-    if state == "deleted":
-        advice = "its file is gone and no new runs will come; the past runs are still collected"
-    elif state.startswith("disabled"):
-        advice = "no new runs until someone enables it (Actions tab, '...' menu)"
-    else:
-        advice = "GitHub reports an unusual state"
-    return Check(WARN, "workflow", f"{text}: {advice}")
-
-
-# ---- the estimate -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkflowSample:
-    total: int  # total_count of the runs created since the start
-    runs: Sequence[dict[str, Any]]  # the newest of them
-
-
-@dataclass(frozen=True)
-class Estimate:
-    runs: int
-    list_pages: int
-    jobs_calls: int
-    log_calls: int
-    annotation_calls: int
-    capped: bool
-    basis: str
-
-    @property
-    def requests(self) -> int:
-        return self.list_pages + self.jobs_calls + self.log_calls + self.annotation_calls
-
-
-def _kind(run: dict[str, Any]) -> str:
-    """ "cancelled", "failing" (failed jobs to fetch logs and annotations of: failed now, or
-    re-run) or "passing"."""
-    if run.get("conclusion") == "cancelled":
-        return "cancelled"
-    if run.get("conclusion") in FAILED_CONCLUSIONS or (run.get("run_attempt") or 1) > 1:
-        return "failing"
-    return "passing"
-
-
-def _per_run(sampled: Sequence[Sequence[dict[str, Any]]]) -> tuple[float, float] | None:
-    """(log calls, annotation calls) per run, averaged over the job lists of sampled runs."""
-    if not sampled:
-        return None
-    jobs = [job for run_jobs in sampled for job in run_jobs]
-    logs = sum(1 for job in jobs if job.get("conclusion") in FAILED_CONCLUSIONS)
-    notes = sum(1 for job in jobs if needs_annotations(job))
-    return logs / len(sampled), notes / len(sampled)
-
-
-def _list_pages(total: int, windows: int) -> int:
-    """Pages the collector asks for one workflow: a backfill lists one closed window per
-    LISTING_WINDOW (at least a page each, 100 runs a page), then the open listing of the
-    last days."""
-    return max(windows, math.ceil(total / 100)) + 1
-
-
-def estimate(
-    samples: Sequence[WorkflowSample],
-    failing_jobs: Sequence[Sequence[dict[str, Any]]],
-    cancelled_jobs: Sequence[Sequence[dict[str, Any]]] = (),
-    span: timedelta = timedelta(0),
-) -> Estimate:
-    """Requests of a first backfill: the workflow list, each workflow's list pages, one jobs
-    call per run, and per job that failed (or was cancelled after it started) one
-    annotations call, plus a log call when it failed. The shares of failing and cancelled
-    runs come from each workflow's newest runs, the jobs per such run from the job lists of
-    the runs sampled (1 failed job per failing run, none per cancelled one, when none was)."""
-    failing_per = _per_run(failing_jobs) or (1.0, 1.0)
-    cancelled_per = _per_run(cancelled_jobs) or (0.0, 0.0)
-    runs, logs, notes = 0, 0.0, 0.0
-    pages = 1  # the workflows list
-    windows = int(span // LISTING_WINDOW)
-    for sample in samples:
-        runs += sample.total
-        pages += _list_pages(sample.total, windows)
-        if not sample.runs:
-            continue
-        kinds = [_kind(run) for run in sample.runs]
-        for kind, (log_calls, note_calls) in (
-            ("failing", failing_per),
-            ("cancelled", cancelled_per),
-        ):
-            share = kinds.count(kind) / len(kinds)
-            logs += sample.total * share * log_calls
-            notes += sample.total * share * note_calls
-    sampled = sum(len(s.runs) for s in samples)
-    basis = (
-        f"shares from the newest {sampled} runs, jobs per run from {len(failing_jobs)} failing "
-        f"and {len(cancelled_jobs)} cancelled runs sampled"
-    )
-    return Estimate(
-        runs=runs,
-        list_pages=pages,
-        jobs_calls=runs,
-        log_calls=round(logs),
-        annotation_calls=round(notes),
-        capped=any(s.total >= RESULT_CAP for s in samples),
-        basis=basis,
-    )
-
-
-def wall_seconds(
-    requests_: int, latency: float, limit: int | None, remaining: int | None, reset_in: float
-) -> float:
-    """Wall time of ``requests_`` sequential calls of ``latency`` seconds under a budget of
-    ``limit`` per hour of which ``remaining`` are left for ``reset_in`` more seconds."""
-    work = requests_ * latency
-    if limit is None or remaining is None or requests_ <= remaining:
-        return work
-    windows = math.ceil((requests_ - remaining) / limit)  # budgets needed after this one
-    last = requests_ - remaining - (windows - 1) * limit
-    return max(work, reset_in + (windows - 1) * 3600 + last * latency)
-
-
-def estimate_lines(
-    found: Estimate,
-    since: datetime,
-    latency: float,
-    limit: int | None,
-    remaining: int | None,
-    reset: int | None,
-) -> list[str]:
-    cap = " at least (a listing reached GitHub's 1,000-result cap)" if found.capped else ""
-    lines = [
-        f"estimate: first backfill since {since:%Y-%m-%d}: {found.requests:,} requests{cap} "
-        f"for {found.runs:,} runs ({found.list_pages:,} list pages, {found.jobs_calls:,} jobs "
-        f"calls, {found.log_calls:,} log calls, {found.annotation_calls:,} annotation calls; "
-        f"{found.basis})"
-    ]
-    reset_in = max(0.0, (reset or 0) - time.time())
-    wall = wall_seconds(found.requests, latency, limit, remaining, reset_in)
-    pace = f"{latency * 1000:.0f} ms per request measured"
-    if limit:
-        hours = found.requests / limit
-        shown = f"{hours:.1f}" if hours >= 1 else f"{hours:.2f}"
-        lines.append(
-            f"estimate: {shown} h of budget at {limit:,}/h; wall time about "
-            f"{_duration(wall)} from now with {remaining or 0:,} left ({pace})"
-        )
-    else:
-        lines.append(f"estimate: wall time about {_duration(wall)} ({pace}; no rate limit)")
-    if remaining is not None and found.requests > remaining:
-        lines.append(
-            "estimate: more than this hour's budget: collect waits for each reset (or stops at "
-            "--max-requests) and the next collect goes on where it stopped"
-        )
-    return lines
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-# ---- the checks, in order -----------------------------------------------------------------
 
 
 class Doctor:
@@ -651,7 +307,7 @@ class Doctor:
                 job = self._failed_job(run)
                 if job is not None:
                     break
-            cancelled = [r for s in self.samples for r in s.runs if _kind(r) == "cancelled"]
+            cancelled = [r for s in self.samples for r in s.runs if run_kind(r) == "cancelled"]
             if cancelled:  # for the estimate: jobs cancelled after they started
                 newest = max(cancelled, key=lambda r: r.get("created_at") or "")
                 self.cancelled_jobs.append(self._jobs(newest))

@@ -2,23 +2,20 @@
 without the token in a small pool, archived compressed, and classified as they arrive.
 
 A log never sits whole in memory: it is compressed chunk by chunk as it downloads into one zlib
-stream (the stored format), spooled to a temporary file past ``SPOOL_BYTES``, classified from a
-stream that inflates it again, and written to the database in chunks (store.blobs)."""
+stream (store.compression, the stored format), classified from a stream that inflates it again,
+and written to the database in chunks (store.blobs)."""
 
 from __future__ import annotations
 
 import hashlib
-import io
-import tempfile
 import threading
 import time
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, BinaryIO
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -27,97 +24,13 @@ from collector.classify.stages import stage_of
 from collector.client import BlobExpired, BlobGone, CollectError, GitHubClient
 from collector.payloads import failed_steps, ran, stopped_steps
 from store.blobs import write_log_content
+from store.compression import COMPRESSION, CompressedLog, compress
 from store.models import Failure, Job, JobLog
 from store.upsert import upsert
 
-COMPRESSION = "zlib"
 URL_LIFETIME = 50.0  # seconds a log URL is trusted: GitHub's expire after 60
 URL_ROUNDS = 3  # times a job's log URL is asked for before its download counts as failed
-COMPRESSION_LEVEL = 6
-SPOOL_BYTES = 4 << 20  # compressed bytes of a log kept in memory; past that, a temporary file
 INLINE_BYTES = 4 << 20  # compressed logs up to this size are stored with their row at once
-CHUNK_BYTES = 1 << 20  # compressed bytes read back at a time, to classify or to store
-
-
-class CompressedLog:
-    """A log compressed as it downloads (``GitHubClient.download``'s sink): one zlib stream,
-    the stored format, with the size and sha256 of what was written; in memory up to
-    ``SPOOL_BYTES`` of compressed bytes, then in a temporary file."""
-
-    def __init__(self) -> None:
-        self.file: Any = None
-        self.restart()
-
-    def restart(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        self.file = tempfile.SpooledTemporaryFile(SPOOL_BYTES, prefix="ciflake-log-")  # noqa: SIM115
-        self._compressor = zlib.compressobj(COMPRESSION_LEVEL)
-        self._hash = hashlib.sha256()
-        self.size = 0
-        self.compressed_size = 0
-        self.sha256 = ""
-
-    def write(self, chunk: bytes, /) -> None:
-        self.size += len(chunk)
-        self._hash.update(chunk)
-        self.file.write(self._compressor.compress(chunk))
-
-    def finish(self) -> CompressedLog:
-        """The download is complete: end the zlib stream."""
-        self.file.write(self._compressor.flush())
-        self.compressed_size = self.file.tell()
-        self.sha256 = self._hash.hexdigest()
-        return self
-
-    def compressed(self) -> bytes:
-        """All the compressed bytes (for a log of at most ``INLINE_BYTES`` of them)."""
-        self.file.seek(0)
-        return self.file.read()
-
-    def chunks(self, size: int = CHUNK_BYTES) -> Iterator[bytes]:
-        """The compressed bytes, ``size`` at a time."""
-        self.file.seek(0)
-        while block := self.file.read(size):
-            yield block
-
-    def open(self) -> BinaryIO:
-        """The log itself, inflated as it is read."""
-        self.file.seek(0)
-        return io.BufferedReader(_Inflating(self.file), CHUNK_BYTES)  # type: ignore[return-value]
-
-    def close(self) -> None:
-        self.file.close()
-
-
-class _Inflating(io.RawIOBase):
-    """A zlib stream, read from ``source``, as the bytes it holds."""
-
-    def __init__(self, source: BinaryIO) -> None:
-        self.source = source
-        self._inflate = zlib.decompressobj()
-        self._pending = b""
-        self._offset = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while self._offset >= len(self._pending):
-            if self._inflate.eof:
-                return 0
-            compressed = self._inflate.unconsumed_tail or self.source.read(CHUNK_BYTES)
-            if compressed:
-                self._pending = self._inflate.decompress(compressed, CHUNK_BYTES)
-            else:
-                self._pending = self._inflate.flush()
-                if not self._pending:
-                    return 0
-            self._offset = 0
-        size = min(len(buffer), len(self._pending) - self._offset)
-        buffer[:size] = memoryview(self._pending)[self._offset : self._offset + size]
-        self._offset += size
-        return size
 
 
 @dataclass
@@ -134,14 +47,6 @@ class LogResult:
             with self.log.open() as stream:
                 return classify(self.job, stream)
         return classify(self.job, self.content)
-
-
-def compress(content: bytes) -> bytes:
-    return zlib.compress(content, COMPRESSION_LEVEL)
-
-
-def decompress(blob: bytes, compression: str | None) -> bytes:
-    return zlib.decompress(blob) if compression == COMPRESSION else blob
 
 
 class LogFetcher:

@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 
 from collector.annotations import messages
 from collector.classify import RULES_VERSION
-from collector.logs import LogResult, decompress, failure_row, job_payload
-from store import queries
+from collector.logs import LogResult, failure_row, job_payload
+from store import bookkeeping
+from store.compression import decompress
 from store.models import Failure, Job
 from store.upsert import upsert
 
@@ -21,9 +22,9 @@ FLUSH_EVERY = 200
 
 def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None]]:
     """Each failed job with its archived log, one at a time; then those whose log is gone."""
-    for job, log in queries.archived_logs(reader):
+    for job, log in bookkeeping.archived_logs(reader):
         yield job, decompress(log.content or b"", log.compression)
-    for job in queries.jobs_without_logs(reader):
+    for job in bookkeeping.jobs_without_logs(reader):
         yield job, None
 
 
@@ -36,9 +37,9 @@ def reclassify_all(engine: Engine) -> tuple[int, int, str]:
     with Session(engine) as reader, Session(engine) as writer:
         before = {
             (f.run_id, f.run_attempt, f.job_id): (f.category, f.rule, f.signature)
-            for f in queries.job_failures(reader)
+            for f in bookkeeping.job_failures(reader)
         }
-        notes = queries.all_annotations(reader)
+        notes = bookkeeping.all_annotations(reader)
         for job, content in _failed_jobs(reader):
             status = "ok" if content is not None else "missing"
             payload = job_payload(job, messages(notes.get(job.id)))

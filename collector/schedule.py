@@ -26,12 +26,12 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import Engine
 
-from analytics.setup import EventLike
-from ciflake.config import Config, ConfigError
+from analytics.config_tables import EventLike
 from collector.client import CollectError
-from collector.command import collect_once
+from collector.once import collect_once
 from collector.summary import run_summary
-from collector.sync import CollectOptions
+from collector.sync_report import CollectOptions
+from store.settings import Config, ConfigError
 
 log = logging.getLogger("ciflake.schedule")
 

@@ -9,31 +9,26 @@ fetched. Runs are processed oldest first in batches; each batch (runs, attempts,
 failures) commits in one transaction, so a killed or budget-stopped collect resumes where it
 stopped. ETags are saved once a workflow is complete, so a collect with nothing new costs only
 304s.
+
+This module holds the listing loop; a batch's jobs, annotations and logs are
+``collector.sync_batch``, the options and the report ``collector.sync_report``. It stays a little
+over 350 lines because ``Collector``'s listing, backfill windows and batching are one loop that
+shares the watermark and the spans listed so far.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from ciflake.config import Config
 from collector import backfill
-from collector.annotations import (
-    fetch_annotations,
-    hit_time_limit,
-    messages,
-    needs_annotations,
-    save_annotations,
-)
-from collector.client import BudgetSpent, CollectError, Forbidden, GitHubClient, NotFound
-from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
-from collector.logs import LogFetcher, job_payload, save_logs_and_failures, save_run_failure
+from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound
+from collector.logs import LogFetcher
 from collector.payloads import parse_time, run_fingerprint
 from collector.progress import CollectProgress
 from collector.runs import (
@@ -41,78 +36,18 @@ from collector.runs import (
     fetch_runs,
     fetch_workflow_by_file,
     fetch_workflows,
-    save_runs,
     save_workflows,
 )
-from store import queries
+from collector.sync_batch import BatchStage
+from collector.sync_report import CollectOptions, CollectReport
+from collector.sync_state import save_state
+from store import bookkeeping
 from store.models import SyncLog, SyncState
-from store.upsert import upsert
+from store.settings import Config
 
 BATCH_RUNS = 25
 REPO_STATE_ID = 0  # sync_state row of the repository itself: the workflow list's ETags
-CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
 COST_PER_RUN = 4.0  # requests a run costs before any was measured (jobs, annotations, logs)
-
-
-@dataclass(frozen=True)
-class CollectOptions:
-    since: datetime | None = None
-    full: bool = False
-    logs: bool = True
-    quiet: bool = False
-    max_requests: int | None = None  # counted requests this collect may send (None: no limit)
-
-
-@dataclass
-class CollectReport:
-    runs_new: int = 0
-    runs_updated: int = 0
-    runs_deleted: int = 0
-    jobs: int = 0
-    annotations_fetched: int = 0
-    annotations_refused: str = ""  # the 403 that stopped annotation requests, if one did
-    logs_fetched: int = 0
-    logs_expired: int = 0
-    logs_missing: int = 0
-    log_errors: int = 0
-    requests: int = 0
-    requests_304: int = 0
-    rate_limit_remaining: int | None = None
-    duration_s: float = 0.0
-    missing_workflows: list[str] = field(default_factory=list)
-    stopped: str = ""  # why the collect stopped before the end (its request budget)
-    backfill_left: int = 0  # after a stop: windows the backfills have not listed yet
-    event_windows_left: int = 0  # ... of which around the configured events
-
-    def line(self) -> str:
-        left = "?" if self.rate_limit_remaining is None else str(self.rate_limit_remaining)
-        deleted = f" / {self.runs_deleted} deleted on GitHub" if self.runs_deleted else ""
-        text = (
-            f"runs {self.runs_new} new / {self.runs_updated} updated{deleted}, jobs {self.jobs}, "
-            f"annotations of {self.annotations_fetched} jobs, "
-            f"logs {self.logs_fetched} fetched / {self.logs_expired} expired / "
-            f"{self.logs_missing} missing"
-            + (f" / {self.log_errors} failed" if self.log_errors else "")
-            + f", API requests {self.requests} ({self.requests_304} not modified), "
-            f"rate limit left {left}, {self.duration_s:.1f}s"
-        )
-        if self.missing_workflows:
-            text += f"; not found on GitHub: {', '.join(self.missing_workflows)}"
-        if self.stopped:
-            events = (
-                f"{self.event_windows_left} of them around the events"
-                if self.event_windows_left
-                else "the windows around the events are in"
-            )
-            left = f"; backfill: {self.backfill_left} windows left, {events}"
-            text += f"; stopped: {self.stopped}{left if self.backfill_left else ''}"
-            text += "; collect again to go on"
-        if self.annotations_refused:
-            text += (
-                "; annotations not readable, failures classified without them (give the token "
-                f"`checks: read`, then collect --full): {self.annotations_refused}"
-            )
-        return text
 
 
 def default_since(config: Config) -> datetime:
@@ -138,7 +73,9 @@ class Collector:
         self.progress = progress
         self.report = CollectReport()
         self.fetcher = LogFetcher(client, config.repo, config.log_workers)
-        self._left_for_next: set[int] = set()  # runs a passing 404 left for the next collect
+        self.batches = BatchStage(
+            config.repo, engine, client, options, progress, self.report, self.fetcher
+        )
         self._done: dict[int, list[backfill.Span]] = {}  # spans each backfill has listed
         self._tracked: list[int] = []  # ids of the tracked workflows GitHub knows
 
@@ -163,18 +100,18 @@ class Collector:
     def _collect(self) -> None:
         try:
             with self._session() as session:
-                states = queries.sync_states(session, self.repo)
+                states = bookkeeping.sync_states(session, self.repo)
             workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
             self._tracked = [w["id"] for w in workflows]
             now = datetime.now(UTC)
             for workflow in workflows:  # every workflow's event windows before any other
                 self._backfill(workflow, states.get(workflow["id"]), now, focus_only=True)
             with self._session() as session:
-                states = queries.sync_states(session, self.repo)
+                states = bookkeeping.sync_states(session, self.repo)
             for workflow in workflows:
                 self._collect_workflow(workflow, states.get(workflow["id"]), now)
             if self.options.logs:
-                self._retry_failed_logs()
+                self.batches.retry_failed_logs()
         except BudgetSpent as exc:  # every batch before this one is committed
             self.report.stopped = str(exc)
             self._count_backfill_left()
@@ -185,8 +122,8 @@ class Collector:
         with self._session() as session, session.begin():
             if listed is not None:
                 save_workflows(session, self.repo, listed)
-            self._save_state(session, REPO_STATE_ID, None, new_etags)
-            stored = {wf.path: wf for wf in queries.stored_workflows(session, self.repo)}
+            save_state(session, self.repo, REPO_STATE_ID, None, new_etags)
+            stored = {wf.path: wf for wf in bookkeeping.stored_workflows(session, self.repo)}
         tracked = []
         for wf_config in self.config.workflows:
             wf = stored.get(wf_config.path)
@@ -251,7 +188,9 @@ class Collector:
     ) -> None:
         run_etags = {k: v for k, v in etags.items() if k.startswith("run:")}
         with self._session() as session, session.begin():
-            self._save_state(session, workflow_id, watermark, {**listing_etags, **run_etags}, start)
+            save_state(
+                session, self.repo, workflow_id, watermark, {**listing_etags, **run_etags}, start
+            )
 
     # ---- a first collect: a backfill ------------------------------------------------------
 
@@ -291,7 +230,7 @@ class Collector:
                 continue
             done[:] = backfill.merge([*done, (window.start, window.end)])
             with self._session() as session, session.begin():
-                self._save_state(session, key, watermark, None, progress=(self._floor(), done))
+                save_state(session, self.repo, key, watermark, None, progress=(self._floor(), done))
         return complete, watermark
 
     def _plan(self, now: datetime, done: list[backfill.Span]) -> list[backfill.Window]:
@@ -303,7 +242,7 @@ class Collector:
         """After a stop: how many windows the backfill has left, and how many of them are
         around the configured events (the report says so)."""
         with self._session() as session:
-            states = queries.sync_states(session, self.repo)
+            states = bookkeeping.sync_states(session, self.repo)
         now = datetime.now(UTC)
         for workflow_id in self._tracked:
             state = states.get(workflow_id)
@@ -323,10 +262,10 @@ class Collector:
         skipped, done = 0, 0
         while done < len(changed):
             batch = changed[done : done + self._batch_size()]
-            done += len(batch)  # before _process_batch drops runs it leaves for later
+            done += len(batch)  # before batches.process drops runs it leaves for later
             newest = max(parse_time(r["created_at"]) for r in batch)
             watermark = newest if watermark is None else max(watermark, newest)
-            skipped += self._process_batch(workflow, batch, watermark)
+            skipped += self.batches.process(workflow, batch, watermark)
         return watermark, skipped
 
     def _batch_size(self) -> int:
@@ -341,10 +280,10 @@ class Collector:
 
     def _changed(self, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         with self._session() as session:
-            stored = queries.run_fingerprints(session, [r["id"] for r in runs])
+            stored = bookkeeping.run_fingerprints(session, [r["id"] for r in runs])
         changed = []
         for run in runs:
-            if run["id"] in self._left_for_next:
+            if run["id"] in self.batches.left_for_next:
                 continue
             before = stored.get(run["id"])
             if before is None:
@@ -361,7 +300,7 @@ class Collector:
     ) -> list[dict[str, Any]]:
         """Runs older than the listing window that had not completed: ask for each by id."""
         with self._session() as session:
-            ids = queries.incomplete_run_ids(session, workflow_id, listed_since)
+            ids = bookkeeping.incomplete_run_ids(session, workflow_id, listed_since)
         changed, gone = [], []
         for run_id in ids:
             key = f"run:{run_id}"
@@ -380,181 +319,9 @@ class Collector:
                 changed.append(run)
         if gone:
             with self._session() as session, session.begin():
-                queries.mark_runs_deleted(session, gone, datetime.now(UTC))
+                bookkeeping.mark_runs_deleted(session, gone, datetime.now(UTC))
             self.report.runs_deleted += len(gone)
         return changed
-
-    def _process_batch(
-        self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime
-    ) -> int:
-        """Fetch, classify and save one batch of runs in one transaction; returns how many runs
-        it left for the next collect (a 404 on their jobs that GitHub did not confirm)."""
-        jobs_by_run: dict[int, list[dict[str, Any]]] = {}
-        deleted: dict[int, datetime] = {}
-        listed = len(runs)
-        for run in list(runs):
-            try:
-                jobs_by_run[run["id"]] = fetch_jobs(self.client, self.repo, run["id"])
-            except NotFound:
-                if self._still_there(run["id"]):  # a passing 404: the next collect retries it
-                    runs.remove(run)
-                    self._left_for_next.add(run["id"])
-                else:  # deleted since it was listed: keep what is known, ask no more
-                    deleted[run["id"]] = datetime.now(UTC)
-                    jobs_by_run[run["id"]] = []
-            self.progress.advance_runs()
-        kept = self._keep_archived(runs, jobs_by_run, deleted)
-        all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
-        self.progress.add_jobs(len(all_jobs))
-        notes, fetched = self._annotations(all_jobs)
-        timed_out = {job["id"] for job in all_jobs if hit_time_limit(job, notes.get(job["id"]))}
-        attempts = [
-            row
-            for run in runs
-            if run["id"] not in deleted
-            for row in attempt_rows(run, jobs_by_run[run["id"]], timed_out)
-        ]
-        latest = {(r["id"], r.get("run_attempt") or 1) for r in runs}
-        timed_out_runs = {
-            a["run_id"]
-            for a in attempts
-            if a["timed_out"] and (a["run_id"], a["attempt"]) in latest
-        }
-        failed = failed_jobs(all_jobs, timed_out)
-        for job in failed:
-            job["annotations"] = messages(notes.get(job["id"]))
-        results = []
-        if self.options.logs and failed:
-            with self._session() as session:
-                settled = queries.settled_log_job_ids(session, [j["id"] for j in failed])
-            todo = [job for job in failed if job["id"] not in settled]
-            self.progress.add_logs(len(todo))
-            results = self.fetcher.fetch(todo, self.progress.advance_logs)
-        with self._session() as session, session.begin():
-            paths = {workflow["id"]: workflow["path"]}
-            save_runs(session, self.repo, paths, runs, timed_out_runs, deleted)
-            self.report.jobs += save_jobs(session, attempts, all_jobs, timed_out)
-            save_annotations(session, fetched)
-            if results:
-                save_logs_and_failures(session, results)
-            for run in runs:
-                no_jobs = (
-                    run.get("conclusion") == "failure"
-                    and not jobs_by_run[run["id"]]
-                    and not run.get("checks_archived")
-                )
-                startup = run.get("conclusion") == "startup_failure"
-                if run["id"] not in deleted and (no_jobs or startup):
-                    save_run_failure(session, run)
-            self._save_state(session, workflow["id"], watermark, None)
-        self.progress.spent(self.client.counted, self.client.max_requests)
-        self.report.runs_deleted += len(deleted)
-        self._count_logs(results)
-        return listed - len(runs) - kept
-
-    def _keep_archived(
-        self,
-        runs: list[dict[str, Any]],
-        jobs_by_run: dict[int, list[dict[str, Any]]],
-        deleted: dict[int, datetime],
-    ) -> int:
-        """GitHub archives, then deletes, a run's checks data after 400 days: a run that comes
-        back without jobs it had, or that is that old, is not a run that failed without jobs.
-        Such runs are left as stored (or, never stored, without a failure of their own)."""
-        empty = [r["id"] for r in runs if not jobs_by_run[r["id"]] and r["id"] not in deleted]
-        if not empty:
-            return 0
-        with self._session() as session:
-            had_jobs = queries.runs_with_jobs(session, empty)
-        cutoff = datetime.now(UTC) - CHECKS_RETENTION
-        for run in list(runs):
-            if run["id"] in had_jobs:
-                runs.remove(run)
-                jobs_by_run.pop(run["id"], None)
-            elif run["id"] in empty and parse_time(run["created_at"]) < cutoff:
-                run["checks_archived"] = True
-        return len(had_jobs)
-
-    def _still_there(self, run_id: int) -> bool:
-        try:
-            fetch_run(self.client, self.repo, run_id, None)
-        except NotFound:
-            return False
-        return True
-
-    def _annotations(
-        self, jobs: Sequence[dict[str, Any]]
-    ) -> tuple[dict[int, list[dict[str, Any]]], dict[int, list[dict[str, Any]]]]:
-        """(annotations of every job that needs them, those fetched now): stored ones are
-        read back, the rest asked for, one request each."""
-        wanted = [job["id"] for job in jobs if needs_annotations(job)]
-        if not wanted:
-            return {}, {}
-        with self._session() as session:
-            known = queries.stored_annotations(session, wanted)
-        fetched: dict[int, list[dict[str, Any]]] = {}
-        for job_id in wanted:
-            if job_id in known or self.report.annotations_refused:
-                continue
-            try:
-                fetched[job_id] = fetch_annotations(self.client, self.repo, job_id)
-            except Forbidden as exc:  # nothing stored: `collect --full` fills them in later
-                self.report.annotations_refused = str(exc)
-        self.report.annotations_fetched += len(fetched)
-        return {**known, **fetched}, fetched
-
-    def _retry_failed_logs(self) -> None:
-        with self._session() as session:
-            jobs = queries.jobs_with_log_errors(session, self.repo)
-            notes = queries.stored_annotations(session, [j.id for j in jobs])
-        if not jobs:
-            return
-        payloads = [job_payload(j, messages(notes.get(j.id))) for j in jobs]
-        self.progress.add_logs(len(payloads))
-        results = self.fetcher.fetch(payloads, self.progress.advance_logs)
-        with self._session() as session, session.begin():
-            save_logs_and_failures(session, results)
-        self._count_logs(results)
-
-    # ---- bookkeeping ----------------------------------------------------------------------
-
-    def _count_logs(self, results: Sequence[Any]) -> None:
-        for result in results:
-            if result.status == "ok":
-                self.report.logs_fetched += 1
-            elif result.status == "expired":
-                self.report.logs_expired += 1
-            elif result.status == "missing":
-                self.report.logs_missing += 1
-            else:
-                self.report.log_errors += 1
-
-    def _save_state(
-        self,
-        session: Session,
-        workflow_id: int,
-        watermark: datetime | None,
-        etags: dict[str, str] | None,
-        window_start: datetime | None = None,
-        progress: tuple[datetime, list[backfill.Span]] | None = None,
-    ) -> None:
-        """Upsert the workflow's state: its listing (with ``etags``), or else only the watermark
-        a batch moved and the spans a backfill listed (``progress``)."""
-        row: dict[str, Any] = {
-            "repo": self.repo,
-            "workflow_id": workflow_id,
-            "watermark": watermark,
-            "window_start": window_start,
-            "updated_at": datetime.now(UTC),
-        }
-        if etags is not None:
-            row["etags"] = etags
-            upsert(session, SyncState, [row])
-        elif progress is None:  # a batch moves the watermark, keeps the rest of the state
-            upsert(session, SyncState, [row | {"etags": {}}], update=["watermark", "updated_at"])
-        else:
-            row |= {"etags": {}, "backfill": backfill.dump(*progress)}
-            upsert(session, SyncState, [row], update=["watermark", "updated_at", "backfill"])
 
     def _open_sync_log(self) -> int:
         with self._session() as session, session.begin():

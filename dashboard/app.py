@@ -8,25 +8,26 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import loaders
 from dashboard.context import View, render_status, share_view
 from dashboard.filters import sidebar_filters
+from dashboard.loaders import shared
 
 PAGES = Path(__file__).parent / "views"
 
 st.set_page_config(
     page_title="ciflake: CI flakiness", page_icon=":material/bug_report:", layout="wide"
 )
-config = loaders.current_config()
-problem = loaders.database_problem(config.database_url)
+config = shared.current_config()
+problem = shared.database_problem(config.database_url)
 if problem is not None:
     st.error(problem)
     st.stop()
 
-repos = loaders.repositories(config.database_url)
+repos = shared.repositories(config.database_url)
 default_repo = config.repo if config.repo in repos else repos[0]
 repo = st.session_state.get("repo", default_repo)
-filters = sidebar_filters(repos, default_repo, loaders.day_span(config.database_url, repo))
+span = shared.day_span(config.database_url, repo)
+filters = sidebar_filters(repos, default_repo, span, shared.config_tags())
 view = View(config.database_url, filters)
 share_view(view)
 pages = [

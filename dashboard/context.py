@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from dashboard import loaders
 from dashboard.filters import Filters
+from dashboard.loaders import shared
 
 VIEW_KEY = "view"
 
@@ -43,14 +43,14 @@ def freshness_line(last: datetime | None, interval_minutes: int, now: datetime) 
 def render_status(view: View, interval_minutes: int) -> None:
     """The simulated-data banner and the freshness line, on every page."""
     repo = view.filters.repo
-    if loaders.is_simulated(view.db_url, repo):
+    if shared.is_simulated(view.db_url, repo):
         st.info(
             "Simulated data: these runs come from fakehub's replica of verl's CI history, "
             "not from GitHub.",
             icon=":material/science:",
         )
     stale, text = freshness_line(
-        loaders.last_collect(view.db_url, repo), interval_minutes, datetime.now(UTC)
+        shared.last_collect(view.db_url, repo), interval_minutes, datetime.now(UTC)
     )
     if stale:
         st.warning(text, icon=":material/schedule:")

@@ -8,9 +8,8 @@ from datetime import UTC, date, datetime, time, timedelta
 import streamlit as st
 
 from analytics.outcomes import scope_terms
-from store.queries import RunFilter
+from store.runfilter import RunFilter
 
-TAGS = ("fully_async", "one_step_off_policy", "separate_async", "opd", "ascend")
 SCOPES = {"default": "Default branch", "pr": "Pull requests", "all": "Both"}
 
 
@@ -40,8 +39,11 @@ class Filters:
         return replace(where, since=since, until=until)
 
 
-def sidebar_filters(repos: list[str], default_repo: str, span: tuple[date, date]) -> Filters:
-    """Render the filters; widget keys keep each choice when the user switches pages."""
+def sidebar_filters(
+    repos: list[str], default_repo: str, span: tuple[date, date], tags: tuple[str, ...]
+) -> Filters:
+    """Render the filters; widget keys keep each choice when the user switches pages. ``tags``:
+    those of the config's workflows (loaders.shared.config_tags)."""
     sidebar = st.sidebar
     options = repos if default_repo in repos else [default_repo, *repos]
     repo = sidebar.selectbox("Repository", options, index=options.index(default_repo), key="repo")
@@ -50,7 +52,7 @@ def sidebar_filters(repos: list[str], default_repo: str, span: tuple[date, date]
         "Date range", value=(first, last), min_value=first, max_value=last, key="dates"
     )
     first_day, last_day = (chosen[0], chosen[-1]) if chosen else span
-    tags = sidebar.multiselect("Tags (any of)", TAGS, key="tags")
+    tags = sidebar.multiselect("Tags (any of)", tags, key="tags")
     scope = sidebar.radio(
         "Scope", list(SCOPES), format_func=SCOPES.__getitem__, key="scope", horizontal=True
     )

@@ -39,9 +39,9 @@ from typing import Any
 from fakehub.annotations import job_notes
 from fakehub.api import RepoApi
 from fakehub.faults import Faults
-from fakehub.history import Job, Run
 from fakehub.logs import Rendered, render
 from fakehub.payloads import iso
+from fakehub.records import Job, Run
 from fakehub.steps import plan
 from fakehub.web import Request, Response, error, json_response
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fakehub.history import Job, Run
 from fakehub.logs import render
+from fakehub.records import Job, Run
 
 
 @dataclass(frozen=True)

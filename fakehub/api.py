@@ -1,6 +1,9 @@
 """GitHub REST routes for one repository: workflows, runs, attempts, jobs, logs, comments.
 
 Each handler returns a `Response`; rate limits, ETags, faults and auth are the app's business.
+A little over 350 lines on purpose: `RepoApi` is one route table over one history and its
+comments, and the helpers above it are what its routes parse and check (the `created` filter,
+a comment's length, the log URL's signature that `fakehub.blob` verifies).
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from typing import Any
 
 from fakehub.annotations import job_notes
 from fakehub.catalog import WorkflowSpec, parse_time
-from fakehub.history import History, Job, Run
+from fakehub.history import History
 from fakehub.payloads import ACTIONS_BOT, BOT_LOGIN, Shapes, iso
+from fakehub.records import Job, Run
 from fakehub.web import Request, Response, error, json_response, paginate
 
 RETENTION = timedelta(days=90)  # job logs (the default retention period)

@@ -1,178 +1,29 @@
 """The simulated verl CI history: runs, attempts and jobs, generated deterministically from a seed.
 
-Main-branch commits and pull-request pushes arrive as Poisson processes (scaled by `scale`); each
-one triggers the workflows whose files are active at that moment, with the share of commits their
-path filters let through. Jobs follow the real job lists, `needs` edges and runner pools of the
-catalog; failures come from `failures.FailureModel`; failed runs are sometimes re-run (reruns keep
-`created_at`). Logs and step lists are not stored: `steps` and `logs` rebuild them from `Job.seed`.
+Main-branch commits and pull-request pushes arrive as Poisson processes (scaled by `scale`, see
+`fakehub.traffic`); each one triggers the workflows whose files are active at that moment, with
+the share of commits their path filters let through. Jobs follow the real job lists, `needs` edges
+and runner pools of the catalog; failures come from `failures.FailureModel`; failed runs are
+sometimes re-run (reruns keep `created_at`). Logs and step lists are not stored: `steps` and `logs`
+rebuild them from `Job.seed`. The records it is made of (`Run`, `Attempt`, `Job`) are in
+`fakehub.records`.
 """
 
 from __future__ import annotations
 
 import bisect
-import hashlib
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from random import Random
 
+from fakehub import traffic
 from fakehub.catalog import Catalog, JobSpec, WorkflowSpec, load
 from fakehub.failures import FailureModel, failure_cause
+from fakehub.records import Attempt, Job, Run
+from fakehub.traffic import Trigger
 
 DEFAULT_END = datetime(2026, 11, 28, tzinfo=UTC)
 RUN_ID_BASE = 17_600_000_000
 JOB_ID_BASE = 49_000_000_000
-ACTORS = (
-    "wuxibin-dev",
-    "vermouth-ai",
-    "eric-haibin",
-    "hiyouga-bot",
-    "ccclyu",
-    "tongyx",
-    "zhaochenyang",
-    "PeterSH6",
-    "ETOgaosion",
-    "Begunner",
-    "chenhaiq",
-    "lllzzz-npu",
-    "ascend-ci-robot",
-    "yyDing1",
-)
-AREAS = (
-    "trainer",
-    "rollout",
-    "fsdp",
-    "megatron",
-    "ci",
-    "vllm",
-    "sglang",
-    "ray",
-    "data",
-    "npu",
-    "algo",
-    "ckpt",
-    "recipe",
-    "perf",
-    "misc",
-)
-VERBS = ("fix", "feat", "refactor", "chore", "perf", "doc", "test")
-TOPICS = (
-    "weight sync between trainer and rollout",
-    "fully async rollouter restart",
-    "dynamic batch size",
-    "checkpoint engine bucket size",
-    "agent loop timeout",
-    "TransferQueue client init",
-    "log_prob micro batch",
-    "GRPO advantage normalisation",
-    "rollout tensor parallel sharding",
-    "reward manager registry",
-    "Ascend device mesh",
-    "mbridge weight conversion",
-    "LoRA merge",
-    "sequence packing on NPU",
-    "validation generation config",
-    "Ray placement group ordering",
-    "vLLM sleep mode",
-    "entropy coefficient schedule",
-    "dataset preprocessing cache",
-    "uv lock",
-)
-
-
-def _id_hex(*parts: object) -> str:
-    return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
-
-
-def _poisson(rng: Random, lam: float) -> int:
-    """Knuth's method; lam stays below ~30 per day here."""
-    limit, k, p = pow(2.718281828459045, -lam), 0, rng.random()
-    while p > limit:
-        k += 1
-        p *= rng.random()
-    return k
-
-
-@dataclass(slots=True)
-class Job:
-    """One job of one attempt. `started_at` is None when no runner ever took it."""
-
-    id: int
-    run_id: int
-    attempt: int
-    spec: JobSpec
-    status: str
-    conclusion: str | None
-    created_at: datetime
-    started_at: datetime | None
-    completed_at: datetime | None
-    runner_label: str
-    runner_name: str | None
-    runner_id: int | None
-    category: str | None
-    seed: int
-
-    @property
-    def ran(self) -> bool:
-        return self.started_at is not None and self.runner_name is not None
-
-    @property
-    def cause(self) -> str | None:
-        """How the failure shows beyond the log (fakehub.failures.failure_cause)."""
-        return failure_cause(self.seed, self.spec.kind, self.category)
-
-
-@dataclass(slots=True)
-class Attempt:
-    number: int
-    created_at: datetime
-    updated_at: datetime
-    status: str
-    conclusion: str | None
-    jobs: list[Job] = field(default_factory=list)
-    superseded: bool = False  # jobs stopped by concurrency: a newer push to the same ref
-    cancel_requested: bool = False  # that push came while the attempt ran: no one re-runs it
-
-    @property
-    def red(self) -> bool:
-        """A job failed or hit its time limit (GitHub may still call the attempt cancelled)."""
-        return self.conclusion == "failure" or any(
-            job.conclusion == "cancelled" and job.cause == "job_time_limit" for job in self.jobs
-        )
-
-
-@dataclass(slots=True)
-class Run:
-    """A workflow run; `attempts[-1]` is what the runs list shows."""
-
-    id: int
-    number: int
-    workflow: WorkflowSpec
-    event: str
-    branch: str
-    sha: str
-    title: str
-    pr: int | None
-    actor: str
-    created_at: datetime
-    invalid: bool
-    attempts: list[Attempt] = field(default_factory=list)
-
-    @property
-    def latest(self) -> Attempt:
-        return self.attempts[-1]
-
-
-@dataclass(frozen=True)
-class Trigger:
-    """A push to main or to a pull-request branch."""
-
-    at: datetime
-    event: str
-    branch: str
-    sha: str
-    title: str
-    pr: int | None
-    actor: str
 
 
 class History:
@@ -191,60 +42,12 @@ class History:
         self._next_job_id = JOB_ID_BASE
         self._admin_calls = 0
         rng = Random(seed)
-        for trigger in self._triggers(rng):
+        for trigger in traffic.triggers(rng, self.catalog, self.seed, self.scale, self.now):
             for workflow in self.workflows:
                 share = workflow.push_share if trigger.event == "push" else workflow.pr_share
                 if workflow.active(trigger.at) and rng.random() < share:
                     self._add_run(rng, workflow, trigger, forced=None)
         self._reindex()
-
-    # ---- triggers -------------------------------------------------------------------------
-
-    def _pr_number(self, at: datetime) -> int:
-        anchors = self.catalog.traffic["pr_number_anchors"]
-        points = [(datetime.fromisoformat(t.replace("Z", "+00:00")), n) for t, n in anchors]
-        for (t0, n0), (t1, n1) in zip(points, points[1:], strict=False):
-            if at <= t1 or (t1, n1) == points[-1]:
-                return int(n0 + (n1 - n0) * ((at - t0) / (t1 - t0)))
-        return points[-1][1]
-
-    def _triggers(self, rng: Random) -> list[Trigger]:
-        traffic = self.catalog.traffic
-        per_day = {
-            "push": traffic["main_commits_per_week"] / 7 * self.scale,
-            "pull_request": traffic["pr_pushes_per_week"] / 7 * self.scale,
-        }
-        out: list[Trigger] = []
-        day = self.catalog.start
-        while day < self.now:
-            weekday = 1.2 if day.weekday() < 5 else 0.5
-            for event, lam in per_day.items():
-                for _ in range(_poisson(rng, lam * weekday)):
-                    # verl merges cluster in Asian working hours (UTC 01-12), with a long tail.
-                    hour = rng.choice((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 19, 22))
-                    at = day + timedelta(hours=hour, seconds=rng.randrange(3600))
-                    if at < self.now:
-                        out.append(self._trigger(rng, event, at))
-            day += timedelta(days=1)
-        out.sort(key=lambda t: t.at)
-        return out
-
-    def _trigger(self, rng: Random, event: str, at: datetime) -> Trigger:
-        number = self._pr_number(at) - (0 if event == "push" else rng.randrange(1, 60))
-        title = f"[{rng.choice(AREAS)}] {rng.choice(VERBS)}: {rng.choice(TOPICS)}"
-        actor = rng.choice(ACTORS)
-        if event == "push":
-            return Trigger(
-                at,
-                event,
-                "main",
-                _id_hex(self.seed, at, title),
-                f"{title} (#{number})",
-                None,
-                actor,
-            )
-        branch = f"{actor.lower()}/{title.split(': ')[1].replace(' ', '-')[:28]}-{number % 97}"
-        return Trigger(at, event, branch, _id_hex(self.seed, at, branch), title, number, actor)
 
     # ---- runs and attempts ----------------------------------------------------------------
 
@@ -518,7 +321,12 @@ class History:
         self.now += timedelta(hours=3)
         forced = _forced(conclusion, category or "test_failure")
         runs = [
-            self._add_run(rng, workflow, self._trigger(rng, event, at), forced or "drawn")
+            self._add_run(
+                rng,
+                workflow,
+                traffic.trigger(rng, self.catalog, self.seed, event, at),
+                forced or "drawn",
+            )
             for at in times
         ]
         self._reindex()

@@ -3,6 +3,10 @@
 Field names and required fields follow GitHub's OpenAPI description (see `openapi/`); every
 field PyGithub may read is present (null where GitHub has no value), so lazy objects never
 trigger a completion request.
+
+Over 350 lines on purpose: ``Shapes`` is one builder whose payloads nest (a run embeds the
+repository and its actor, a check run the Actions app) and share one base URL and repository;
+split by resource, every part would need all the others.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 from fakehub.annotations import Note
 from fakehub.catalog import WorkflowSpec
-from fakehub.history import Attempt, Job, Run
+from fakehub.records import Attempt, Job, Run
 from fakehub.steps import plan
 
 BOT_LOGIN = "ciflake-bot"  # the default token's user

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from random import Random
 
 from fakehub.catalog import parse_time
-from fakehub.history import Job
+from fakehub.records import Job
 
 UV_ERA = parse_time("2026-08-17T06:10:00Z")
 PIP_LIST_FROM = parse_time("2026-06-03T07:51:40Z")

@@ -36,8 +36,8 @@ def _run(connection: Connection) -> None:
 
 
 def _run_from_config() -> None:
-    from ciflake.config import load_config
     from store.engine import make_engine
+    from store.settings import load_config
 
     engine = make_engine(load_config().database_url)
     with engine.begin() as connection:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,9 +13,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
-import migrations
-
-SCRIPT_LOCATION = str(Path(migrations.__file__).parent)
+# The ``migrations`` package is Alembic's script directory, found without importing it: it
+# imports ``store`` (the models), and ``store`` imports nothing above itself.
+_MIGRATIONS = importlib.util.find_spec("migrations")
+assert _MIGRATIONS is not None and _MIGRATIONS.origin is not None, "migrations is not installed"
+SCRIPT_LOCATION = str(Path(_MIGRATIONS.origin).parent)
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -49,6 +52,7 @@ def _transaction(engine: Engine) -> Iterator[Connection]:
                 yield conn
             return
         raw = conn.connection.dbapi_connection
+        assert raw is not None, "a checked-out connection has its DBAPI connection"
         implicit = raw.isolation_level
         raw.isolation_level = None
         try:

@@ -7,7 +7,7 @@ collect can simply be run again. Times are stored in UTC (see ``UTCDateTime``).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -22,6 +22,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -59,6 +60,9 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 class Base(DeclarativeBase):
+    if TYPE_CHECKING:  # every model here maps one Table; SQLAlchemy types it as any FromClause
+        __table__: ClassVar[Table]
+
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {
         datetime: UTCDateTime(),
@@ -127,8 +131,8 @@ class RunAttempt(Base):
     timed_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
-# SQLite: the columns the dashboard reads of every job (store.queries.job_outcomes), so the read
-# never visits the wide table rows; its (run_id, run_attempt) prefix serves every lookup the
+# SQLite: the columns the dashboard reads of every job (store.frame_queries.job_outcomes), so the
+# read never visits the wide table rows; its (run_id, run_attempt) prefix serves every lookup the
 # plain index below serves on PostgreSQL, which cannot put a json column in a btree key.
 # ``info["dialects"]`` tells the migrations' comparison (migrations/env.py) where each exists.
 JOB_OUTCOME_READS = Index(

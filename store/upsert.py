@@ -11,7 +11,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import DeclarativeBase, Session
+from sqlalchemy.orm import Session
+
+from store.models import Base
 
 BATCH_SIZE = 5_000
 
@@ -23,7 +25,7 @@ def _batches(rows: Sequence[Mapping[str, Any]], size: int) -> Iterable[Sequence[
 
 def upsert(
     bind: Session | Connection,
-    model: type[DeclarativeBase],
+    model: type[Base],
     rows: Sequence[Mapping[str, Any]],
     *,
     update: Sequence[str] | None = None,
@@ -33,7 +35,7 @@ def upsert(
     count. Every row must carry the same keys."""
     if not rows:
         return 0
-    table = model.__table__  # type: ignore[attr-defined]
+    table = model.__table__
     keys = [c.name for c in table.primary_key.columns]
     given = list(rows[0].keys())
     columns = [c for c in (update if update is not None else given) if c not in keys]

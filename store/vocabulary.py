@@ -19,6 +19,16 @@ INFRA_CATEGORIES: frozenset[str] = frozenset({"infra", "npu_env", "network", "ti
 VERDICTS: tuple[str, ...] = ("flaky", "persistent", "one_off", "infra", "unclassified")
 
 LOGICAL_OUTCOMES: tuple[str, ...] = ("pass", "flaky", "fail", "excluded")
+# The logical outcomes every rate counts (``excluded`` counts in none), those that ended green
+# (on the first attempt or a rerun) and those that went red on some attempt.
+COUNTED_OUTCOMES: tuple[str, ...] = ("pass", "flaky", "fail")
+GREEN_OUTCOMES: tuple[str, ...] = ("pass", "flaky")
+RED_OUTCOMES: tuple[str, ...] = ("fail", "flaky")
+
+# GitHub's conclusions of a job, attempt or run, read as green or red; ``startup_failure`` is a
+# run whose workflow file is invalid. Every other conclusion is neither (cancelled, skipped...).
+GREEN_CONCLUSIONS: frozenset[str] = frozenset({"success"})
+RED_CONCLUSIONS: frozenset[str] = frozenset({"failure", "timed_out", "startup_failure"})
 
 EVENT_KINDS: tuple[str, ...] = ("migration", "fix", "config", "image")
 

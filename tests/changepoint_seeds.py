@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 
 from analytics.changepoints import KNOWN_SHARE, changepoints, daily_failures, lineage_changepoints
+from analytics.config_tables import workflow_table
 from analytics.outcomes import attach_lineage, logical_runs
-from analytics.setup import workflow_table
-from ciflake.config import Config, load_config
 from fakehub.api import CHECKS_RETENTION_DAYS
-from fakehub.history import DEFAULT_END, Attempt, History
+from fakehub.history import DEFAULT_END, History
+from fakehub.records import Attempt
+from store.settings import Config, load_config
 from tests.simulated_truth import (
     BIG_SHIFT,
     LINEAGE,
@@ -39,7 +40,7 @@ from tests.simulated_truth import (
 
 
 def _counted(attempt: Attempt, archived: bool) -> str | None:
-    """The conclusion ciflake counts by (store.queries.conclusion): an attempt GitHub calls
+    """The conclusion ciflake counts by (store.runfilter.conclusion): an attempt GitHub calls
     cancelled because a job hit its time limit is ``timed_out``, as far as its jobs show."""
     if attempt.conclusion == "cancelled" and attempt.red and not archived:
         return "timed_out"
@@ -48,7 +49,7 @@ def _counted(attempt: Attempt, archived: bool) -> str | None:
 
 def stored_frames(history: History, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(logical runs with lineage, daily job presence) as a full collect would store them and
-    store.queries would read them."""
+    store.frame_queries would read them."""
     runs, attempts, jobs = [], [], []
     archived_before = history.now - timedelta(days=CHECKS_RETENTION_DAYS)  # no jobs served
     for run in history.runs:

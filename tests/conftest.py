@@ -101,13 +101,29 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
+# A test module that names one of these starts fakehub (or shares the demo's collect): its
+# tests are marked ``hub`` and left out of ``make test-fast``, which keeps the rest under 90 s.
+HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    seen: dict[str, bool] = {}
+    for item in items:
+        path = str(item.path)
+        if path not in seen:
+            source = item.path.read_text(encoding="utf-8")
+            seen[path] = any(word in source for word in HUB_WORDS)
+        if seen[path]:
+            item.add_marker(pytest.mark.hub)
+
+
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The demo's database, made as ``ciflake demo`` makes it: fakehub's simulated verl history
     (seed 1, demo scale) collected through PyGithub. Shared by the dashboard tests."""
-    from ciflake.config import load_config
     from ciflake.demo import collect_demo
     from store.migrate import upgrade
+    from store.settings import load_config
 
     url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'ciflake-demo.db'}"
     engine = make_engine(url)

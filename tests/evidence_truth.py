@@ -14,8 +14,8 @@ import fakehub
 from analytics.evidence import LOG_EXPIRED, NO_LOG, describe, failure_basis
 from analytics.outcomes import logical_runs
 from collector.classify import classify_job
+from store.frame_queries import load_attempts, load_failures, load_runs
 from store.models import Job
-from store.queries import load_attempts, load_failures, load_runs
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from ciflake.config import Config, load_config
-from collector.command import collect_once
-from collector.sync import CollectOptions, CollectReport
+from collector.once import collect_once
+from collector.sync_report import CollectOptions, CollectReport
 from fakehub import Hub
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.models import Failure, Job, JobLog, RunAttempt, Workflow, WorkflowRun
+from store.settings import Config, load_config
 
 TEST_SCALE = 0.03
 SINCE = datetime(2025, 10, 1, tzinfo=UTC)  # the start of fakehub's history: collect it all

@@ -8,10 +8,10 @@ from datetime import datetime
 
 import pandas as pd
 
-from ciflake.config import Config
 from fakehub.catalog import FAR_FUTURE, FAR_PAST, JobSpec, RateChange, WorkflowSpec, load
 from fakehub.failures import MAX_FAILURE
 from fakehub.history import History
+from store.settings import Config
 
 TOLERANCE = pd.Timedelta(days=3)
 LINEAGE = "e2e_v1_separate_async"  # fully_async and one_step_off, now v1 separate_async

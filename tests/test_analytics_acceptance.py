@@ -18,14 +18,16 @@ from analytics.changepoints import (
     lineage_changepoints,
     runs_per_day,
 )
+from analytics.config_tables import event_table, job_renames
 from analytics.coverage import coverage_diff, lost_jobs
 from analytics.evidence import LOG_EXPIRED, NO_LOG
+from analytics.frames import logical_run_frame
 from analytics.outcomes import logical_jobs
-from analytics.setup import event_table, job_renames
-from ciflake.config import Config, load_config
-from ciflake.export import logical_run_frame
 from fakehub.history import DEFAULT_END, History
-from store.queries import RunFilter, daily_job_presence, load_jobs
+from store.frame_queries import load_jobs
+from store.page_queries import daily_job_presence
+from store.runfilter import RunFilter
+from store.settings import Config, load_config
 from tests.changepoint_seeds import search
 from tests.hubtools import collect, migrated
 from tests.simulated_truth import (

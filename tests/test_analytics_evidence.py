@@ -1,5 +1,5 @@
 """How much of a category mix is known (analytics.evidence), per event side
-(analytics.before_after.basis_mix) and per stage (dashboard.derive.unknown_by_stage)."""
+(analytics.before_after.basis_mix) and per stage (dashboard.shaping.unknown_by_stage)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from analytics.before_after import basis_mix, category_shift
+from analytics.config_tables import event_table
 from analytics.evidence import (
     BASES,
     LOG_EXPIRED,
@@ -21,8 +22,7 @@ from analytics.evidence import (
     shares,
     unknown_reason,
 )
-from analytics.setup import event_table
-from dashboard.derive import NO_STEP, unknown_by_stage
+from dashboard.shaping import NO_STEP, unknown_by_stage
 from tests.analytics_frames import day, runs_frame
 
 # (category, evidence, log_status) -> basis

@@ -8,21 +8,20 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 import pytest
-from analytics_frames import day, failures_frame, jobs_frame, runs_frame
+from analytics_frames import day, jobs_frame, runs_frame
 
 from analytics.changepoints import changepoints, daily_failures, job_set_changes, nearest_events
+from analytics.config_tables import event_table
 from analytics.coverage import coverage_diff, lost_jobs, successor_names
 from analytics.health import (
+    HEALTH_COLUMNS,
     devices,
-    failures_by_environment,
+    health_table,
     mttr,
-    rates_with_elsewhere,
     repair_times,
     retry_tax,
-    stale_workflows,
     timing,
 )
-from analytics.setup import event_table
 
 
 class _Event:
@@ -332,21 +331,6 @@ def test_timing_percentiles():
     assert out["queue_p50_min"] == pytest.approx(1)
 
 
-def test_stale_workflows():
-    runs = runs_frame(
-        [{"run_id": i, "created_at": day(i), "conclusion": "x"} for i in range(5)]
-        + [
-            {"run_id": 10 + i, "created_at": day(i), "conclusion": "x", "workflow_path": "b.yml"}
-            for i in range(2)
-        ]
-    )
-    out = stale_workflows(runs, now=day(4) + pd.Timedelta(days=2), stale_factor=3.0)
-    status = dict(zip(out["workflow_path"], out["status"], strict=True))
-    assert status == {".github/workflows/a.yml": "OK", "b.yml": "not enough data"}
-    late = stale_workflows(runs, now=day(4) + pd.Timedelta(days=4), stale_factor=3.0)
-    assert late.set_index("workflow_path").loc[".github/workflows/a.yml", "status"] == "STALE"
-
-
 def test_devices_and_retry_tax():
     jobs = jobs_frame(
         [
@@ -367,35 +351,21 @@ def test_devices_and_retry_tax():
     assert tax["accelerator_hours"] == pytest.approx((30 * 8 + 60 * 8) / 60)
 
 
-def _logical(rows):
-    frame = pd.DataFrame(
-        rows, columns=["run_id", "logical_job", "runner_name", "logical_outcome", "red_job_id"]
-    )
-    return frame.assign(created_at=day(0))
-
-
-def test_runner_rates_and_works_elsewhere():
-    jobs = _logical(
+def test_health_table_puts_repair_retry_tax_and_timing_side_by_side():
+    runs = runs_frame(
+        [{"run_id": i, "created_at": day(i), "conclusion": "x"} for i in range(1, 5)]
+    ).assign(logical_outcome=["pass", "fail", "pass", "pass"])
+    attempts = jobs_frame(
         [
-            (1, "e2e", "a", "fail", 11),
-            (2, "e2e", "a", "fail", 12),
-            (3, "e2e", "b", "pass", None),
-            (4, "solo", "a", "fail", 14),
+            (1, 1, 1, "j", "success", "L20x8", 10),
+            (2, 2, 1, "j", "failure", "L20x8", 30),
+            (3, 2, 2, "j", "failure", "L20x8", 30),
+            (4, 3, 1, "j", "success", "ubuntu-latest", 20),
         ]
-    )
-    table = rates_with_elsewhere(jobs, "runner_name").set_index(["logical_job", "runner_name"])
-    assert bool(table.loc[("e2e", "a"), "works_elsewhere"])
-    assert not bool(table.loc[("e2e", "b"), "works_elsewhere"])
-    assert not bool(table.loc[("solo", "a"), "works_elsewhere"])
-    assert table.loc[("e2e", "a"), "success_rate"] == 0.0
-    failures = failures_frame(
-        [
-            (1, 1, 11, "npu_env", {"cann": "8.5.0"}),
-            (2, 1, 12, "oom", {"cann": "8.5.0"}),
-            (4, 1, 14, "oom", {"cann": "9.0.0"}),
-        ]
-    )
-    env = failures_by_environment(failures, jobs, "cann").set_index("cann")
-    assert env.loc["8.5.0", "failures"] == 2
-    assert env.loc["8.5.0", "works_elsewhere_share"] == 1.0
-    assert env.loc["9.0.0", "works_elsewhere_share"] == 0.0
+    ).assign(workflow_path=".github/workflows/a.yml")
+    row = health_table(runs, attempts, ["workflow_path"]).iloc[0]
+    assert list(health_table(runs, attempts, ["workflow_path"]).columns[1:]) == HEALTH_COLUMNS
+    assert (row["median_repair_hours"], row["repaired"], row["open"]) == (24.0, 1, 0)
+    assert (row["rerun_jobs"], row["accelerator_hours"]) == (1, pytest.approx(30 * 8 / 60))
+    assert row["jobs"] == 4 and row["duration_p50_min"] == pytest.approx(25)
+    assert row["queue_p50_min"] == pytest.approx(1)

@@ -8,17 +8,19 @@ from analytics_frames import attempts_frame, day, failures_frame, jobs_frame, ru
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analytics.config_tables import invalid_window_table, workflow_table
+from analytics.evidence import CONFIG_BASIS, NO_LOG
 from analytics.outcomes import (
     attach_lineage,
     in_scope,
     logical_jobs,
     logical_runs,
+    mark_invalid_windows,
     normalise_job_names,
     with_run_categories,
 )
-from analytics.setup import workflow_table
 from analytics.verdicts import job_verdicts
-from ciflake.config import load_config
+from store.settings import load_config
 
 STRIP = r"\s*\([^)]*\)$|\s*/\s*shard[-_ ]?\d+$"
 
@@ -285,3 +287,31 @@ def test_logical_jobs_match_the_definition(rows):
         else:
             assert row["red_attempt"] == want["red_attempt"]
             assert row["red_job_id"] in want["red_job_ids"]
+
+
+def test_red_runs_in_a_configured_invalid_window_are_ci_config(tmp_path):
+    (tmp_path / "c.toml").write_text(
+        "[[invalid_windows]]\n"
+        'workflow = "a.yml"\nfrom = "2026-06-02"\nto = "2026-06-04"\nreason = "bad yaml"\n'
+    )
+    windows = invalid_window_table(load_config(tmp_path / "c.toml", env={}).invalid_windows)
+    runs = pd.DataFrame(
+        {
+            "run_id": [1, 2, 3, 4, 5],
+            "workflow_path": ["a.yml", "a.yml", "a.yml", "b.yml", "a.yml"],
+            "created_at": pd.to_datetime(
+                ["2026-06-01T23:00Z", "2026-06-02T01:00Z", "2026-06-03T12:00Z"]
+                + ["2026-06-03T12:00Z", "2026-06-04T00:00Z"],
+                utc=True,
+            ),
+            "logical_outcome": ["fail", "fail", "pass", "fail", "fail"],
+            "failure_category": ["oom", "unknown", None, "oom", "network"],
+            "failure_basis": ["log", NO_LOG, None, "log", "log"],
+        }
+    )
+    marked = mark_invalid_windows(runs, windows)
+    # only run 2: red, of a.yml, inside [from, to); a green run keeps no category
+    categories = marked["failure_category"].fillna("-").tolist()
+    assert categories == ["oom", "ci_config", "-", "oom", "network"]
+    assert marked["failure_basis"].fillna("-").tolist() == ["log", CONFIG_BASIS, "-", "log", "log"]
+    assert mark_invalid_windows(runs, invalid_window_table([])) is runs

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy.stats import fisher_exact
 
 from analytics.before_after import before_after, category_shift, fisher_two_sided
+from analytics.config_tables import event_table
 from analytics.rates import (
     NOT_ENOUGH_DATA,
     outcome_counts,
@@ -23,7 +24,6 @@ from analytics.rates import (
     wilson_interval,
     with_period,
 )
-from analytics.setup import event_table
 
 
 def test_wilson_known_values():

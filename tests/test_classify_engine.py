@@ -7,13 +7,13 @@ import os
 
 import pytest
 
-from collector.classify import classify_job, classify_log, logscan
+from collector.classify import classify_job, classify_log, log_stream
 
 TS = "2026-06-01T12:00:00.1234567Z "
 
 
 def test_line_number_and_context_survive_chunk_boundaries(monkeypatch) -> None:
-    monkeypatch.setattr(logscan, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(log_stream, "CHUNK_BYTES", 64)
     lines = [f"{TS}step {i} fine" for i in range(200)]
     lines[150] = f"{TS}ModuleNotFoundError: No module named 'megatron'"
     result = classify_log(("\n".join(lines) + "\n").encode())

@@ -12,8 +12,9 @@ from sqlalchemy.orm import Session
 import fakehub
 from analytics.outcomes import logical_runs
 from ciflake.cli import cli
+from store.frame_queries import load_attempts, load_runs
 from store.models import Failure, Job, JobLog, RunAttempt, WorkflowRun
-from store.queries import RunFilter, load_attempts, load_runs
+from store.runfilter import RunFilter
 from tests.hubtools import TEST_SCALE, collect, migrated
 
 

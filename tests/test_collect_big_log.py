@@ -17,8 +17,10 @@ from sqlalchemy.orm import Session
 
 import collector.logs
 import fakehub
+import store.compression
 from collector.client import GitHubClient
-from collector.logs import CompressedLog, LogFetcher, LogResult, decompress
+from collector.logs import LogFetcher, LogResult
+from store.compression import CompressedLog, decompress
 from store.models import Failure, JobLog
 from tests.hubtools import TEST_SCALE, collect, migrated
 
@@ -54,7 +56,7 @@ def test_a_30_mb_log_is_streamed_into_the_store_and_classified(hub, db_url, monk
     hub.admin("POST", "big_log", {"job_id": job_id, "megabytes": BIG_MB})
     # small pieces everywhere, so that a log held whole anywhere would show
     monkeypatch.setattr(GitHubClient, "download_chunk", CHUNK)
-    monkeypatch.setattr(collector.logs, "SPOOL_BYTES", 1 << 20)
+    monkeypatch.setattr(store.compression, "SPOOL_BYTES", 1 << 20)
     monkeypatch.setattr(collector.logs, "INLINE_BYTES", 256 << 10)
     writes: list[int] = []
     real_write = CompressedLog.write
@@ -115,7 +117,7 @@ def test_downloading_and_classifying_a_log_never_holds_it_whole(hub, monkeypatch
     megabytes = 80
     job_id = _failed_job_with_log(hub)["job_id"]
     hub.admin("POST", "big_log", {"job_id": job_id, "megabytes": megabytes})
-    monkeypatch.setattr(collector.logs, "SPOOL_BYTES", 1 << 20)
+    monkeypatch.setattr(store.compression, "SPOOL_BYTES", 1 << 20)
     client = GitHubClient(hub.base_url, hub.token)
     _status, _hdrs, job = client.get(f"/repos/{REPO}/actions/jobs/{job_id}")
     fetcher = LogFetcher(client, REPO, workers=1)

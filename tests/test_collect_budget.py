@@ -49,8 +49,8 @@ def test_the_reserve_is_left_to_other_users_of_the_token(hub, db_url):
 
 
 def collect_with_reserve(hub, db_url, reserve):
-    from collector.command import collect_once
-    from collector.sync import CollectOptions
+    from collector.once import collect_once
+    from collector.sync_report import CollectOptions
     from tests.hubtools import SINCE, hub_config
 
     config = hub_config(hub, db_url).with_overrides(collect_reserve=reserve)
@@ -62,8 +62,8 @@ def collect_with_reserve(hub, db_url, reserve):
 def test_a_slow_big_page_is_asked_again_smaller_and_the_collect_completes(db_url, tmp_path):
     """GitHub answers 502 to a page it cannot serve in 10 s: here every page over 30 items.
     Monthly windows at a larger scale make such pages in every listing."""
-    from collector.command import collect_once
-    from collector.sync import CollectOptions
+    from collector.once import collect_once
+    from collector.sync_report import CollectOptions
     from tests.hubtools import SINCE, hub_config
 
     def monthly(hub, url):
@@ -85,7 +85,8 @@ def test_a_slow_big_page_is_asked_again_smaller_and_the_collect_completes(db_url
 def test_the_progress_bar_shows_the_budget(hub, db_url):
     from collector.client import GitHubClient
     from collector.progress import CollectProgress
-    from collector.sync import CollectOptions, collect
+    from collector.sync import collect
+    from collector.sync_report import CollectOptions
     from tests.hubtools import SINCE, hub_config
 
     config = hub_config(hub, db_url)
@@ -143,9 +144,9 @@ def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
 ):
     """Budgeted nights collect every workflow's event windows before anything else; the summary
     is not posted while the spans it reads are missing, and is once they are in."""
-    from ciflake.events import all_events
     from collector.backfill import event_spans
     from collector.summary import run_summary
+    from store.events import all_events
     from tests.hubtools import hub_config
 
     collect(hub, db_url)

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-import collector.sync
+import collector.sync_batch
 import fakehub
 from collector.client import GitHubClient, NotFound
 from store.models import Failure, Job, JobAnnotations, JobLog, WorkflowRun
@@ -34,14 +34,14 @@ def test_a_run_deleted_between_listing_and_its_jobs_is_marked_and_the_rest_kept(
 ):
     history = hub.history()
     doomed = history.runs[len(history.runs) // 2].id
-    real = collector.sync.fetch_jobs
+    real = collector.sync_batch.fetch_jobs
 
     def delete_first(client, repo, run_id):
         if run_id == doomed and doomed in history.run_by_id:
             hub.admin("POST", "delete_run", {"run_id": doomed})
         return real(client, repo, run_id)
 
-    monkeypatch.setattr(collector.sync, "fetch_jobs", delete_first)
+    monkeypatch.setattr(collector.sync_batch, "fetch_jobs", delete_first)
     report = collect(hub, db_url)
     stored = _stored_runs(db_url)
     assert report.runs_deleted == 1 and stored[doomed] is not None
@@ -152,7 +152,7 @@ def _time_limits(hub) -> int:
 def test_a_passing_404_on_a_runs_jobs_leaves_it_for_the_next_collect(hub, db_url, monkeypatch):
     history = hub.history()
     flaky = history.runs[-1].id  # the newest: inside the window every collect lists again
-    real, calls = collector.sync.fetch_jobs, Counter()
+    real, calls = collector.sync_batch.fetch_jobs, Counter()
 
     def not_found_once(client, repo, run_id):
         calls[run_id] += 1
@@ -160,7 +160,7 @@ def test_a_passing_404_on_a_runs_jobs_leaves_it_for_the_next_collect(hub, db_url
             raise NotFound(f"GET /repos/{repo}/actions/runs/{run_id}/jobs: 404 not found")
         return real(client, repo, run_id)
 
-    monkeypatch.setattr(collector.sync, "fetch_jobs", not_found_once)
+    monkeypatch.setattr(collector.sync_batch, "fetch_jobs", not_found_once)
     first = collect(hub, db_url)
     assert first.runs_deleted == 0 and flaky not in _stored_runs(db_url)
     collect(hub, db_url)

@@ -6,7 +6,7 @@ from collector.annotations import hit_time_limit, messages, needs_annotations
 from collector.client import _next_link
 from collector.jobs import attempt_rows
 from collector.payloads import attempt_conclusion, failed_steps, job_row, run_fingerprint
-from collector.sync import CollectReport
+from collector.sync_report import CollectReport
 
 
 def _job(attempt: int, conclusion: str | None, **extra) -> dict:

@@ -1,9 +1,14 @@
+import re
+import tomllib
 from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
 
 import pytest
 
 from ciflake.cli import cli
-from ciflake.config import ConfigError, load_config
+from store import settings
+from store.settings import _TABLES, DEFAULTS_NAME, OPTIONAL_SETTINGS, ConfigError, load_config
 
 
 def test_builtin_defaults_track_verl():
@@ -124,3 +129,19 @@ def test_unusable_database_url(runner, tmp_path):
         assert "Traceback" not in result.output
         assert "secretpw" not in result.output
         assert len(result.output.strip().splitlines()) == 1
+
+
+def test_every_setting_has_its_one_default_in_the_built_in_file():
+    defaults = tomllib.loads(resources.files("store").joinpath(DEFAULTS_NAME).read_text())
+    missing = [
+        (table, key)
+        for table, keys in _TABLES.items()
+        for key in keys
+        if key not in defaults.get(table, {}) and (table, key) not in OPTIONAL_SETTINGS
+    ]
+    assert missing == []
+    given = {(t, k) for t in _TABLES for k in defaults.get(t, {})}
+    assert not OPTIONAL_SETTINGS & given
+    source = Path(settings.__file__).read_text()
+    tables = "|".join(_TABLES)
+    assert re.findall(rf'\b(?:{tables})\.get\("\w+", ', source) == []  # no inline default

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from dashboard import charts, derive
+from dashboard import charts, shaping
 from dashboard.context import freshness_line
 from store.engine import make_engine
 from store.models import Failure, JobLog
@@ -167,7 +167,7 @@ def test_grid_cells_pick_the_worst_state_per_day() -> None:
             "category": [None, "oom", None, None],
         }
     )
-    cells = derive.job_day_cells(jobs, 7).set_index("logical_job")
+    cells = shaping.job_day_cells(jobs, 7).set_index("logical_job")
     assert cells.at["a", "state"] == "oom" and cells.at["a", "runs"] == 2
     assert cells.at["b", "state"] == "retry-green"
     assert "c" not in cells.index
@@ -177,11 +177,11 @@ def test_grid_cells_pick_the_worst_state_per_day() -> None:
 def test_runner_pools_from_stored_labels() -> None:
     jobs = pd.DataFrame(
         {
-            "labels": ['["linux", "gpu-8"]', "[]", None, '["linux", "gpu-8"]', '["npu"]'],
+            "labels": [("linux", "gpu-8"), (), None, ("linux", "gpu-8"), ("npu",)],
             "runner_name": ["r1", None, None, "r2", "n1"],
         }
     )
-    pooled = derive.with_runner_pool(jobs)
+    pooled = shaping.with_runner_pool(jobs)
     assert list(pooled["runner_pool"]) == [
         "linux+gpu-8",
         "(no runner)",

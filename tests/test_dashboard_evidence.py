@@ -10,16 +10,18 @@ import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
+from analytics.config_tables import event_table
 from analytics.evidence import KNOWN, LOG_EXPIRED, describe, failure_basis
+from analytics.frames import logical_run_frame
 from analytics.outcomes import in_scope
-from analytics.setup import event_table
-from ciflake.config import load_config
-from ciflake.events import all_events
 from collector.classify.stages import load_stages
-from collector.frames import logical_run_frame
 from store.engine import make_engine
+from store.events import all_events
+from store.frame_queries import load_failures
 from store.models import Failure, WorkflowRun
-from store.queries import RunFilter, load_failures, signature_failures, signature_summary
+from store.page_queries import signature_failures, signature_summary
+from store.runfilter import RunFilter
+from store.settings import load_config
 from tests.test_dashboard import APP, TIMEOUT, _visit
 
 REPO = "verl-project/verl"
@@ -139,7 +141,9 @@ def test_migrations_page_says_how_much_of_each_side_is_known(app: AppTest, demo_
     event = events[events["event_pr"] == 7357].iloc[0]
     lineages = list(event["event_lineages"] or sorted({w.lineage for w in config.workflows}))
     (expander,) = [e for e in app.expander if "#7357" in e.label]
-    captions = {c.value.split(": ", 1)[0]: c.value.split(": ", 1)[1] for c in expander.caption}
+    captions = dict(
+        c.value.split(": ", 1) for c in expander.caption if c.value.startswith("Failure causes ")
+    )
     for side in ("before", "after"):
         red = _red_runs(demo_db, event, side, lineages)
         sentence = captions[f"Failure causes {side}"]

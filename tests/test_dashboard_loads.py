@@ -10,17 +10,18 @@ import pytest
 from sqlalchemy.orm import Session
 
 from analytics.before_after import KNOWN_COLUMNS, basis_mix
+from analytics.config_tables import event_table
+from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
-from analytics.setup import event_table
-from ciflake.config import load_config
-from ciflake.events import add_event, all_events
-from collector.frames import logical_job_frame, logical_run_frame
-from dashboard import loaders
 from dashboard.filters import Filters
+from dashboard.loaders import migrations, shared
 from store.engine import make_engine
+from store.events import add_event, all_events
+from store.frame_queries import load_runs
 from store.migrate import upgrade
 from store.models import Job, RunAttempt, Workflow, WorkflowRun
-from store.queries import RunFilter, load_runs
+from store.runfilter import RunFilter
+from store.settings import load_config
 from store.upsert import upsert
 from tests.collected import collected_copy
 
@@ -70,12 +71,12 @@ def test_sql_scope_selects_the_runs_in_scope(db, scope):
 @pytest.mark.parametrize("scope", ["default", "pr", "all"])
 def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
     runs, jobs, config = reference
-    filters = Filters(REPO, *loaders.day_span(db, REPO), (), scope)
-    shown_runs = loaders.runs(db, filters, dated=False)
+    filters = Filters(REPO, *shared.day_span(db, REPO), (), scope)
+    shown_runs = shared.runs(db, filters, dated=False)
     expected_runs = runs[in_scope(runs, scope, config.default_branch)]
     assert (shown_runs["logical_outcome"] == "flaky").any()
     pd.testing.assert_frame_equal(_rows(shown_runs, RUN_KEYS), _rows(expected_runs, RUN_KEYS))
-    shown_jobs = loaders.jobs(db, filters, dated=False)
+    shown_jobs = shared.jobs(db, filters, dated=False)
     expected_jobs = jobs[in_scope(jobs, scope, config.default_branch)]
     assert shown_jobs["category"].notna().any()
     pd.testing.assert_frame_equal(_rows(shown_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
@@ -84,8 +85,8 @@ def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
 def test_migrations_basis_lines_equal_those_of_the_full_loads(db, reference):
     """The Migrations page's evidence lines come from the same red runs as the full loads."""
     runs, _, config = reference
-    filters = Filters(REPO, *loaders.day_span(db, REPO), (), "default")
-    shown = loaders.basis_mix(db, filters)
+    filters = Filters(REPO, *shared.day_span(db, REPO), (), "default")
+    shown = migrations.basis_mix(db, filters)
     expected = basis_mix(
         runs,
         event_table(all_events(config, make_engine(db, read_only=True))),
@@ -102,9 +103,9 @@ def test_export_page_before_after_says_how_much_is_known(db, reference):
     """The Export page's before-after CSV carries the same known/basis columns as
     `ciflake export before-after`, one per (event, lineage) row of the table."""
     runs, _, config = reference
-    filters = Filters(REPO, *loaders.day_span(db, REPO), (), "default")
-    table = loaders.before_after_known(db, filters)
-    assert len(table) == len(loaders.before_after(db, filters))
+    filters = Filters(REPO, *shared.day_span(db, REPO), (), "default")
+    table = migrations.before_after_known(db, filters)
+    assert len(table) == len(migrations.before_after(db, filters))
     assert set(KNOWN_COLUMNS) <= set(table.columns)
     red = table["before_flaky"] + table["before_fail"]
     with_red = table[red > 0]
@@ -164,8 +165,8 @@ def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
         ]
         upsert(session, Job, jobs)
     add_event(engine, REPO, start + timedelta(days=31), "new NPU image", None, "image")
-    filters = Filters(REPO, *loaders.day_span(url, REPO), (), "default")
-    found = loaders.changepoints(url, filters)
+    filters = Filters(REPO, *shared.day_span(url, REPO), (), "default")
+    found = migrations.changepoints(url, filters)
     assert list(found["lineage"]) == ["e2e_ascend"]
     step = found.iloc[0]
     assert step["date"] == pd.Timestamp("2024-01-31", tz="UTC")

@@ -12,12 +12,9 @@ from click.testing import CliRunner
 
 import fakehub
 from ciflake.cli import cli
-from ciflake.config import load_config
-from collector.doctor import (
-    token_kind,
-    url_check,
-    wall_seconds,
-)
+from collector.doctor_checks import token_kind, url_check
+from collector.doctor_estimate import wall_seconds
+from store.settings import load_config
 from tests.hubtools import collect
 
 SCALE = 0.05

@@ -9,10 +9,10 @@ import pytest
 
 import fakehub
 from analytics.before_after import category_shift
-from analytics.setup import event_table
-from ciflake.config import load_config
-from ciflake.export import logical_run_frame
-from store.queries import RunFilter
+from analytics.config_tables import event_table
+from analytics.frames import logical_run_frame
+from store.runfilter import RunFilter
+from store.settings import load_config
 from tests.evidence_truth import score
 from tests.hubtools import collect, migrated
 

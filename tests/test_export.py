@@ -17,17 +17,10 @@ from analytics.spreadsheet import csv_bytes, for_spreadsheets
 from ciflake.cli import cli
 from ciflake.export import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS
 from store.engine import make_engine
+from store.frame_queries import load_attempts, load_failures, load_jobs, load_runs
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
-from store.queries import (
-    RunFilter,
-    daily_failure_counts,
-    daily_job_presence,
-    daily_run_counts,
-    load_attempts,
-    load_failures,
-    load_jobs,
-    load_runs,
-)
+from store.page_queries import daily_failure_counts, daily_job_presence, daily_run_counts
+from store.runfilter import RunFilter
 from store.upsert import upsert
 
 REPO = "verl-project/verl"
@@ -141,7 +134,7 @@ def test_queries_load_and_filter_in_sql(filled):
     assert load_runs(filled, where)["run_id"].tolist() == [8, 9, 10, 11, 12]
     assert set(load_attempts(filled, where)["run_id"]) == {8, 9, 10, 11, 12}
     jobs = load_jobs(filled, where)
-    assert jobs["labels"].iloc[0] == ["L20x8"] and len(jobs) == 6
+    assert jobs["labels"].iloc[0] == ("L20x8",) and len(jobs) == 6
     failures = load_failures(filled, where)
     assert failures["category"].tolist() == ["network", "timeout"]
     assert failures["env"].iloc[0] == {"torch": "2.9"}

@@ -17,6 +17,7 @@ from ciflake.export import (
     BEFORE_AFTER_COLUMNS,
     FAILURES_COLUMNS,
     FLAKY_COLUMNS,
+    HEALTH_EXPORT_COLUMNS,
     JOBS_COLUMNS,
     RUNS_COLUMNS,
     SIGNATURES_COLUMNS,
@@ -24,7 +25,7 @@ from ciflake.export import (
 )
 from store.engine import make_engine
 from store.models import Failure, Job, WorkflowRun
-from store.queries import conclusion
+from store.runfilter import conclusion
 from tests.collected import collected_copy
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -35,6 +36,7 @@ COLUMNS = {
     "signatures": SIGNATURES_COLUMNS,
     "flaky": FLAKY_COLUMNS,
     "before-after": BEFORE_AFTER_COLUMNS,
+    "health": HEALTH_EXPORT_COLUMNS,
 }
 FORMULA = '=HYPERLINK("http://example.invalid","click")'
 NEW = ".github/workflows/e2e_v1_separate_async.yml"
@@ -171,3 +173,25 @@ def test_filters(db, runner, tmp_path):
     assert all("2026-09-01" <= r["created_at"] < "2026-10-01" for r in runs)
     jobs = _export(runner, db, tmp_path, "jobs", *window)
     assert {j["run_id"] for j in jobs} == {r["run_id"] for r in runs}
+
+
+def test_health_counts_the_reruns_and_jobs_of_the_scope(db, runner, tmp_path):
+    health = pd.DataFrame(_export(runner, db, tmp_path, "health"))
+    assert set(health["scope"]) == {"default"} and health["workflow_path"].is_unique
+    with Session(make_engine(db)) as session:
+        default = (
+            select(WorkflowRun.workflow_path, Job.run_attempt)
+            .join(Job, Job.run_id == WorkflowRun.id)
+            .where(
+                WorkflowRun.head_branch == "main",
+                WorkflowRun.event.in_(["push", "schedule", "workflow_dispatch"]),
+                Job.started_at.is_not(None),
+            )
+        )
+        rows = pd.DataFrame(session.execute(default).all(), columns=["workflow_path", "attempt"])
+    ran = rows.groupby("workflow_path").size()
+    reruns = rows[rows["attempt"] > 1].groupby("workflow_path").size()
+    got = health.set_index("workflow_path")
+    assert got["jobs"].astype(int).to_dict() == ran.to_dict()
+    assert (got["rerun_jobs"].astype(int) == reruns.reindex(got.index, fill_value=0)).all()
+    assert reruns.sum() > 0 and (got["accelerator_hours"].astype(float) >= 0).all()

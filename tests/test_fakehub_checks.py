@@ -12,7 +12,8 @@ import requests
 import fakehub
 from fakehub.annotations import NO_RUNNER
 from fakehub.api import RETENTION
-from fakehub.history import History, Job
+from fakehub.history import History
+from fakehub.records import Job
 from tests.hubtools import served_jobs, served_runs
 
 TOKEN = "checks-token"

@@ -17,8 +17,9 @@ import pytest
 
 import fakehub
 from fakehub.annotations import Note
-from fakehub.history import DEFAULT_END, History, Job
+from fakehub.history import DEFAULT_END, History
 from fakehub.payloads import Shapes
+from fakehub.records import Job
 
 SUBSET = json.loads((Path(fakehub.__file__).parent / "openapi" / "github_subset.json").read_text())
 EXIT = Note(level="failure", message="Process completed with exit code 1.")

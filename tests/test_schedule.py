@@ -16,8 +16,8 @@ import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 
 import fakehub
-from ciflake.config import load_config
 from collector.schedule import MISFIRE_GRACE_S, Triggers, build_scheduler, config_triggers
+from store.settings import load_config
 from tests.hubtools import TEST_SCALE, collect, migrated, snapshot
 
 

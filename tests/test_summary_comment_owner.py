@@ -17,22 +17,15 @@ import requests
 
 import fakehub
 from ciflake.cli import cli
-from ciflake.config import load_config
-from ciflake.events import all_events
 from collector.client import GitHubClient
 from collector.markdown import code_block, md_text
-from collector.summary import (
-    ACTIONS_BOT,
-    BODY_LIMIT,
-    MARKER,
-    github_length,
-    load_summary,
-    render_summary,
-    token_login,
-    upsert_comment,
-)
+from collector.summary import load_summary
+from collector.summary_post import ACTIONS_BOT, token_login, upsert_comment
+from collector.summary_render import BODY_LIMIT, MARKER, github_length, render_summary
 from fakehub.payloads import BOT_LOGIN
 from store.engine import make_engine
+from store.events import all_events
+from store.settings import load_config
 from tests.collected import collected_copy
 from tests.hubtools import TEST_SCALE
 from tests.markdown_fences import split_fences

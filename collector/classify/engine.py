@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
-from collector.classify.logscan import Hit, LogScan, log_scanner
+from collector.classify.log_stream import Hit, LogScan, log_scanner
 from collector.classify.rootcause import Evidence, Step, decide
 from collector.classify.rules import Rule, RuleSet, load_rules
 from collector.classify.signature import normalise, signature

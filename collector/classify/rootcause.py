@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collector.classify.logscan import Hit
+from collector.classify.log_stream import Hit
 from collector.classify.rules import Rule, RuleSet
 
 # A traceback frame: Python's own form (its quotes JSON-escaped or not), and pytest's

@@ -3,20 +3,20 @@
 import streamlit as st
 
 from analytics.spreadsheet import csv_bytes
-from dashboard import loaders
 from dashboard.context import current_view
+from dashboard.loaders import failures, flaky_jobs, migrations, runners, shared
 
 view = current_view()
 url, filters = view.db_url, view.filters
 TABLES = {
-    "runs": lambda: loaders.runs(url, filters),
-    "before-after": lambda: loaders.before_after_known(url, filters),
-    "signatures": lambda: loaders.signatures(url, filters),
-    "flaky-jobs": lambda: loaders.flaky_jobs(url, filters),
-    "verdicts": lambda: loaders.job_verdicts(url, filters),
-    "runner-pools": lambda: loaders.runner_rates(url, filters, "runner_pool"),
-    "coverage-lost": lambda: loaders.coverage_lost(url, filters),
-    "changepoints": lambda: loaders.changepoints(url, filters),
+    "runs": lambda: shared.runs(url, filters),
+    "before-after": lambda: migrations.before_after_known(url, filters),
+    "signatures": lambda: failures.signatures(url, filters),
+    "flaky-jobs": lambda: flaky_jobs.flaky_jobs(url, filters),
+    "verdicts": lambda: flaky_jobs.job_verdicts(url, filters),
+    "runner-pools": lambda: runners.runner_rates(url, filters, "runner_pool"),
+    "coverage-lost": lambda: migrations.coverage_lost(url, filters),
+    "changepoints": lambda: migrations.changepoints(url, filters),
 }
 
 st.title("Export")

@@ -4,9 +4,11 @@ drill-down into one failure's log."""
 import streamlit as st
 
 from analytics.evidence import PHRASES, describe, unknown_reason
-from dashboard import charts, loaders
+from analytics.newness import NEW_DAYS
+from dashboard import charts
 from dashboard.context import current_view
-from dashboard.derive import NEW_DAYS, unknown_by_stage
+from dashboard.loaders import failures, shared
+from dashboard.shaping import unknown_by_stage
 
 view = current_view()
 
@@ -18,9 +20,9 @@ freq = st.segmented_control(
     format_func={"D": "daily", "W": "weekly"}.get,
     key="fail_freq",
 )
-counts = loaders.failure_periods(view.db_url, view.filters, freq or "W")
-st.plotly_chart(charts.categories_over_time(counts, loaders.events(view.db_url)))
-bases = loaders.failure_bases(view.db_url, view.filters)
+counts = failures.failure_periods(view.db_url, view.filters, freq or "W")
+st.plotly_chart(charts.categories_over_time(counts, shared.events(view.db_url)))
+bases = failures.failure_bases(view.db_url, view.filters)
 st.caption(f"How much of this is known: {describe(bases['basis'])}")
 by_stage = unknown_by_stage(bases)
 if len(by_stage):
@@ -28,8 +30,11 @@ if len(by_stage):
     st.dataframe(by_stage, hide_index=True)
 
 st.subheader("Signatures")
-signatures = loaders.signatures(view.db_url, view.filters)
-st.caption(f"NEW: first seen within {NEW_DAYS} days of the end of the range.")
+signatures = failures.signatures(view.db_url, view.filters)
+st.caption(
+    f"NEW: first seen (in the whole history) within the {NEW_DAYS} days that end with the "
+    "range (docs/vocabulary.md)."
+)
 st.dataframe(
     signatures[
         [
@@ -67,7 +72,7 @@ signature = st.selectbox(
     ),
     key="drill_signature",
 )
-occurrences = loaders.signature_failures(view.db_url, view.filters, signature)
+occurrences = failures.signature_failures(view.db_url, view.filters, signature)
 choice = st.selectbox(
     "Failure",
     occurrences.index,
@@ -84,7 +89,7 @@ has_basis = isinstance(failure["basis"], str)
 reason = unknown_reason(failure["stage"], failure["basis"]) if has_basis else ""
 if reason:
     st.warning(reason)
-excerpt = loaders.log_excerpt(view.db_url, int(failure["job_id"]), failure["line_number"])
+excerpt = failures.log_excerpt(view.db_url, int(failure["job_id"]), failure["line_number"])
 if excerpt is not None:
     first, text = excerpt
     st.caption(f"Archived log from line {first}; the matched line is {failure['line_number']}.")

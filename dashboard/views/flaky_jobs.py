@@ -1,15 +1,18 @@
 """Flaky jobs: logical jobs ranked by the Wilson lower bound of their flake rate, with the
-verdict of every failure and the evidence that decided it."""
+verdict of every failure and the evidence that decided it, then per workflow the time to
+repair, the retry tax (accelerator-hours spent on reruns) and job duration and queue
+percentiles."""
 
 import streamlit as st
 
-from dashboard import charts, loaders
+from dashboard import charts
 from dashboard.context import current_view
+from dashboard.loaders import flaky_jobs
 
 view = current_view()
 
 st.title("Flaky jobs")
-ranked = loaders.flaky_jobs(view.db_url, view.filters)
+ranked = flaky_jobs.flaky_jobs(view.db_url, view.filters)
 st.caption(
     "Flake rate = passed on a rerun / (passed first time + passed on a rerun); ranked by the "
     "lower bound of its 95% Wilson interval, jobs with fewer than the minimum runs last."
@@ -39,7 +42,7 @@ st.dataframe(
 )
 
 st.subheader("Verdicts and evidence")
-verdicts = loaders.job_verdicts(view.db_url, view.filters)
+verdicts = flaky_jobs.job_verdicts(view.db_url, view.filters)
 job = st.selectbox("Logical job", ranked["logical_job"], key="verdict_job")
 mine = verdicts[verdicts["logical_job"] == job].sort_values("created_at", ascending=False)
 st.dataframe(
@@ -50,4 +53,35 @@ st.dataframe(
     mine[["created_at", "verdict", "evidence", "category", "runner_name", "html_url"]],
     hide_index=True,
     column_config={"html_url": st.column_config.LinkColumn("run", display_text="open")},
+)
+
+st.subheader("Time to repair and the cost of reruns")
+st.caption(
+    "Per workflow in the range. Time to repair: from the first hard red run of a streak to the "
+    "next green one on the same branch (median and mean, hours; still red: streaks not repaired "
+    "yet). Retry tax: accelerator-hours spent on rerun attempts (minutes x the runner's GPUs or "
+    "NPUs). Duration and queue: p50 and p95 of every job, minutes. Definitions: "
+    "docs/vocabulary.md."
+)
+health = flaky_jobs.repair_and_cost(view.db_url, view.filters)
+st.dataframe(
+    health.assign(workflow=health["workflow_path"].str.rsplit("/", n=1).str[-1]).drop(
+        columns="workflow_path"
+    ),
+    hide_index=True,
+    column_order=["workflow", *health.columns.drop("workflow_path")],
+    column_config={
+        "median_repair_hours": st.column_config.NumberColumn(
+            "time to repair, median (h)", format="%.1f"
+        ),
+        "mttr_hours": st.column_config.NumberColumn("MTTR, mean (h)", format="%.1f"),
+        "repaired": st.column_config.NumberColumn("repaired"),
+        "open": st.column_config.NumberColumn("still red"),
+        "rerun_jobs": st.column_config.NumberColumn("rerun jobs"),
+        "accelerator_hours": st.column_config.NumberColumn("retry tax (acc-h)", format="%.1f"),
+        "duration_p50_min": st.column_config.NumberColumn("duration p50 (min)", format="%.0f"),
+        "duration_p95_min": st.column_config.NumberColumn("duration p95 (min)", format="%.0f"),
+        "queue_p50_min": st.column_config.NumberColumn("queue p50 (min)", format="%.0f"),
+        "queue_p95_min": st.column_config.NumberColumn("queue p95 (min)", format="%.0f"),
+    },
 )

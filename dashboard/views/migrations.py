@@ -5,10 +5,12 @@ how much of it is known."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, loaders
+from dashboard import charts
 from dashboard.context import current_view
+from dashboard.loaders import migrations
 
 view = current_view()
+SIGNIFICANT = 0.05  # an event whose before/after p-value is below this opens by itself
 
 
 def interval(table: pd.DataFrame, side: str) -> pd.Series:
@@ -29,11 +31,11 @@ st.caption(
     "Windows around each event are fixed by the event (the date range does not apply here); "
     "success = passed on the first attempt; p: two-sided Fisher exact test, before vs after."
 )
-table = loaders.before_after(view.db_url, view.filters)
-shift = loaders.category_shift(view.db_url, view.filters)
-known = loaders.basis_mix(view.db_url, view.filters)
-strips = loaders.successor_first_runs(view.db_url, view.filters)
-lost = loaders.coverage_lost(view.db_url, view.filters)
+table = migrations.before_after(view.db_url, view.filters)
+shift = migrations.category_shift(view.db_url, view.filters)
+known = migrations.basis_mix(view.db_url, view.filters)
+strips = migrations.successor_first_runs(view.db_url, view.filters)
+lost = migrations.coverage_lost(view.db_url, view.filters)
 events = table.drop_duplicates("event_date").sort_values("event_date", ascending=False)
 for event in events.itertuples():
     rows = table[table["event_date"] == event.event_date]
@@ -41,7 +43,7 @@ for event in events.itertuples():
     label = f"#{event.event_pr} " if pd.notna(event.event_pr) else ""
     with st.expander(
         f"{event.event_date:%Y-%m-%d} {label}{event.event_title} ({event.event_kind})",
-        expanded=event.event_kind == "migration" or event.event_pr == 6568,
+        expanded=event.event_kind == "migration" or bool((rows["p_value"] < SIGNIFICANT).any()),
     ):
         for row in known[known["event_title"] == event.event_title].head(1).to_dict("records"):
             st.caption(f"Failure causes before: {row['before_basis']}")
@@ -62,6 +64,10 @@ for event in events.itertuples():
         strip = strips[strips["event_title"] == event.event_title]
         if len(strip):
             st.markdown("**First runs of the workflows it created**")
+            st.caption(
+                "Workflows first run from a day before the event to the window after it; "
+                "their first counted runs in order (docs/vocabulary.md)."
+            )
             st.plotly_chart(charts.first_runs_strip(strip), key=f"strip-{event.Index}")
         gone = lost[lost["event_title"] == event.event_title]
         st.markdown("**Coverage lost**")

@@ -4,8 +4,10 @@ changepoints found in it, the job x day grid."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, loaders
+from dashboard import charts
 from dashboard.context import current_view
+from dashboard.loaders import migrations, overview, shared
+from dashboard.shaping import RECENT_RUNS
 
 view = current_view()
 STATUS_COLOURS = {
@@ -17,10 +19,16 @@ STATUS_COLOURS = {
 }
 
 st.title("Overview")
-tiles = loaders.tiles(view.db_url, view.filters)
+tiles = overview.tiles(view.db_url, view.filters)
 if tiles.empty:
     st.warning("No runs match the filters.")
     st.stop()
+st.caption(
+    "STALE: silent for longer than the stale factor times its usual gap between runs, before "
+    "the newest stored run (at least 3 gaps first); FAILING: its two latest counted runs "
+    f"failed; PASSING: its last {RECENT_RUNS} counted runs passed on the first attempt. "
+    "Definitions: docs/vocabulary.md."
+)
 for level, heading in (("lineage", "Lineages"), ("workflow", "Workflows")):
     st.subheader(heading)
     rows = tiles[tiles["level"] == level]
@@ -35,8 +43,8 @@ st.subheader("Stability timeline")
 freq = st.segmented_control(
     "Period", ["D", "W"], default="W", format_func={"D": "daily", "W": "weekly"}.get
 )
-timeline = loaders.timeline(view.db_url, view.filters, freq or "W")
-st.plotly_chart(charts.stability_timeline(timeline, loaders.events(view.db_url)))
+timeline = overview.timeline(view.db_url, view.filters, freq or "W")
+st.plotly_chart(charts.stability_timeline(timeline, shared.events(view.db_url)))
 st.caption(
     "Band: 95% Wilson interval. Dotted lines: change events (hover the label for the title)."
 )
@@ -50,7 +58,7 @@ st.caption(
     "day where the step fits the data about as well (within 1.92 of log-likelihood): wide, the "
     "data alone do not date it. A shift far from any event is a change nobody announced."
 )
-found = loaders.changepoints(view.db_url, view.filters)
+found = migrations.changepoints(view.db_url, view.filters)
 if found.empty:
     st.caption("No shift in the range that the data can date.")
 else:
@@ -83,7 +91,7 @@ st.subheader("Job x day")
 workflows = tiles.loc[tiles["level"] == "workflow"].sort_values("last_run", ascending=False)
 workflow = st.selectbox("Workflow", workflows["name"], key="grid_workflow")
 days = st.slider("Days", 7, 90, 28, key="grid_days")
-cells = loaders.heatmap(view.db_url, view.filters, workflow, days)
+cells = overview.heatmap(view.db_url, view.filters, workflow, days)
 if cells.empty:
     st.info("No counted runs of this workflow in the range.")
 else:

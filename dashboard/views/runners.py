@@ -3,8 +3,9 @@ and the environment versions (CANN, driver, torch...) found in failed logs."""
 
 import streamlit as st
 
-from dashboard import charts, loaders
+from dashboard import charts
 from dashboard.context import current_view
+from dashboard.loaders import runners
 
 view = current_view()
 COLUMNS = [
@@ -25,14 +26,18 @@ PERCENT = {
 st.title("Runners and environments")
 st.caption(
     "Fail rate = logical jobs whose latest attempt failed / counted logical jobs. Works "
-    "elsewhere: share of those failures whose job passed on another pool or runner."
+    "elsewhere: share of those failures whose job went green (first attempt or rerun) on "
+    "another pool or runner the same week (docs/vocabulary.md)."
 )
 for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners")):
     st.subheader(heading)
-    table = loaders.runner_rates(view.db_url, view.filters, by)
+    table = runners.runner_rates(view.db_url, view.filters, by)
     st.plotly_chart(charts.rate_bars(table, by, "fail_rate"), key=f"bars-{by}")
     st.dataframe(table[[by, *COLUMNS]], hide_index=True, column_config=PERCENT)
 
 st.subheader("Environment versions in failed logs")
-st.caption("Versions are read from failed jobs' logs only, so these are failure counts, not rates.")
-st.dataframe(loaders.environment_failures(view.db_url, view.filters), hide_index=True)
+st.caption(
+    "Hard-failed logical jobs per version printed in their logs: read from failed jobs' logs "
+    "only, so these are failure counts, not rates; works elsewhere by runner."
+)
+st.dataframe(runners.environment_failures(view.db_url, view.filters), hide_index=True)

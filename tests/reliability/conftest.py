@@ -6,14 +6,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from collector import command
+from collector import once
 from tests.reliability.harness import fast_client, record
 
 
 @pytest.fixture
 def fast_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ciflake collect`` as shipped, but with the fast client's short waits."""
-    monkeypatch.setattr(command, "make_client", fast_client)
+    monkeypatch.setattr(once, "make_client", fast_client)
 
 
 @pytest.hookimpl(hookwrapper=True)

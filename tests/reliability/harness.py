@@ -17,10 +17,11 @@ from click.testing import Result
 from sqlalchemy import Engine
 
 import fakehub
-from ciflake.config import Config
 from collector.client import GitHubClient
 from collector.progress import CollectProgress
-from collector.sync import CollectOptions, CollectReport, collect
+from collector.sync import collect
+from collector.sync_report import CollectOptions, CollectReport
+from store.settings import Config
 from tests.hubtools import SINCE, hub_config, migrated, snapshot
 
 FULL = os.environ.get("CIFLAKE_RELIABILITY") == "full"

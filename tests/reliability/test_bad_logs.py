@@ -17,8 +17,9 @@ from sqlalchemy.orm import Session
 import fakehub
 from ciflake.cli import cli
 from collector.jobs import attempt_rows, failed_jobs, save_jobs
-from collector.logs import LogResult, decompress, save_logs_and_failures
+from collector.logs import LogResult, save_logs_and_failures
 from collector.runs import save_runs
+from store.compression import decompress
 from store.models import Failure, JobLog, Workflow
 from store.upsert import upsert
 from tests.hubtools import TEST_SCALE, migrated

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
-from store import queries
+from store import frame_queries, page_queries
 from store.engine import make_engine
 from store.models import WorkflowRun
 from tests.hubtools import migrated
@@ -20,10 +20,10 @@ from tests.reliability.harness import SIZE, canary_hub, fast_collect, record
 
 SUITE = "concurrency"
 LOADERS = (
-    queries.load_jobs,
-    queries.load_failures,
-    queries.daily_run_counts,
-    queries.signature_summary,
+    frame_queries.load_jobs,
+    frame_queries.load_failures,
+    page_queries.daily_run_counts,
+    page_queries.signature_summary,
 )
 
 
@@ -49,7 +49,7 @@ def _read_loop(url: str, committed: Committed, stop: threading.Event, errors: li
     while not stop.is_set():
         floor = committed.runs
         try:
-            seen = len(queries.load_runs(reader))
+            seen = len(frame_queries.load_runs(reader))
             for loader in LOADERS:
                 loader(reader)
         except Exception as exc:  # every failure is a finding: "database is locked" above all

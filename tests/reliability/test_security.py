@@ -110,7 +110,7 @@ def test_dashboard_engine_is_read_only(engine, db_url):
     with pytest.raises(Exception, match="(?i)read-?only"), reader.begin() as conn:
         conn.execute(text("DELETE FROM workflows"))
     reader.dispose()
-    source = (Path(dashboard.__file__).parent / "loaders.py").read_text()
+    source = (Path(dashboard.__file__).parent / "loaders" / "shared.py").read_text()
     assert "make_engine(db_url, read_only=True)" in source
 
 

@@ -136,6 +136,10 @@ _LISTS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "reason": str,
     },
 }
+# The settings that may be unset (no default in verl_defaults.toml): every other key of _TABLES
+# has its one default there (tests/test_config.py holds that).
+OPTIONAL_SETTINGS = frozenset({("github", "token_file")})
+
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "workflows": ("path", "lineage"),
     "lineages": ("name",),
@@ -303,7 +307,7 @@ def load_config(
     """The effective configuration. ``path`` (or ``CIFLAKE_CONFIG``, or ``./ciflake.toml`` when
     it exists) is read over the built-in verl defaults; flags given here win over both."""
     env = dict(os.environ) if env is None else env
-    defaults_text = resources.files("ciflake").joinpath(DEFAULTS_NAME).read_text("utf-8")
+    defaults_text = resources.files("store").joinpath(DEFAULTS_NAME).read_text("utf-8")
     data = _read_toml(defaults_text, "built-in defaults")
     source = "built-in verl defaults"
     config_path = path or env.get("CIFLAKE_CONFIG")
@@ -322,24 +326,26 @@ def load_config(
         source = str(file)
     _check_keys(data, source)
 
-    github, database = data.get("github", {}), data.get("database", {})
-    collect, summary = data.get("collect", {}), data.get("summary", {})
-    analytics, dashboard = data.get("analytics", {}), data.get("dashboard", {})
+    # Every setting has its default in verl_defaults.toml, and tables merge key by key, so
+    # each key below is there; only [github] token_file may be unset.
+    github, database = data["github"], data["database"]
+    collect, summary = data["collect"], data["summary"]
+    analytics, dashboard = data["analytics"], data["dashboard"]
 
-    repo = repo or github.get("repo", "")
+    repo = repo or github["repo"]
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
         raise ConfigError(f"{source}: [github] repo must be OWNER/NAME, got {repo!r}")
-    database_url = db_url or env.get("CIFLAKE_DB_URL") or database.get("url", "")
+    database_url = db_url or env.get("CIFLAKE_DB_URL") or database["url"]
     try:
         parse_url(database_url)
     except DatabaseURLError as exc:
         raise ConfigError(f"database URL: {exc}") from None
-    strip = analytics.get("job_name_strip", "")
+    strip = analytics["job_name_strip"]
     try:
         re.compile(strip)
     except re.error as exc:
         raise ConfigError(f"{source}: [analytics] job_name_strip is not a regex: {exc}") from None
-    nightly = summary.get("nightly_at", "02:30")
+    nightly = summary["nightly_at"]
     if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", nightly):
         raise ConfigError(f"{source}: [summary] nightly_at must be HH:MM, got {nightly!r}")
     token, token_source = _read_token(env, github.get("token_file"), source)
@@ -350,27 +356,27 @@ def load_config(
         for e in data.get("lineages", [])
     )
     positive = {
-        "[collect] interval_minutes": collect.get("interval_minutes", 60),
-        "[collect] log_workers": collect.get("log_workers", 4),
-        "[collect] window_days": collect.get("window_days", 7),
-        "[analytics] window_days": analytics.get("window_days", 14),
-        "[analytics] first_runs": analytics.get("first_runs", 10),
+        "[collect] interval_minutes": collect["interval_minutes"],
+        "[collect] log_workers": collect["log_workers"],
+        "[collect] window_days": collect["window_days"],
+        "[analytics] window_days": analytics["window_days"],
+        "[analytics] first_runs": analytics["first_runs"],
     }
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{source}: {key} must be positive, got {value}")
     spans = {
         **positive,
-        "[collect] trailing_days": collect.get("trailing_days", 14),
-        "[collect] reserve": collect.get("reserve", 0),
-        "[collect] since_days_before_first_event": collect.get("since_days_before_first_event", 30),
+        "[collect] trailing_days": collect["trailing_days"],
+        "[collect] reserve": collect["reserve"],
+        "[collect] since_days_before_first_event": collect["since_days_before_first_event"],
     }
     for key, value in spans.items():  # beyond this, date arithmetic and sleeps overflow
         if not 0 <= value <= MAX_COUNT:
             raise ConfigError(f"{source}: {key} must be between 0 and {MAX_COUNT}, got {value}")
     return Config(
         repo=repo,
-        api_url=(api_url or env.get("CIFLAKE_API_URL") or github.get("api_url", "")).rstrip("/"),
+        api_url=(api_url or env.get("CIFLAKE_API_URL") or github["api_url"]).rstrip("/"),
         database_url=database_url,
         token=token,
         token_source=token_source,
@@ -381,15 +387,15 @@ def load_config(
         collect_window_days=positive["[collect] window_days"],
         collect_reserve=spans["[collect] reserve"],
         summary_nightly_at=nightly,
-        summary_pr=summary.get("pr"),
+        summary_pr=summary["pr"],
         window_days=positive["[analytics] window_days"],
         first_runs=positive["[analytics] first_runs"],
-        min_runs=analytics.get("min_runs", 5),
-        default_branch=analytics.get("default_branch", "main"),
+        min_runs=analytics["min_runs"],
+        default_branch=analytics["default_branch"],
         job_name_strip=strip,
-        stale_factor=float(analytics.get("stale_factor", 3.0)),
-        dashboard_host=dashboard.get("host", "127.0.0.1"),
-        dashboard_port=dashboard.get("port", 8501),
+        stale_factor=float(analytics["stale_factor"]),
+        dashboard_host=dashboard["host"],
+        dashboard_port=dashboard["port"],
         workflows=workflows,
         lineages=lineages,
         events=_events(data.get("events", []), source),

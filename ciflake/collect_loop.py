@@ -1,4 +1,4 @@
-"""What ``ciflake collect`` does around a collect: the client, the loop, the report line."""
+"""``ciflake collect``'s loop: collect, print the report line, sleep the interval, again."""
 
 from __future__ import annotations
 
@@ -8,28 +8,10 @@ from datetime import datetime
 import click
 from sqlalchemy import Engine
 
-from ciflake.config import Config, ConfigError
-from collector.client import CollectError, GitHubClient
-from collector.progress import CollectProgress
-from collector.sync import CollectOptions, CollectReport, collect
-
-
-def make_client(
-    config: Config, progress: CollectProgress, max_requests: int | None = None
-) -> GitHubClient:
-    return GitHubClient(
-        config.api_url,
-        config.token,
-        on_wait=progress.note,
-        max_requests=max_requests,
-        reserve=config.collect_reserve,
-    )
-
-
-def collect_once(config: Config, engine: Engine, options: CollectOptions) -> CollectReport:
-    progress = CollectProgress(enabled=not options.quiet)
-    client = make_client(config, progress, options.max_requests)
-    return collect(config, engine, client, options, progress)
+from collector.client import CollectError
+from collector.once import collect_once
+from collector.sync_report import CollectOptions
+from store.settings import Config, ConfigError
 
 
 def run_collect(

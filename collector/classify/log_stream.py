@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import BinaryIO
 
+from collector.classify.pattern_matcher import Match, Scanner
 from collector.classify.preprocess import clean_line, text_starts
 from collector.classify.rules import Rule, RuleSet
-from collector.classify.scanner import Match, Scanner
 
 CHUNK_BYTES = 4 << 20
 MAX_CARRY = 8 << 20

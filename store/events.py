@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from ciflake.config import Config
 from store.models import ChangeEvent
+from store.settings import Config
 from store.upsert import upsert
 
 

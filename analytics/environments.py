@@ -1,0 +1,68 @@
+"""Failures by environment: the versions (CANN, driver, torch...) found in failed jobs' logs,
+and how many hard failures each one was under. The one definition, shared by the dashboard's
+Runners page and anything else that tabulates them (docs/vocabulary.md). The fingerprint comes
+from failed jobs' logs only, so these are failure counts, never rates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from analytics.elsewhere import failed_elsewhere
+
+COLUMNS = [
+    "fact",
+    "version",
+    "failures",
+    "logical_jobs",
+    "runners",
+    "categories",
+    "first_seen",
+    "last_seen",
+    "works_elsewhere_share",
+]
+
+
+def _facts(env: Any) -> list[tuple[str, str]]:
+    return list((env or {}).items())
+
+
+def environment_failures(failures: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """Hard-failed logical jobs (one per logical job of a run: its last red shard's failure)
+    per environment fact and version found in that failure's log (``env``), with the logical
+    jobs and runners they hit, their categories, first and last seen, and
+    works_elsewhere_share (analytics.elsewhere, by runner_name).
+
+    ``failures``: rows with job_id, category, env; ``jobs``: logical jobs. Columns: COLUMNS,
+    by fact, most failures first."""
+    facts = failures[["job_id", "category"]].assign(env=failures["env"].map(_facts))
+    facts = facts.explode("env").dropna(subset=["env"])
+    failed = failed_elsewhere(jobs, "runner_name")
+    failed = failed[failed["red_job_id"].notna()]
+    if facts.empty or failed.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    facts[["fact", "version"]] = pd.DataFrame(facts.pop("env").tolist(), index=facts.index)
+    facts = facts.drop_duplicates(["job_id", "fact"])
+    located = failed[["red_job_id", "logical_job", "runner_name", "created_at", "works_elsewhere"]]
+    merged = facts.merge(
+        located.astype({"red_job_id": "int64"}), left_on="job_id", right_on="red_job_id"
+    )
+    if merged.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    grouped = merged.groupby(["fact", "version"])
+    table = grouped.agg(
+        failures=("job_id", "size"),
+        logical_jobs=("logical_job", "nunique"),
+        runners=("runner_name", "nunique"),
+        first_seen=("created_at", "min"),
+        last_seen=("created_at", "max"),
+        works_elsewhere_share=("works_elsewhere", "mean"),
+    )
+    table["categories"] = grouped["category"].agg(
+        lambda c: ", ".join(f"{k} {v}" for k, v in c.value_counts().items())
+    )
+    table = table.reset_index().sort_values(
+        ["fact", "failures", "version"], ascending=[True, False, True]
+    )
+    return table[COLUMNS].reset_index(drop=True)

@@ -1,0 +1,65 @@
+"""A successor's first runs: how the workflows a change event created started out. The one
+definition, shared by the dashboard's Migrations page and the nightly summary's strips
+(docs/vocabulary.md)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pandas as pd
+
+BORN_BEFORE = pd.Timedelta(days=1)  # a workflow first run up to a day before its event is its own
+COLUMNS = [
+    "event_pr",
+    "event_title",
+    "workflow_path",
+    "order",
+    "logical_outcome",
+    "failure_category",
+    "created_at",
+    "html_url",
+]
+
+
+def successor_first_runs(
+    runs: pd.DataFrame,
+    events: pd.DataFrame,
+    first_runs: int,
+    window_days: int,
+    born: pd.Series | None = None,
+) -> pd.DataFrame:
+    """Per event (analytics.config_tables.event_table rows), the first ``first_runs`` counted
+    (not excluded) logical runs of each workflow whose first run in ``runs`` falls from a day
+    before the event to ``window_days`` after it: the workflows the event created. A workflow
+    that already ran before is not a successor, however its lineage changed. ``born``:
+    workflow_path -> its first run in scope ever, for a frame that does not start with every
+    workflow's first run (default: the first run in ``runs``).
+
+    Columns: COLUMNS (``order`` counts from 1)."""
+    if born is None:
+        born = runs.groupby("workflow_path")["created_at"].min()
+    counted = runs[runs["logical_outcome"] != "excluded"]
+    counted = counted.sort_values(["created_at", "run_id"], kind="stable")
+    strips = []
+    for event in events.itertuples():
+        event_date = cast(pd.Timestamp, event.event_date)  # a row's fields are typed any scalar
+        start = event_date - BORN_BEFORE
+        end = event_date + pd.Timedelta(days=window_days)
+        new = born[(born >= start) & (born < end)]
+        if new.empty:
+            continue
+        first = (
+            counted[counted["workflow_path"].isin(new.index)]
+            .groupby("workflow_path")
+            .head(first_runs)
+        )
+        strips.append(
+            first.assign(
+                event_pr=event.event_pr,  # type: ignore[arg-type]  # Int64: an int or pd.NA
+                event_title=cast(str, event.event_title),
+                order=first.groupby("workflow_path").cumcount() + 1,
+            )
+        )
+    if not strips:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(strips, ignore_index=True)[COLUMNS]

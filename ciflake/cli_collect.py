@@ -1,0 +1,133 @@
+"""``ciflake collect``, ``reclassify`` and ``doctor``: the commands that gather and classify.
+
+``collect`` and ``doctor`` talk to GitHub and share the ``--repo`` and ``--api-url`` options;
+``reclassify`` re-runs the rules over what a collect archived. Registered on the ``ciflake``
+group through ``ciflake.cli.LAZY_COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from ciflake.cli import State
+
+
+def _service_options(command: Any) -> Any:
+    """--repo and --api-url, for the commands that talk to GitHub."""
+    command = click.option(
+        "--api-url",
+        metavar="URL",
+        help="GitHub API URL (default: $CIFLAKE_API_URL, else https://api.github.com; GitHub "
+        "Enterprise Server: https://HOST/api/v3); a fakehub URL works the same.",
+    )(command)
+    return click.option("--repo", metavar="OWNER/NAME", help="Repository (default: the config's).")(
+        command
+    )
+
+
+@click.command()
+@click.option("--once", is_flag=True, help="Collect once and exit (for cron and tests).")
+@click.option(
+    "--since",
+    metavar="DATE",
+    help="First sync (or --full) from DATE (default: 30 days before the earliest "
+    "configured event).",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Ignore watermarks and ETags: list and re-fetch "
+    "every run and its jobs (archived logs are kept).",
+)
+@_service_options
+@click.option("--no-logs", is_flag=True, help="Do not download logs of failed jobs.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar: only the one-line report.")
+@click.option(
+    "--max-requests",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Send at most N requests that count against the rate limit, then stop cleanly with "
+    "everything so far committed; the next collect goes on from there. [collect] reserve "
+    "also keeps that many of the token's budget for others.",
+)
+@click.pass_obj
+def collect(
+    state: State,
+    once: bool,
+    since: str | None,
+    full: bool,
+    repo: str | None,
+    api_url: str | None,
+    no_logs: bool,
+    quiet: bool,
+    max_requests: int | None,
+) -> None:
+    """Fetch new and changed runs, jobs, annotations and failed-job logs, and classify each
+    failure.
+
+    Each failure is classified from the best evidence GitHub still keeps: the log (90 days),
+    else the check-run annotations and the job's steps (400 days), else it stays unknown. A
+    job GitHub calls cancelled that hit its time limit counts red (timeout). Incremental: a
+    second collect with nothing new costs no rate limit (ETags). Without --once it collects
+    again every [collect] interval_minutes until interrupted.
+    """
+    from ciflake.collect_loop import run_collect
+    from store.settings import parse_datetime
+
+    state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
+    options_since = parse_datetime(since, "--since") if since else None
+    run_collect(
+        state.config,
+        state.migrated_engine(),
+        since=options_since,
+        full=full,
+        logs=not no_logs,
+        quiet=quiet,
+        once=once,
+        max_requests=max_requests,
+    )
+
+
+@click.command()
+@click.pass_obj
+def reclassify(state: State) -> None:
+    """Re-run the classification rules over the archived logs and the stored annotations (no
+    download needed)."""
+    from collector.reclassify import reclassify_all
+
+    changed, total, version = reclassify_all(state.migrated_engine())
+    click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
+
+
+@click.command()
+@click.option(
+    "--since",
+    metavar="DATE",
+    help="Estimate the first backfill from DATE (default: as collect, 30 days before the "
+    "earliest configured event).",
+)
+@_service_options
+@click.pass_obj
+def doctor(state: State, since: str | None, repo: str | None, api_url: str | None) -> None:
+    """Check ciflake against GitHub with about 20 requests (the count is printed), and estimate
+    the first backfill.
+
+    One line per check, ok / warn / fail with what to do: the API URL (a GitHub Enterprise
+    Server URL without /api/v3 is the usual mistake), the network (HTTPS_PROXY,
+    REQUESTS_CA_BUNDLE), the token and its kind (1,000/h: a workflow's GITHUB_TOKEN; 5,000/h:
+    a user token), the rate budget left, the repository, each tracked workflow (by path, with
+    its state and runs), one recent failed job's annotations and log, and a log older than the
+    90-day retention (410: expected). Then the requests and hours of the first backfill at
+    the budget found, from the listings' total_count. Exit status 1 when a check fails.
+    """
+    from collector.doctor import run_doctor
+    from collector.sync import default_since
+    from store.settings import parse_datetime
+
+    state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
+    start = parse_datetime(since, "--since") if since else default_since(state.config)
+    sys.exit(run_doctor(state.config, start, click.echo))

@@ -1,0 +1,74 @@
+"""``ciflake dashboard`` and ``ciflake demo``: the commands that serve the Streamlit dashboard.
+
+``demo`` first collects a fakehub history into a demo database. Registered on the ``ciflake``
+group through ``ciflake.cli.LAZY_COMMANDS``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from ciflake.cli import State
+
+
+@click.command()
+@click.option("--host", metavar="H", help="Address to listen on (default: [dashboard] host).")
+@click.option("--port", type=int, metavar="N", help="Port (default: [dashboard] port).")
+@click.pass_obj
+def dashboard(state: State, host: str | None, port: int | None) -> None:
+    """Serve the Streamlit dashboard until interrupted; it only reads the database."""
+    config = state.config
+    _serve_dashboard(
+        config.database_url,
+        host or config.dashboard_host,
+        port or config.dashboard_port,
+        state.config_path,
+    )
+
+
+def _serve_dashboard(db_url: str, host: str, port: int, config_path: str | None) -> None:
+    from dashboard.launch import (
+        DashboardError,
+        serve_until_stopped,
+        start_dashboard,
+        stop_dashboard,
+        wait_until_ready,
+    )
+    from store.settings import ConfigError
+
+    process, url = start_dashboard(db_url=db_url, host=host, port=port, config_path=config_path)
+    try:
+        wait_until_ready(url, process)
+    except DashboardError as exc:
+        stop_dashboard(process)
+        raise ConfigError(str(exc)) from None
+    click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
+    serve_until_stopped(process)
+
+
+@click.command()
+@click.option("--port", type=int, metavar="N", help="Dashboard port (default: [dashboard] port).")
+@click.option("--no-dashboard", is_flag=True, help="Stop after the collect.")
+@click.pass_obj
+def demo(state: State, port: int | None, no_dashboard: bool) -> None:
+    """Start fakehub (a local GitHub replica with a simulated verl history), collect it into
+    a demo database (default sqlite:///ciflake-demo.db, or --db), then serve the dashboard.
+
+    No token and no network needed. Running it again is incremental.
+    """
+    from ciflake.demo import DEMO_DB_URL, DEMO_SEED, collect_demo
+    from store.engine import safe_url
+
+    db_url = state.db_url or DEMO_DB_URL
+    state.db_url = db_url
+    with collect_demo(state.config, state.migrated_engine()) as (hub, report):
+        click.echo(f"fakehub: {hub.base_url} (simulated verl history, seed {DEMO_SEED})")
+        click.echo(f"collect: {report.line()}")
+        click.echo(f"database: {safe_url(db_url)}")
+        if no_dashboard:
+            return
+        config = state.config
+        _serve_dashboard(db_url, config.dashboard_host, port or config.dashboard_port, None)

@@ -1,0 +1,111 @@
+"""``ciflake summary``, ``schedule`` and ``export``: what the stored data is turned into.
+
+The Markdown summary (printed or posted), the long-running schedule that collects and posts it,
+and the CSV tables. Registered on the ``ciflake`` group through ``ciflake.cli.LAZY_COMMANDS``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from ciflake.cli import State
+
+
+@click.command()
+@click.option("--pr", type=int, metavar="N", help="The migration made by PR N (default: latest).")
+@click.option("--issue", type=int, metavar="N", help="Post on issue N instead of the PR.")
+@click.option(
+    "--since",
+    default="24h",
+    show_default=True,
+    metavar="24h|7d|DATE",
+    help="Failures of runs created since then (UTC).",
+)
+@click.option("--post", is_flag=True, help="Create or edit the one summary comment on GitHub.")
+@click.pass_obj
+def summary(state: State, pr: int | None, issue: int | None, since: str, post: bool) -> None:
+    """Markdown about a migration: successors vs predecessors, their first runs, failures since
+    --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), coverage lost, stale workflows, freshness.
+
+    Prints it; with --post it upserts one comment (hidden marker) on the PR (--pr, else the
+    config's [summary] pr, else the event's PR) or on --issue. While a first collect (a
+    backfill) has not yet listed the days the summary reads, --post posts nothing and says
+    what is missing; the printed Markdown says it too.
+    """
+    from collector.summary import run_summary
+    from store.events import all_events
+    from store.settings import ConfigError
+
+    if pr is not None and issue is not None:
+        raise ConfigError("give --pr or --issue, not both")
+    engine = state.migrated_engine()
+    events = all_events(state.config, engine)
+    click.echo(
+        run_summary(state.config, engine, events, pr=pr, issue=issue, since=since, post=post)
+    )
+
+
+@click.command()
+@click.pass_obj
+def schedule(state: State) -> None:
+    """Long-running: collect now and every [collect] interval_minutes, and the summary daily at
+    [summary] nightly_at UTC (posted on [summary] pr with a token, else printed).
+
+    SIGTERM or Ctrl-C lets the running job finish, then exits 0. Logs go to stderr.
+    """
+    from collector.schedule import run_schedule
+    from store.events import all_events
+
+    config, engine = state.config, state.migrated_engine()
+    run_schedule(config, engine, lambda: all_events(config, engine))
+
+
+# ---- export ---------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("table", metavar="TABLE")
+@click.option("--out", "out_path", required=True, metavar="FILE.csv", help="File to write.")
+@click.option("--since", metavar="DATE", help="Runs (or events) from this date, UTC.")
+@click.option("--until", metavar="DATE", help="Runs (or events) before this date, UTC.")
+@click.option(
+    "--workflow", "workflows", multiple=True, metavar="PATH", help="Only this workflow file."
+)
+@click.option(
+    "--scope",
+    type=click.Choice(["default", "pr", "all"]),
+    default="default",
+    show_default=True,
+    help="flaky, before-after, health: default-branch runs, pull-request runs, or both.",
+)
+@click.option(
+    "--category",
+    metavar="C",
+    help="runs, jobs, failures, signatures: only this failure category (oom, npu_env, ...).",
+)
+@click.pass_obj
+def export(
+    state: State,
+    table: str,
+    out_path: str,
+    since: str | None,
+    until: str | None,
+    workflows: tuple[str, ...],
+    scope: str,
+    category: str | None,
+) -> None:
+    """Write TABLE (runs, jobs, failures, signatures, flaky, before-after, health) as CSV with
+    a fixed column order (README: "ciflake export")."""
+    from ciflake.export import check_table, export_table, parse_range, write_csv
+    from store.runfilter import RunFilter
+
+    check_table(table, category)
+    start, end = parse_range(since, until)
+    where = RunFilter(state.config.repo, start, end, workflows)
+    engine = state.engine(read_only=True)
+    frame = export_table(engine, state.config, table, where, scope, category)
+    write_csv(frame, out_path)
+    click.echo(f"{out_path}: {len(frame)} rows")

@@ -1,0 +1,331 @@
+"""The summary's Markdown (pure): the headline with the repair and rerun cost, the successors'
+first runs, the failures by group, the coverage lost and the stale workflows, then a freshness
+line; every foreign text neutralised (collector.markdown) and the whole shortened to GitHub's
+65,536 characters when it must be. The comment starts with MARKER, by which it is found again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from analytics.evidence import describe, unknown_reason
+from collector.markdown import code_block, details, link, md_text
+from collector.summary_tables import GROUPS, SummaryData, stem
+
+MARKER = "<!-- ciflake:summary -->"
+FOLD_AFTER = 5  # a section with more items than this folds into <details>
+MAX_FAILURES = 15  # per group, so the comment stays far below GitHub's 65,536 characters
+BODY_LIMIT = 65_536  # GitHub refuses a longer comment body (422 "body is too long")
+SYMBOLS = {"pass": "✅", "flaky": "🔁", "fail": "❌"}
+VOCABULARY = "docs/vocabulary.md"  # the page of every definition the comment uses
+
+
+def _when(moment: Any) -> str:
+    return pd.Timestamp(moment).strftime("%Y-%m-%d %H:%M UTC") if not pd.isna(moment) else "?"
+
+
+def _folded(heading: str, items: list[str], what: str) -> str:
+    """``heading`` then the items, folded under "show N what" when there are many (N does
+    not count a closing "… and N more" item)."""
+    body = "\n".join(items)
+    if len(items) > FOLD_AFTER:
+        shown = len([item for item in items if not item.startswith("- … and ")])
+        body = details(f"show {shown} {what}", body)
+    return f"{heading}\n\n{body}"
+
+
+def _headline(data: SummaryData) -> str:
+    event = data.event
+    pr = f"#{int(event['event_pr'])}" if not pd.isna(event["event_pr"]) else "the change"
+    lines = [
+        f"## ciflake: CI since {pr}, {md_text(event['event_title'])}",
+        "",
+        f"Merged {_when(event['event_date'])}. Default-branch runs (push, schedule, "
+        "workflow_dispatch); success = passed on the first attempt, with a 95% Wilson interval.",
+        "",
+    ]
+    table = data.headline.set_index(["lineage", "side"])
+    if ("(all)", "after") not in table.index:
+        return "\n".join([*lines, "No successor workflow has run since the change."])
+    after = table.loc[("(all)", "after")]
+    before_label = (
+        table.loc[("(all)", "before"), "label"] if ("(all)", "before") in table.index else "no runs"
+    )
+    lines += [
+        f"**Successors since the change: {after['label']}** vs predecessors in the "
+        f"{data.window_days} days before: {before_label}.",
+        "",
+        "| lineage | before: predecessors | since: successors |",
+        "| --- | --- | --- |",
+    ]
+    for lineage in [name for name in table.index.unique("lineage") if name != "(all)"]:
+        cells = [_side_cell(table, lineage, side) for side in ("before", "after")]
+        lines.append(f"| {md_text(lineage)} | {cells[0]} | {cells[1]} |")
+    return "\n".join([*lines, *_health(data)])
+
+
+def _hours(value: Any) -> str:
+    return f"{value:.1f} h" if not pd.isna(value) else "–"
+
+
+def _minutes(low: Any, high: Any) -> str:
+    return f"{low:.0f} / {high:.0f} min" if not pd.isna(low) else "–"
+
+
+HEALTH_ROWS = {
+    "time to repair, median (repaired / still red)": lambda row: (
+        f"{_hours(row['median_repair_hours'])} ({int(row['repaired'])} / {int(row['open'])})"
+    ),
+    "retry tax: accelerator-hours on reruns (rerun jobs)": lambda row: (
+        f"{row['accelerator_hours']:.1f} ({int(row['rerun_jobs'])})"
+    ),
+    "job duration p50 / p95": lambda row: _minutes(
+        row["duration_p50_min"], row["duration_p95_min"]
+    ),
+    "queue p50 / p95": lambda row: _minutes(row["queue_p50_min"], row["queue_p95_min"]),
+}
+
+
+def _health(data: SummaryData) -> list[str]:
+    """The repair and rerun cost of either side (analytics.health.health_table), as a table."""
+    sides = data.health.set_index("side")
+    if "after" not in sides.index:
+        return []
+    lines = [
+        "",
+        "| repair and cost | before: predecessors | since: successors |",
+        "| --- | --- | --- |",
+    ]
+    for name, cell in HEALTH_ROWS.items():
+        cells = [
+            cell(sides.loc[side]) if side in sides.index else "no runs"
+            for side in ("before", "after")
+        ]
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def _side_cell(table: pd.DataFrame, lineage: str, side: str) -> str:
+    if (lineage, side) not in table.index:
+        return "no runs"
+    row = table.loc[(lineage, side)]
+    return f"{row['label']} · {md_text(row['workflows'])}"
+
+
+def _strips(data: SummaryData) -> str:
+    if data.strips.empty:
+        return ""
+    lines = ["### First runs of each successor (✅ pass · 🔁 passed on a rerun · ❌ fail)", ""]
+    for path, runs in data.strips.groupby("workflow_path", sort=True):
+        strip = "".join(
+            link(SYMBOLS[outcome], url)
+            for outcome, url in zip(runs["logical_outcome"], runs["html_url"], strict=True)
+        )
+        passed = int((runs["logical_outcome"] == "pass").sum())
+        lines.append(f"- {md_text(stem(path))}: {strip} ({passed}/{len(runs)} first-attempt green)")
+    return "\n".join(lines)
+
+
+def _category(row: pd.Series) -> str:
+    """The failure's category; for an unknown one, why (analytics.evidence.unknown_reason)."""
+    if not isinstance(row["category"], str):
+        return "not classified"
+    reason = unknown_reason(row["stage"], row["basis"]) if isinstance(row["basis"], str) else ""
+    return md_text(reason) if reason else f"`{row['category']}`"
+
+
+def _failure_item(row: pd.Series) -> str:
+    where = f"{md_text(stem(row['workflow_path']))} / {md_text(row['logical_job'])}"
+    facts = [
+        f"**{where}**",
+        _category(row),
+        f"{row['verdict']}: {md_text(row['evidence'])}",
+        f"runner {md_text(row['runner_name'])}" if isinstance(row["runner_name"], str) else "",
+        "passed elsewhere (on another runner the same week)" if row["works_elsewhere"] else "",
+        link("job", row["html_url"]),
+        _when(row["created_at"]),
+    ]
+    item = "- " + " · ".join(fact for fact in facts if fact)
+    line = row["line"] if isinstance(row["line"], str) and row["line"].strip() else None
+    return item + ("\n\n" + code_block(line, indent="  ") + "\n" if line else "")
+
+
+MAX_VERSIONS = 8  # environment versions named under the failures
+
+
+def _environments(table: pd.DataFrame) -> str:
+    """One line: the environment versions the failures' logs showed, most failures first."""
+    top = table.sort_values(["failures", "fact"], ascending=[False, True]).head(MAX_VERSIONS)
+    items = [
+        f"{md_text(row['fact'])} {md_text(row['version'])} ×{row['failures']} (passed "
+        f"elsewhere {row['works_elsewhere_share']:.0%})"
+        for _, row in top.iterrows()
+    ]
+    more = f", and {len(table) - len(top)} more" if len(table) > len(top) else ""
+    return f"Environment versions in their logs: {', '.join(items)}{more}."
+
+
+def _failures(data: SummaryData, cap: int = MAX_FAILURES) -> str:
+    """The failures, at most ``cap`` per group."""
+    rows = data.failures
+    title = f"### Failures since {_when(data.since)}: {len(rows)}"
+    if rows.empty:
+        return f"{title}\n\nNo failed job on the default branch. 🎉"
+    counts = rows["group"].value_counts()
+    overview = " · ".join(f"**{group}** {counts[group]}" for group in GROUPS if group in counts)
+    parts = [title, "", overview, "", f"How much of this is known: {describe(rows['basis'])}."]
+    if len(data.environments):
+        parts += ["", _environments(data.environments)]
+    for group, heading in GROUPS.items():
+        chosen = rows[rows["group"] == group]
+        if chosen.empty:
+            continue
+        items = [_failure_item(row) for _, row in chosen.head(cap).iterrows()]
+        if len(chosen) > cap:
+            items.append(f"- … and {len(chosen) - cap} more (`ciflake export failures`)")
+        parts += ["", _folded(f"#### {heading}: {len(chosen)}", items, "failures")]
+    return "\n".join(parts)
+
+
+def _coverage(data: SummaryData, cap: int | None = None) -> str:
+    """The jobs the change lost, at most ``cap`` of them (None: all)."""
+    lost = data.coverage_lost
+    if lost.empty:
+        return "### Coverage lost by the change\n\nNone: every job that ran before has a successor."
+    items = [
+        f"- {md_text(row['lineage'])} / {md_text(row['logical_job'])}: ran "
+        f"{row['before_runs']}× in the {data.window_days} days before, the last time in "
+        f"{md_text(stem(row['last_workflow_path']))} on {_when(row['last_run_at'])}"
+        for _, row in lost.head(len(lost) if cap is None else cap).iterrows()
+    ]
+    if len(items) < len(lost):
+        items.append(f"- … and {len(lost) - len(items)} more")
+    return _folded(f"### Coverage lost by the change: {len(lost)} jobs", items, "jobs")
+
+
+def _stale(data: SummaryData, cap: int | None = None) -> str:
+    """The workflows that stopped running, at most ``cap`` of them (None: all)."""
+    if data.stale.empty:
+        return ""
+    items = [
+        f"- **STALE** {md_text(stem(row['workflow_path']))}: no run for "
+        f"{row['silent_hours']:.0f} h before the newest stored run (usually every "
+        f"{row['usual_gap_hours']:.0f} h), last "
+        f"{_when(row['last_run_at'])}"
+        for _, row in data.stale.head(len(data.stale) if cap is None else cap).iterrows()
+    ]
+    if len(items) < len(data.stale):
+        items.append(f"- … and {len(data.stale) - len(items)} more")
+    return _folded("### Workflows that stopped running", items, "workflows")
+
+
+def _freshness(data: SummaryData) -> str:
+    if data.last_collect is None:
+        collected = "no successful collect recorded"
+    else:
+        hours = (data.now - pd.Timestamp(data.last_collect)).total_seconds() / 3600
+        collected = f"last successful collect {_when(data.last_collect)} ({hours:.1f} h ago)"
+    return (
+        f"<sub>Data: {md_text(data.repo)}, {collected}.{_backfill_note(data)} Generated "
+        f"{_when(data.now)} by ciflake; this comment is edited in place. Definitions (STALE, NEW, "
+        f"time to repair, retry tax): {VOCABULARY} in ciflake's repository.</sub>"
+    )
+
+
+def _backfill_note(data: SummaryData) -> str:
+    if not data.uncollected:
+        return ""
+    first = data.uncollected[0]
+    more = f" and {len(data.uncollected) - 1} more spans" if len(data.uncollected) > 1 else ""
+    return (
+        f" Backfill in progress: {md_text(stem(first[0]))} {_when(first[1])} to "
+        f"{_when(first[2])}{more} not collected yet; the figures leave them out."
+    )
+
+
+def github_length(text: str) -> int:
+    """``text``'s length as GitHub may count it: UTF-16 code units, never fewer than the code
+    points, so a body that fits by this measure fits by either."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+# Sections that can be shortened, longest first when it must: name -> (what they list, renderer).
+TRIMMABLE: dict[str, tuple[str, Any]] = {
+    "failures": ("failures per group", _failures),
+    "coverage": ("jobs of the coverage lost", _coverage),
+    "stale": ("stopped workflows", _stale),
+}
+# Dropped whole, in this order, when the shortened lists are still too long (never the headline).
+DROPPABLE = ("stale", "coverage", "strips", "failures")
+
+
+def _sizes(data: SummaryData) -> dict[str, int]:
+    """How many items each trimmable section has (failures: its largest group)."""
+    groups = data.failures["group"].value_counts()
+    return {
+        "failures": min(MAX_FAILURES, int(groups.max()) if len(groups) else 0),
+        "coverage": len(data.coverage_lost),
+        "stale": len(data.stale),
+    }
+
+
+def _compose(data: SummaryData, caps: dict[str, int], dropped: list[str], cut: str) -> str:
+    sections = {
+        "headline": _headline(data),
+        "strips": _strips(data),
+        **{name: render(data, caps[name]) for name, (_, render) in TRIMMABLE.items()},
+    }
+    body = [text for name, text in sections.items() if text and name not in dropped]
+    return "\n\n".join([MARKER + "\n" + body[0], *body[1:], *([cut] if cut else [])]) + (
+        f"\n\n{_freshness(data)}\n"
+    )
+
+
+def _cut_line(full: int, sizes: dict[str, int], caps: dict[str, int], dropped: list[str]) -> str:
+    """The line saying what was cut to fit BODY_LIMIT."""
+    cuts = [
+        f"{caps[name]} of {sizes[name]} {what} shown"
+        for name, (what, _) in TRIMMABLE.items()
+        if caps[name] < sizes[name] and name not in dropped
+    ]
+    cuts += [f"the {name} section left out" for name in dropped]
+    return (
+        f"✂️ **Cut to fit GitHub's {BODY_LIMIT:,}-character limit** (the whole summary has "
+        f"{full:,}): {'; '.join(cuts)}. Every failure: `ciflake export failures`."
+    )
+
+
+def render_summary(data: SummaryData, limit: int | None = BODY_LIMIT) -> str:
+    """The comment's Markdown, starting with MARKER; every foreign text neutralised. Over
+    ``limit`` (GitHub's, by default; None: no limit) the longest lists are shortened, then
+    whole sections left out, and a line says what was cut. Each list stays folded under
+    <details> and every cut is at an item's end, so the Markdown renders as before."""
+    sizes = _sizes(data)
+    caps, dropped = dict(sizes), []
+    text = _compose(data, caps, dropped, "")
+    full = github_length(text)
+    if limit is None or full <= limit:
+        return text
+    while True:
+        text = _compose(data, caps, dropped, _cut_line(full, sizes, caps, dropped))
+        excess = github_length(text) - limit
+        if excess <= 0:
+            return text
+        lengths = {
+            name: github_length(render(data, caps[name]))
+            for name, (_, render) in TRIMMABLE.items()
+            if caps[name] > 0 and name not in dropped
+        }
+        if lengths:  # shorten the longest, down to the next longest or by its share
+            name = max(lengths, key=lengths.__getitem__)
+            others = [size for other, size in lengths.items() if other != name]
+            share = max(min(excess, lengths[name] - max(others, default=0)), excess // len(lengths))
+            shown = caps[name]
+            caps[name] = max(0, shown - max(1, -(-shown * share // lengths[name])))
+        elif len(dropped) < len(DROPPABLE):
+            dropped.append(DROPPABLE[len(dropped)])
+        else:  # only the headline is left and it is too long: say so, no more
+            cut = _cut_line(full, sizes, caps, dropped)
+            return f"{MARKER}\n{cut} The headline did not fit either.\n\n{_freshness(data)}\n"

@@ -1,0 +1,235 @@
+"""The summary's tables, from frames (pure): the headline per lineage and side, the successors'
+first runs, the failures in groups, the coverage lost, the stale workflows, and the repair and
+rerun cost either side. ``summarise`` builds them all; collector.summary_render writes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+
+from analytics.coverage import coverage_diff, lost_jobs
+from analytics.elsewhere import failed_elsewhere
+from analytics.environments import environment_failures
+from analytics.evidence import failure_basis
+from analytics.health import health_table
+from analytics.newness import NEW_DAYS, is_new
+from analytics.rates import stability, verdict_label
+from analytics.staleness import STALE, staleness
+from analytics.successors import successor_first_runs
+from analytics.verdicts import job_verdicts
+from store.settings import Config
+
+# Failure groups in the order shown; a NEW signature wins over the verdict.
+GROUPS = {
+    "NEW": f"🆕 NEW signature (first seen in the {NEW_DAYS} days up to now)",
+    "PERSISTENT": "🟥 PERSISTENT (the neighbouring run failed too)",
+    "FLAKY": "🔁 FLAKY (passed on a rerun or on the same commit)",
+    "INFRA/ENV": "🛠️ INFRA/ENV (runner, NPU environment, network, timeout)",
+    "OTHER": "❔ ONE-OFF or UNCLASSIFIED",
+}
+VERDICT_GROUPS = {"persistent": "PERSISTENT", "flaky": "FLAKY", "infra": "INFRA/ENV"}
+
+
+@dataclass(frozen=True)
+class SummaryData:
+    """Everything the comment shows, as small tables; see ``summarise`` for their columns."""
+
+    repo: str
+    event: pd.Series  # one row of analytics.config_tables.event_table
+    since: pd.Timestamp
+    now: pd.Timestamp
+    window_days: int
+    headline: pd.DataFrame
+    strips: pd.DataFrame
+    failures: pd.DataFrame
+    coverage_lost: pd.DataFrame
+    stale: pd.DataFrame
+    health: pd.DataFrame  # analytics.health.health_table per side (before, after)
+    environments: pd.DataFrame  # analytics.environments of the failures since ``since``
+    last_collect: datetime | None
+    # (workflow path, start, end): what the summary reads that no collect has listed yet
+    uncollected: tuple[tuple[str, datetime, datetime], ...] = ()
+
+
+@dataclass(frozen=True)
+class SummarySettings:
+    window_days: int
+    first_runs: int
+    min_runs: int
+    stale_factor: float
+    default_branch: str
+
+    @classmethod
+    def of(cls, config: Config) -> SummarySettings:
+        return cls(
+            config.window_days,
+            config.first_runs,
+            config.min_runs,
+            config.stale_factor,
+            config.default_branch,
+        )
+
+
+def stem(path: str) -> str:
+    """A workflow's file name without folder and extension."""
+    return path.rsplit("/", 1)[-1].removesuffix(".yml").removesuffix(".yaml")
+
+
+def migration_sides(runs: pd.DataFrame, event_date: pd.Timestamp, window_days: int) -> pd.DataFrame:
+    """``runs`` tagged ``side``: before = the W days before the event, after = since it; only
+    the lineages the migration changed (their active workflows differ) and that still run."""
+    offset = runs["created_at"] - event_date
+    before = runs[(offset >= -pd.Timedelta(days=window_days)) & (offset < pd.Timedelta(0))]
+    tagged = pd.concat(
+        [before.assign(side="before"), runs[offset >= pd.Timedelta(0)].assign(side="after")],
+        ignore_index=True,
+    )
+    active = tagged.groupby(["lineage", "side"])["workflow_path"].agg(frozenset)
+    migrated = [
+        lineage
+        for lineage in tagged["lineage"].unique()
+        if (lineage, "after") in active
+        and active.get((lineage, "before")) != active[(lineage, "after")]
+    ]
+    return tagged[tagged["lineage"].isin(migrated)]
+
+
+def headline_table(sides: pd.DataFrame, min_runs: int) -> pd.DataFrame:
+    """Per lineage (and ``(all)``) and side: runs, success rate with Wilson interval, its
+    label, and the workflows that ran. Columns: lineage, side, runs, label, workflows."""
+    everything = sides.assign(lineage="(all)")
+    both = pd.concat([everything, sides], ignore_index=True)
+    table = stability(both, ["lineage", "side"], min_runs)
+    table["label"] = verdict_label(table)
+    names = both.groupby(["lineage", "side"])["workflow_path"].agg(
+        lambda paths: ", ".join(sorted({stem(p) for p in paths}))
+    )
+    table["workflows"] = pd.MultiIndex.from_frame(table[["lineage", "side"]]).map(names)
+    return table[["lineage", "side", "runs", "label", "workflows"]]
+
+
+def side_health(sides: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
+    """analytics.health.health_table per side of ``sides`` (migration_sides): the job
+    attempts of the runs on each side. Columns: side, analytics.health.HEALTH_COLUMNS."""
+    return health_table(sides, attempts, ["side"])
+
+
+def failure_groups(
+    jobs: pd.DataFrame,
+    failures: pd.DataFrame,
+    since: pd.Timestamp,
+    end: pd.Timestamp,
+    first_seen: pd.Series,
+) -> pd.DataFrame:
+    """Failed logical jobs of runs created since ``since`` (plus runs that failed with no jobs),
+    each in a group: NEW when its signature is NEW for the period ending at ``end``
+    (analytics.newness, from ``first_seen``: signature -> first sighting in the whole
+    history), else by its verdict (analytics.verdicts); ``failures``:
+    store.page_queries.failure_details. Columns: group, created_at, workflow_path, logical_job,
+    category, verdict, evidence, line, runner_name, html_url, stage, basis (of the failure's
+    category, analytics.evidence; empty for a job with no classified failure), signature,
+    works_elsewhere (analytics.elsewhere, by runner; False for a run without jobs)."""
+    verdicts = job_verdicts(jobs, failures)
+    recent = verdicts[verdicts["created_at"] >= since].reset_index(drop=True)
+    failures = failures.assign(basis=failure_basis(failures))
+    by_job = failures[failures["job_id"] != 0].drop_duplicates("job_id").set_index("job_id")
+    detail = by_job.reindex(recent["red_job_id"].astype("Int64")).reset_index(drop=True)
+    job_rows = recent[["created_at", "workflow_path", "logical_job", "verdict", "evidence"]].assign(
+        category=detail["category"].fillna(recent["category"]),
+        signature=detail["signature"],
+        line=detail["line"],
+        runner_name=detail["runner_name"].fillna(recent["runner_name"]),
+        html_url=detail["html_url"],
+        stage=detail["stage"],
+        basis=detail["basis"],
+    )
+    runs_without_jobs = failures[(failures["job_id"] == 0) & (failures["created_at"] >= since)]
+    run_rows = runs_without_jobs.assign(
+        logical_job="(no jobs)", verdict="unclassified", evidence="the run failed with no jobs"
+    )[job_rows.columns]
+    rows = pd.concat([job_rows, run_rows], ignore_index=True)
+    rows["works_elsewhere"] = _works_elsewhere(jobs, recent).reindex(rows.index, fill_value=False)
+    sightings = pd.to_datetime(rows["signature"].map(first_seen.to_dict()), utc=True)
+    new = rows["signature"].notna() & is_new(sightings, end)
+    rows["group"] = rows["verdict"].map(VERDICT_GROUPS).fillna("OTHER").where(~new, "NEW")
+    order = {group: rank for rank, group in enumerate(GROUPS)}
+    rows = rows.assign(rank=rows["group"].map(order)).sort_values(
+        ["rank", "created_at"], ascending=[True, False], kind="stable"
+    )
+    return rows.drop(columns=["rank"]).reset_index(drop=True)
+
+
+def _works_elsewhere(jobs: pd.DataFrame, failed: pd.DataFrame) -> pd.Series:
+    """Per row of ``failed`` (failed logical jobs), whether it works elsewhere
+    (analytics.elsewhere.failed_elsewhere over ``jobs``, by runner_name)."""
+    keys = ["run_id", "workflow_path", "logical_job"]
+    flagged = failed_elsewhere(jobs, "runner_name")
+    elsewhere = pd.MultiIndex.from_frame(flagged.loc[flagged["works_elsewhere"], keys])
+    return pd.Series(pd.MultiIndex.from_frame(failed[keys]).isin(elsewhere), index=failed.index)
+
+
+def stale_since(
+    runs: pd.DataFrame,
+    event_date: pd.Timestamp,
+    reference: pd.Timestamp | None,
+    stale_factor: float,
+) -> pd.DataFrame:
+    """The STALE workflows (analytics.staleness against ``reference``, the repository's
+    newest run) that still ran after the event: the ones the change did not retire."""
+    stale = staleness(runs, "workflow_path", reference, stale_factor)
+    return stale[(stale["status"] == STALE) & (stale["last_run_at"] >= event_date)].reset_index(
+        drop=True
+    )
+
+
+def summarise(
+    runs: pd.DataFrame,
+    jobs: pd.DataFrame,
+    failures: pd.DataFrame,
+    event: pd.Series,
+    renames: dict[str, dict[str, str]],
+    settings: SummarySettings,
+    *,
+    repo: str,
+    since: pd.Timestamp,
+    now: pd.Timestamp,
+    reference: pd.Timestamp | None,
+    first_seen: pd.Series,
+    attempts: pd.DataFrame,
+    env_failures: pd.DataFrame,
+    born: pd.Series,
+    last_collect: datetime | None,
+    uncollected: tuple[tuple[str, datetime, datetime], ...] = (),
+) -> SummaryData:
+    """The comment's tables from logical runs and jobs in scope (analytics.frames), failure
+    details (store.page_queries.failure_details), job attempts (store.frame_queries.load_jobs)
+    and the failures since ``since`` with their environment (store.frame_queries.load_failures with
+    ``env``), all of the lineages the event touches; ``reference``: the repository's newest
+    run (STALE); ``first_seen``: signature -> first sighting in the whole history (NEW, up to
+    ``now``); ``born``: workflow_path -> its first default-branch run ever (successors)."""
+    event_frame = event.to_frame().T.infer_objects()
+    sides = migration_sides(runs, event["event_date"], settings.window_days)
+    diff = coverage_diff(
+        jobs, event_frame, renames, window_days=settings.window_days, kinds=("migration",)
+    )
+    strips = successor_first_runs(
+        runs, event_frame, settings.first_runs, settings.window_days, born=born
+    )
+    return SummaryData(
+        repo=repo,
+        event=event,
+        since=since,
+        now=now,
+        window_days=settings.window_days,
+        headline=headline_table(sides, settings.min_runs),
+        strips=strips,
+        failures=failure_groups(jobs, failures, since, now, first_seen),
+        coverage_lost=lost_jobs(diff),
+        stale=stale_since(runs, event["event_date"], reference, settings.stale_factor),
+        health=side_health(sides, attempts),
+        environments=environment_failures(env_failures, jobs[jobs["created_at"] >= since]),
+        last_collect=last_collect,
+        uncollected=uncollected,
+    )

@@ -1,0 +1,204 @@
+"""The job stage of a collect: a batch of runs' jobs, annotations and logs, in one transaction.
+
+``collector.sync`` lists the runs and hands them over in batches; ``BatchStage`` asks for every
+attempt's jobs, the annotations of the jobs that need them and the logs of the failed ones,
+classifies them and saves the batch, so that a stop between batches loses nothing committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from collector.annotations import (
+    fetch_annotations,
+    hit_time_limit,
+    messages,
+    needs_annotations,
+    save_annotations,
+)
+from collector.client import Forbidden, GitHubClient, NotFound
+from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
+from collector.logs import LogFetcher, job_payload, save_logs_and_failures, save_run_failure
+from collector.payloads import parse_time
+from collector.progress import CollectProgress
+from collector.runs import fetch_run, save_runs
+from collector.sync_report import CollectOptions, CollectReport
+from collector.sync_state import save_state
+from store import bookkeeping
+
+CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
+
+
+class BatchStage:
+    """Processes the batches of one collect; ``left_for_next`` holds the runs a passing 404 on
+    their jobs left for the next collect (the listing skips them)."""
+
+    def __init__(
+        self,
+        repo: str,
+        engine: Engine,
+        client: GitHubClient,
+        options: CollectOptions,
+        progress: CollectProgress,
+        report: CollectReport,
+        fetcher: LogFetcher,
+    ) -> None:
+        self.repo = repo
+        self.engine = engine
+        self.client = client
+        self.options = options
+        self.progress = progress
+        self.report = report
+        self.fetcher = fetcher
+        self.left_for_next: set[int] = set()
+
+    def _session(self) -> Session:
+        return Session(self.engine, expire_on_commit=False)
+
+    def process(
+        self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime
+    ) -> int:
+        """Fetch, classify and save one batch of runs in one transaction; returns how many runs
+        it left for the next collect (a 404 on their jobs that GitHub did not confirm)."""
+        jobs_by_run: dict[int, list[dict[str, Any]]] = {}
+        deleted: dict[int, datetime] = {}
+        listed = len(runs)
+        for run in list(runs):
+            try:
+                jobs_by_run[run["id"]] = fetch_jobs(self.client, self.repo, run["id"])
+            except NotFound:
+                if self._still_there(run["id"]):  # a passing 404: the next collect retries it
+                    runs.remove(run)
+                    self.left_for_next.add(run["id"])
+                else:  # deleted since it was listed: keep what is known, ask no more
+                    deleted[run["id"]] = datetime.now(UTC)
+                    jobs_by_run[run["id"]] = []
+            self.progress.advance_runs()
+        kept = self._keep_archived(runs, jobs_by_run, deleted)
+        all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
+        self.progress.add_jobs(len(all_jobs))
+        notes, fetched = self._annotations(all_jobs)
+        timed_out = {job["id"] for job in all_jobs if hit_time_limit(job, notes.get(job["id"]))}
+        attempts = [
+            row
+            for run in runs
+            if run["id"] not in deleted
+            for row in attempt_rows(run, jobs_by_run[run["id"]], timed_out)
+        ]
+        latest = {(r["id"], r.get("run_attempt") or 1) for r in runs}
+        timed_out_runs = {
+            a["run_id"]
+            for a in attempts
+            if a["timed_out"] and (a["run_id"], a["attempt"]) in latest
+        }
+        failed = failed_jobs(all_jobs, timed_out)
+        for job in failed:
+            job["annotations"] = messages(notes.get(job["id"]))
+        results = []
+        if self.options.logs and failed:
+            with self._session() as session:
+                settled = bookkeeping.settled_log_job_ids(session, [j["id"] for j in failed])
+            todo = [job for job in failed if job["id"] not in settled]
+            self.progress.add_logs(len(todo))
+            results = self.fetcher.fetch(todo, self.progress.advance_logs)
+        with self._session() as session, session.begin():
+            paths = {workflow["id"]: workflow["path"]}
+            save_runs(session, self.repo, paths, runs, timed_out_runs, deleted)
+            self.report.jobs += save_jobs(session, attempts, all_jobs, timed_out)
+            save_annotations(session, fetched)
+            if results:
+                save_logs_and_failures(session, results)
+            for run in runs:
+                no_jobs = (
+                    run.get("conclusion") == "failure"
+                    and not jobs_by_run[run["id"]]
+                    and not run.get("checks_archived")
+                )
+                startup = run.get("conclusion") == "startup_failure"
+                if run["id"] not in deleted and (no_jobs or startup):
+                    save_run_failure(session, run)
+            save_state(session, self.repo, workflow["id"], watermark, None)
+        self.progress.spent(self.client.counted, self.client.max_requests)
+        self.report.runs_deleted += len(deleted)
+        self._count_logs(results)
+        return listed - len(runs) - kept
+
+    def _keep_archived(
+        self,
+        runs: list[dict[str, Any]],
+        jobs_by_run: dict[int, list[dict[str, Any]]],
+        deleted: dict[int, datetime],
+    ) -> int:
+        """GitHub archives, then deletes, a run's checks data after 400 days: a run that comes
+        back without jobs it had, or that is that old, is not a run that failed without jobs.
+        Such runs are left as stored (or, never stored, without a failure of their own)."""
+        empty = [r["id"] for r in runs if not jobs_by_run[r["id"]] and r["id"] not in deleted]
+        if not empty:
+            return 0
+        with self._session() as session:
+            had_jobs = bookkeeping.runs_with_jobs(session, empty)
+        cutoff = datetime.now(UTC) - CHECKS_RETENTION
+        for run in list(runs):
+            if run["id"] in had_jobs:
+                runs.remove(run)
+                jobs_by_run.pop(run["id"], None)
+            elif run["id"] in empty and parse_time(run["created_at"]) < cutoff:
+                run["checks_archived"] = True
+        return len(had_jobs)
+
+    def _still_there(self, run_id: int) -> bool:
+        try:
+            fetch_run(self.client, self.repo, run_id, None)
+        except NotFound:
+            return False
+        return True
+
+    def _annotations(
+        self, jobs: Sequence[dict[str, Any]]
+    ) -> tuple[dict[int, list[dict[str, Any]]], dict[int, list[dict[str, Any]]]]:
+        """(annotations of every job that needs them, those fetched now): stored ones are
+        read back, the rest asked for, one request each."""
+        wanted = [job["id"] for job in jobs if needs_annotations(job)]
+        if not wanted:
+            return {}, {}
+        with self._session() as session:
+            known = bookkeeping.stored_annotations(session, wanted)
+        fetched: dict[int, list[dict[str, Any]]] = {}
+        for job_id in wanted:
+            if job_id in known or self.report.annotations_refused:
+                continue
+            try:
+                fetched[job_id] = fetch_annotations(self.client, self.repo, job_id)
+            except Forbidden as exc:  # nothing stored: `collect --full` fills them in later
+                self.report.annotations_refused = str(exc)
+        self.report.annotations_fetched += len(fetched)
+        return {**known, **fetched}, fetched
+
+    def retry_failed_logs(self) -> None:
+        with self._session() as session:
+            jobs = bookkeeping.jobs_with_log_errors(session, self.repo)
+            notes = bookkeeping.stored_annotations(session, [j.id for j in jobs])
+        if not jobs:
+            return
+        payloads = [job_payload(j, messages(notes.get(j.id))) for j in jobs]
+        self.progress.add_logs(len(payloads))
+        results = self.fetcher.fetch(payloads, self.progress.advance_logs)
+        with self._session() as session, session.begin():
+            save_logs_and_failures(session, results)
+        self._count_logs(results)
+
+    def _count_logs(self, results: Sequence[Any]) -> None:
+        for result in results:
+            if result.status == "ok":
+                self.report.logs_fetched += 1
+            elif result.status == "expired":
+                self.report.logs_expired += 1
+            elif result.status == "missing":
+                self.report.logs_missing += 1
+            else:
+                self.report.log_errors += 1

@@ -1,0 +1,76 @@
+"""The Failures page's data: categories over time and on what evidence, signatures and NEW,
+a signature's failures and the log lines around one."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics import (
+    evidence,
+    newness,
+    rates,
+)
+from dashboard.filters import Filters
+from dashboard.loaders import shared
+from store import frame_queries, page_queries
+from store.compression import decompress
+
+EXCERPT_BEFORE, EXCERPT_AFTER = 30, 10  # log lines shown around a matched line
+
+
+@st.cache_data(ttl=shared.TTL)
+def failure_periods(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
+    """Failures per category and day or week. Columns: period, category, failures."""
+    paths = shared.tagged_paths(shared.current_config(), filters.tags)
+    days = page_queries.daily_failure_counts(shared.engine(db_url), filters.run_filter(paths))
+    periods = rates.with_period(days, freq, "day")
+    return periods.groupby(["period", "category"], as_index=False)["failures"].sum()
+
+
+FAILURE_KEYS = ["run_id", "run_attempt", "job_id"]
+
+
+@st.cache_data(ttl=shared.TTL)
+def failure_bases(db_url: str, filters: Filters) -> pd.DataFrame:
+    """The failures the categories chart counts, each with its stage and basis
+    (analytics.evidence). Columns: run_id, run_attempt, job_id, category, stage, basis."""
+    paths = shared.tagged_paths(shared.current_config(), filters.tags)
+    failures = frame_queries.load_failures(
+        shared.engine(db_url), filters.run_filter(paths), detail=()
+    )
+    failures = failures.assign(basis=evidence.failure_basis(failures))
+    return failures[[*FAILURE_KEYS, "category", "stage", "basis"]]
+
+
+@st.cache_data(ttl=shared.TTL)
+def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
+    paths = shared.tagged_paths(shared.current_config(), filters.tags)
+    where = filters.run_filter(paths)
+    table = page_queries.signature_summary(shared.engine(db_url), where)
+    # NEW (analytics.newness): first seen in the whole history within NEW_DAYS of the range's end
+    return table.assign(new=newness.is_new(table["first_seen"], pd.Timestamp(where.until)))
+
+
+@st.cache_data(ttl=shared.TTL)
+def signature_failures(db_url: str, filters: Filters, signature: str) -> pd.DataFrame:
+    """The newest failures with ``signature`` (store.page_queries.signature_failures), with their
+    basis (analytics.evidence)."""
+    paths = shared.tagged_paths(shared.current_config(), filters.tags)
+    found = page_queries.signature_failures(
+        shared.engine(db_url), signature, filters.run_filter(paths)
+    )
+    return found.assign(basis=evidence.failure_basis(found))
+
+
+@st.cache_data(ttl=shared.TTL)
+def log_excerpt(db_url: str, job_id: int, line_number: float | None) -> tuple[int, str] | None:
+    """(first line number, text) of the archived log around the matched line, or None when
+    there is no log or no line (the stored format: store.compression)."""
+    stored = page_queries.job_log(shared.engine(db_url), job_id) if job_id else None
+    if stored is None or line_number is None or pd.isna(line_number):
+        return None
+    content, compression = stored
+    lines = decompress(content, compression).decode("utf-8", errors="replace").splitlines()
+    first = max(0, int(line_number) - 1 - EXCERPT_BEFORE)
+    return first + 1, "\n".join(lines[first : int(line_number) + EXCERPT_AFTER])

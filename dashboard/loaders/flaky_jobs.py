@@ -1,0 +1,42 @@
+"""The Flaky jobs page's data: jobs ranked by flake rate, verdicts, repair time and cost."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics import (
+    health,
+    rates,
+    verdicts,
+)
+from dashboard.filters import Filters
+from dashboard.loaders import shared
+from store import frame_queries
+
+
+@st.cache_data(ttl=shared.TTL)
+def flaky_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Logical jobs ranked by the Wilson lower bound of their flake rate."""
+    frame = shared.jobs(db_url, filters)
+    table = rates.stability(frame, ["lineage", "logical_job"], shared.current_config().min_runs)
+    return rates.rank_by_lower_bound(table, "flake_rate")
+
+
+@st.cache_data(ttl=shared.TTL)
+def job_verdicts(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Every failed logical job with its verdict and evidence (analytics.verdicts)."""
+    frame = shared.jobs(db_url, filters)
+    return verdicts.job_verdicts(frame, shared.all_failures(db_url, shared.sql_filter(filters)))
+
+
+@st.cache_data(ttl=shared.TTL)
+def repair_and_cost(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Per workflow in the range: time to repair (MTTR), retry tax (accelerator-hours spent on
+    reruns) and job duration and queue percentiles (analytics.health.health_table), from the
+    runs in scope and every stored job of their attempts."""
+    frame = shared.runs(db_url, filters)
+    attempts = frame_queries.load_jobs(
+        shared.engine(db_url), shared.sql_filter(filters, dated=True)
+    )
+    return health.health_table(frame, attempts, ["workflow_path"])

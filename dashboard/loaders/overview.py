@@ -1,0 +1,53 @@
+"""The Overview page's data: status tiles, the stability timeline, the job x day grid."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from analytics import (
+    rates,
+)
+from dashboard import shaping
+from dashboard.filters import Filters
+from dashboard.loaders import shared
+from store import page_queries
+
+
+@st.cache_data(ttl=shared.TTL)
+def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Status tiles per lineage and per workflow (shaping.tile_statuses; STALE against the
+    repository's newest run, analytics.staleness)."""
+    config = shared.current_config()
+    frame = shared.runs(db_url, filters)
+    _, newest = page_queries.run_span(shared.engine(db_url), filters.repo)
+    by_lineage = shaping.tile_statuses(
+        frame, "lineage", newest, config.stale_factor, config.min_runs
+    )
+    by_workflow = shaping.tile_statuses(
+        frame, "workflow_path", newest, config.stale_factor, config.min_runs
+    )
+    return pd.concat(
+        [by_lineage.assign(level="lineage"), by_workflow.assign(level="workflow")],
+        ignore_index=True,
+    )
+
+
+@st.cache_data(ttl=shared.TTL)
+def timeline(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
+    """Success rate with its Wilson interval per lineage and day or week."""
+    frame = shared.runs(db_url, filters)
+    if frame.empty:
+        return rates.stability(frame.assign(period=pd.NaT), ["lineage", "period"])
+    periods = rates.with_period(frame, freq)
+    return rates.stability(periods, ["lineage", "period"], shared.current_config().min_runs)
+
+
+@st.cache_data(ttl=shared.TTL)
+def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.DataFrame:
+    """Cells of the job x day grid of one workflow, the last ``days`` days of the range. Only
+    that workflow's jobs are loaded: the overview needs no other job."""
+    where = replace(shared.sql_filter(filters), paths=(workflow_path,))
+    return shaping.job_day_cells(shared.in_range(shared.all_jobs(db_url, where), filters), days)

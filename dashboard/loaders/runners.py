@@ -1,0 +1,42 @@
+"""The Runners page's data: stability per runner or pool with "works elsewhere", and failures
+per environment fact."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analytics import (
+    elsewhere,
+    environments,
+    rates,
+)
+from dashboard import shaping
+from dashboard.filters import Filters
+from dashboard.loaders import shared
+from store import frame_queries
+
+
+@st.cache_data(ttl=shared.TTL)
+def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
+    """Stability of logical jobs per runner pool or runner, with "works elsewhere"."""
+    frame = shaping.with_runner_pool(shared.jobs(db_url, filters))
+    table = rates.stability(frame, [by], shared.current_config().min_runs)
+    table = table.merge(elsewhere.works_elsewhere(frame, by), on=by, how="left")
+    table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
+    table = table.assign(
+        fail_rate=1 - table["success_rate"],
+        fail_rate_low=1 - table["success_rate_high"],
+        fail_rate_high=1 - table["success_rate_low"],
+    )
+    return rates.rank_by_lower_bound(table, "fail_rate")
+
+
+@st.cache_data(ttl=shared.TTL)
+def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
+    """Hard failures per environment fact (cann, driver, torch...) and version, with the
+    runners and categories they hit (analytics.environments)."""
+    failures = frame_queries.load_failures(
+        shared.engine(db_url), shared.sql_filter(filters, dated=True), detail=("env",)
+    )
+    return environments.environment_failures(failures, shared.jobs(db_url, filters))

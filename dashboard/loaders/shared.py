@@ -1,0 +1,163 @@
+"""What every page shares: the config, the read-only engine, the database checks, and the
+logical runs, jobs and failures of the scope (analytics.frames), cached once as resources.
+Streamlit reruns a page on every click, so each loader is cached with a TTL (new collects show
+up without a restart) and keyed on the database URL and the sidebar filters only."""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime
+from urllib.parse import urlparse
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from analytics import (
+    config_tables,
+    frames,
+)
+from dashboard.filters import Filters
+from store import bookkeeping, page_queries, runfilter
+from store.engine import DatabaseURLError, make_engine
+from store.events import all_events
+from store.migrate import current_revision, head_revision
+from store.settings import Config, load_config
+
+TTL = "5m"
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@st.cache_resource
+def config_for(config_path: str | None, db_url: str | None) -> Config:
+    return load_config(config_path, db_url=db_url)
+
+
+def current_config() -> Config:
+    """The config as ``ciflake dashboard`` passed it: CIFLAKE_CONFIG and CIFLAKE_DB_URL."""
+    return config_for(os.environ.get("CIFLAKE_CONFIG"), os.environ.get("CIFLAKE_DB_URL"))
+
+
+def config_tags() -> tuple[str, ...]:
+    """The tags of the config's workflows, each once, in the order the config gives them."""
+    return tuple(dict.fromkeys(tag for w in current_config().workflows for tag in w.tags))
+
+
+@st.cache_resource
+def engine(db_url: str) -> Engine:
+    """A read-only engine: the dashboard never writes or migrates the collector's database."""
+    return make_engine(db_url, read_only=True)
+
+
+@st.cache_data(ttl="1m")
+def database_problem(db_url: str) -> str | None:
+    """Why the database cannot be shown yet, with the command that fixes it; None when fine."""
+    try:
+        revision = current_revision(engine(db_url))
+    except (DatabaseURLError, SQLAlchemyError) as exc:
+        return f"The database cannot be opened ({exc}). Run `ciflake collect --once` to create it."
+    if revision is None:
+        return "The database is empty. Run `ciflake db upgrade`, then `ciflake collect --once`."
+    if revision != head_revision():
+        return (
+            f"The database schema is at {revision}, this version needs {head_revision()}. "
+            "Run `ciflake db upgrade`."
+        )
+    if not page_queries.repositories(engine(db_url)):
+        return "No runs collected yet. Run `ciflake collect --once`."
+    return None
+
+
+@st.cache_data(ttl=TTL)
+def repositories(db_url: str) -> list[str]:
+    return page_queries.repositories(engine(db_url))
+
+
+@st.cache_data(ttl=TTL)
+def day_span(db_url: str, repo: str) -> tuple[date, date]:
+    """The first and last day with runs: the default date range."""
+    oldest, newest = page_queries.run_span(engine(db_url), repo)
+    today = pd.Timestamp.now(tz="UTC").date()
+    return (oldest or newest or pd.Timestamp(today)).date(), (newest or pd.Timestamp(today)).date()
+
+
+@st.cache_data(ttl="1m")
+def last_collect(db_url: str, repo: str) -> datetime | None:
+    row = bookkeeping.last_sync(engine(db_url), repo)
+    return None if row is None else (row.finished_at or row.started_at)
+
+
+@st.cache_data(ttl=TTL)
+def is_simulated(db_url: str, repo: str) -> bool:
+    """Runs whose web address is on a loopback host came from fakehub, not GitHub."""
+    url = page_queries.latest_run_url(engine(db_url), repo)
+    return url is not None and urlparse(url).hostname in LOOPBACK_HOSTS
+
+
+def tagged_paths(config: Config, tags: tuple[str, ...]) -> tuple[str, ...]:
+    """The workflow files carrying any of ``tags`` (no tags: every workflow, no filter)."""
+    if not tags:
+        return ()
+    return tuple(w.path for w in config.workflows if set(w.tags) & set(tags)) or ("<none>",)
+
+
+def sql_filter(filters: Filters, *, dated: bool = False) -> runfilter.RunFilter:
+    """The SQL filter: repository, tagged workflows and scope, and by default every date: the
+    shared frames cut dates in pandas (``in_range``), so every date range shares one load."""
+    config = current_config()
+    paths = tagged_paths(config, filters.tags)
+    return filters.run_filter(paths, dated=dated, default_branch=config.default_branch)
+
+
+def in_range(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
+    window = filters.run_filter(())
+    return frame[(frame["created_at"] >= window.since) & (frame["created_at"] < window.until)]
+
+
+# The three shared frames below are cached as resources: one object shared by every loader and
+# session, never pickled on store nor copied on each hit (cache_data would do both, and at a
+# million jobs that costs more than computing a page). Callers must not modify them in place;
+# pandas filters and ``assign`` return new frames.
+@st.cache_resource(ttl=TTL)
+def all_runs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
+    failures = all_failures(db_url, where)
+    config = current_config()
+    return frames.logical_run_frame(engine(db_url), config, where, lean=True, failures=failures)
+
+
+@st.cache_resource(ttl=TTL)
+def all_failures(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
+    return frames.failures_frame(engine(db_url), where, lean=True)
+
+
+@st.cache_resource(ttl=TTL)
+def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
+    """Logical runs in scope with lineage, tags and failure_category; ``dated``: in the
+    date range only. Shared by the loaders of a page (a resource: do not modify it)."""
+    frame = all_runs(db_url, sql_filter(filters))
+    return in_range(frame, filters) if dated else frame
+
+
+@st.cache_resource(ttl=TTL)
+def all_jobs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
+    runs, failures = all_runs(db_url, where), all_failures(db_url, where)
+    config = current_config()
+    return frames.logical_job_frame(
+        engine(db_url), config, where, runs, lean=True, failures=failures
+    )
+
+
+@st.cache_resource(ttl=TTL)
+def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
+    """Logical jobs in scope, with the category of their last red shard. Shared by the
+    loaders of a page (a resource: do not modify it)."""
+    frame = all_jobs(db_url, sql_filter(filters))
+    return in_range(frame, filters) if dated else frame
+
+
+def events(db_url: str) -> pd.DataFrame:
+    """Change events of the config and of the database (analytics.config_tables.event_table)."""
+    return config_tables.event_table(all_events(current_config(), engine(db_url)))

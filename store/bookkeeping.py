@@ -1,0 +1,163 @@
+"""What the collector must know about what it stored before, to ask GitHub only for news."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from store.models import (
+    Failure,
+    Job,
+    JobAnnotations,
+    JobLog,
+    SyncLog,
+    SyncState,
+    Workflow,
+    WorkflowRun,
+)
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
+    pass
+
+
+def run_fingerprints(session: Session, run_ids: list[int]) -> dict[int, tuple[Any, ...]]:
+    """(run_attempt, status, conclusion, updated_at) of the stored runs among ``run_ids``."""
+    found: dict[int, tuple[Any, ...]] = {}
+    run = WorkflowRun
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        stmt = select(run.id, run.run_attempt, run.status, run.conclusion, run.updated_at).where(
+            run.id.in_(chunk)
+        )
+        for row in session.execute(stmt):
+            found[row[0]] = tuple(row[1:])
+    return found
+
+
+def incomplete_run_ids(session: Session, workflow_id: int, before: datetime) -> list[int]:
+    """Stored runs of a workflow created before ``before`` that had not completed (and that
+    GitHub still has)."""
+    run = WorkflowRun
+    stmt = select(run.id).where(
+        run.workflow_id == workflow_id,
+        run.created_at < before,
+        (run.status.is_(None)) | (run.status != "completed"),
+        run.deleted_at.is_(None),
+    )
+    return list(session.scalars(stmt))
+
+
+def runs_with_jobs(session: Session, run_ids: list[int]) -> set[int]:
+    """The runs among ``run_ids`` whose jobs are stored."""
+    found: set[int] = set()
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        found.update(session.scalars(select(Job.run_id).where(Job.run_id.in_(chunk)).distinct()))
+    return found
+
+
+def settled_log_job_ids(session: Session, job_ids: list[int]) -> set[int]:
+    """Jobs whose log is archived, expired or missing: never asked for again."""
+    settled: set[int] = set()
+    for start in range(0, len(job_ids), 500):
+        chunk = job_ids[start : start + 500]
+        stmt = select(JobLog.job_id).where(JobLog.job_id.in_(chunk), JobLog.status != "error")
+        settled.update(session.scalars(stmt))
+    return settled
+
+
+def stored_annotations(session: Session, job_ids: list[int]) -> dict[int, list[Any]]:
+    """The annotations already fetched for any of ``job_ids``: never asked for again."""
+    found: dict[int, list[Any]] = {}
+    for start in range(0, len(job_ids), 500):
+        chunk = job_ids[start : start + 500]
+        stmt = select(JobAnnotations.job_id, JobAnnotations.annotations).where(
+            JobAnnotations.job_id.in_(chunk)
+        )
+        found.update({job_id: list(notes or []) for job_id, notes in session.execute(stmt)})
+    return found
+
+
+def all_annotations(session: Session) -> dict[int, list[Any]]:
+    """Every stored job's annotations, for ``reclassify``."""
+    stmt = select(JobAnnotations.job_id, JobAnnotations.annotations)
+    return {job_id: list(notes or []) for job_id, notes in session.execute(stmt)}
+
+
+def mark_runs_deleted(session: Session, run_ids: list[int], at: datetime) -> None:
+    """Stored runs that GitHub answers 404 for: kept, and asked for no more."""
+    session.execute(
+        WorkflowRun.__table__.update().where(WorkflowRun.id.in_(run_ids)).values(deleted_at=at)
+    )
+
+
+def jobs_with_log_errors(session: Session, repo: str) -> list[Job]:
+    """Failed jobs whose log download failed last time, to try again."""
+    stmt = (
+        select(Job)
+        .join(JobLog, JobLog.job_id == Job.id)
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        .where(JobLog.status == "error", WorkflowRun.repo == repo)
+    )
+    return list(session.scalars(stmt))
+
+
+def sync_states(session: Session, repo: str) -> dict[int, SyncState]:
+    return {
+        s.workflow_id: s for s in session.scalars(select(SyncState).where(SyncState.repo == repo))
+    }
+
+
+def stored_workflows(session: Session, repo: str) -> list[Workflow]:
+    return list(session.scalars(select(Workflow).where(Workflow.repo == repo)))
+
+
+def archived_logs(session: Session, batch: int = 200) -> Iterator[tuple[Job, JobLog]]:
+    """Every archived log with its job, in batches, for ``reclassify``."""
+    stmt = (
+        select(Job, JobLog)
+        .join(JobLog, JobLog.job_id == Job.id)
+        .where(JobLog.status == "ok")
+        .order_by(Job.id)
+        .execution_options(yield_per=batch)
+    )
+    for row in session.execute(stmt):
+        yield row.tuple()
+
+
+def jobs_without_logs(session: Session) -> list[Job]:
+    """Failed jobs with an expired or missing log: classified from job-level evidence."""
+    stmt = select(Job).join(JobLog, JobLog.job_id == Job.id).where(JobLog.status != "ok")
+    return list(session.scalars(stmt))
+
+
+def workflow_sync_states(engine: Engine, repo: str) -> dict[str, SyncState]:
+    """Each stored workflow's sync state, by workflow path (workflows never collected are left
+    out)."""
+    with Session(engine, expire_on_commit=False) as session:
+        stmt = (
+            select(Workflow.path, SyncState)
+            .join(SyncState, (SyncState.workflow_id == Workflow.id) & (SyncState.repo == repo))
+            .where(Workflow.repo == repo)
+        )
+        return {path: state for path, state in session.execute(stmt)}
+
+
+def last_sync(engine: Engine, repo: str) -> SyncLog | None:
+    with Session(engine) as session:
+        stmt = (
+            select(SyncLog)
+            .where(SyncLog.repo == repo, SyncLog.status == "ok")
+            .order_by(SyncLog.id.desc())
+            .limit(1)
+        )
+        return session.scalar(stmt)
+
+
+def job_failures(session: Session) -> list[Failure]:
+    """Failures of jobs (not of whole runs), for comparing a reclassification."""
+    return list(session.scalars(select(Failure).where(Failure.job_id != 0)))

@@ -1,0 +1,207 @@
+"""The frames analytics.frames assembles logical runs and jobs from: one loader per frame.
+Filters run in SQL on the run (repo, creation time, workflow path), so a page asks only for the
+runs it shows. Times come back tz-aware UTC."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, String, func, select, type_coerce
+
+from store.models import (
+    Failure,
+    Job,
+    JobLog,
+    RunAttempt,
+    Workflow,
+    WorkflowRun,
+)
+from store.runfilter import RunFilter, as_frame, conclusion, filtered, raw_frame
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
+    import pandas as pd
+
+
+def load_runs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """One row per run as GitHub reports it now (its latest attempt), with the workflow's name.
+
+    Columns: run_id, repo, workflow_id, workflow_path, workflow_name, event, head_branch,
+    head_sha, run_number, run_attempt, status, conclusion, created_at, html_url."""
+    run = WorkflowRun
+    stmt = (
+        select(
+            run.id.label("run_id"),
+            run.repo,
+            run.workflow_id,
+            run.workflow_path,
+            func.coalesce(Workflow.name, run.name).label("workflow_name"),
+            run.event,
+            run.head_branch,
+            run.head_sha,
+            run.run_number,
+            run.run_attempt,
+            run.status,
+            conclusion(run),
+            run.created_at,
+            run.html_url,
+        )
+        .outerjoin(Workflow, Workflow.id == run.workflow_id)
+        .order_by(run.created_at, run.id)
+    )
+    return raw_frame(engine, filtered(stmt, where), ("created_at",))
+
+
+def run_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """The selected runs with only what logical outcomes and the dashboard's pages read, in no
+    particular order: run_id, workflow_path, event, head_branch, head_sha, run_attempt,
+    conclusion, created_at, html_url."""
+    run = WorkflowRun
+    stmt = select(
+        run.id.label("run_id"),
+        run.workflow_path,
+        run.event,
+        run.head_branch,
+        run.head_sha,
+        run.run_attempt,
+        conclusion(run),
+        run.created_at,
+        run.html_url,
+    )
+    return raw_frame(engine, filtered(stmt, where), ("created_at",))
+
+
+def load_attempts(
+    engine: Engine, where: RunFilter = RunFilter(), *, reruns_only: bool = False
+) -> pd.DataFrame:
+    """Every stored attempt of the selected runs. Columns: run_id, attempt, status, conclusion.
+    ``reruns_only``: only of runs with more than one attempt, the only ones whose logical
+    outcome the attempts change (analytics.outcomes.logical_runs)."""
+    att = RunAttempt
+    stmt = (
+        select(att.run_id, att.attempt, att.status, conclusion(att))
+        .join(WorkflowRun, WorkflowRun.id == att.run_id)
+        .order_by(att.run_id, att.attempt)
+    )
+    if reruns_only:
+        stmt = stmt.where(WorkflowRun.run_attempt > 1)
+    return raw_frame(engine, filtered(stmt, where))
+
+
+def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Every job of every attempt of the selected runs.
+
+    Columns: job_id, run_id, run_attempt, name, status, conclusion, created_at, started_at,
+    completed_at, runner_name, runner_group_name, labels (a tuple of str), html_url."""
+    stmt = (
+        select(
+            Job.id.label("job_id"),
+            Job.run_id,
+            Job.run_attempt,
+            Job.name,
+            Job.status,
+            conclusion(Job),
+            Job.created_at,
+            Job.started_at,
+            Job.completed_at,
+            Job.runner_name,
+            Job.runner_group_name,
+            type_coerce(Job.labels, String).label("labels"),
+            Job.html_url,
+        )
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        .order_by(Job.run_id, Job.run_attempt, Job.id)
+    )
+    frame = as_frame(engine, filtered(stmt, where), ("created_at", "started_at", "completed_at"))
+    return frame.assign(labels=_label_tuples(frame["labels"]))
+
+
+FAILURE_DETAIL = ("rule", "signature", "line", "env")
+
+
+def load_failures(
+    engine: Engine, where: RunFilter = RunFilter(), *, detail: tuple[str, ...] = FAILURE_DETAIL
+) -> pd.DataFrame:
+    """The classified failures of the selected runs (``job_id`` 0: the run itself).
+
+    Columns: run_id, run_attempt, job_id, category, evidence, stage, log_status (of the job's
+    log; None for a run without jobs), then the ``detail`` columns asked for, of rule,
+    signature, line and env (dict): run and job categories need none."""
+    fail = Failure
+    columns = {
+        "rule": fail.rule,
+        "signature": fail.signature,
+        "line": fail.line,
+        "env": type_coerce(fail.env, String).label("env"),
+    }
+    stmt = (
+        select(
+            fail.run_id,
+            fail.run_attempt,
+            fail.job_id,
+            fail.category,
+            fail.evidence,
+            fail.stage,
+            JobLog.status.label("log_status"),
+        )
+        .add_columns(*(columns[name] for name in detail))
+        .join(WorkflowRun, WorkflowRun.id == fail.run_id)
+        .outerjoin(JobLog, JobLog.job_id == fail.job_id)
+        .order_by(fail.run_id, fail.run_attempt, fail.job_id)
+    )
+    frame = raw_frame(engine, filtered(stmt, where))
+    if "env" in detail:
+        frame["env"] = _json_values(frame["env"])
+    return frame
+
+
+def _json_values(column: pd.Series) -> pd.Series:
+    """JSON text fetched raw (SQLite) parsed once per distinct text; drivers that parse JSON
+    themselves (psycopg) hand over dicts, kept as they are."""
+    import pandas as pd
+
+    parsed: dict[str, Any] = {}
+
+    def parse(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if value not in parsed:
+            parsed[value] = json.loads(value)
+        return parsed[value]
+
+    return pd.Series([parse(v) for v in column], index=column.index, dtype="object")
+
+
+def _label_tuples(column: pd.Series) -> pd.Series:
+    """Runner labels as tuples of str, the one type every frame carries (hashable, so pandas
+    groups by them), from JSON text (SQLite) or lists (psycopg); parsed once per distinct text."""
+    import pandas as pd
+
+    parsed: dict[str, tuple[str, ...]] = {}
+
+    def parse(value: Any) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            return tuple(value)
+        if value not in parsed:
+            parsed[value] = tuple(json.loads(value))
+        return parsed[value]
+
+    return pd.Series([parse(v) for v in column], index=column.index, dtype="object")
+
+
+def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Every job of every attempt of the selected runs, only what outcomes need: job_id,
+    run_id, run_attempt, name, conclusion, runner_name, labels (a tuple of str)."""
+    stmt = select(
+        Job.id.label("job_id"),
+        Job.run_id,
+        Job.run_attempt,
+        Job.name,
+        conclusion(Job),
+        Job.runner_name,
+        type_coerce(Job.labels, String).label("labels"),
+    ).join(WorkflowRun, WorkflowRun.id == Job.run_id)
+    frame = raw_frame(engine, filtered(stmt, where))
+    return frame.assign(labels=_label_tuples(frame["labels"]))

@@ -1,0 +1,217 @@
+"""Reads of the dashboard's pages, the summary and the export that are not frames: daily
+counts, spans, signatures, failure details, a stored log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine, func, select
+
+from store.models import (
+    Base,
+    Failure,
+    Job,
+    JobLog,
+    WorkflowRun,
+)
+from store.runfilter import RunFilter, UTCDay, as_frame, conclusion, filtered, raw_frame, utc
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
+    import pandas as pd
+
+
+def table_counts(engine: Engine) -> dict[str, int]:
+    with engine.connect() as conn:
+        return {
+            name: conn.scalar(select(func.count()).select_from(table)) or 0
+            for name, table in sorted(Base.metadata.tables.items())
+        }
+
+
+def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Runs per workflow, day and conclusion of the latest attempt, counted in SQL: the cheap
+    overview (activity, staleness) that needs no attempt or job rows.
+
+    Columns: workflow_path, day (tz-aware UTC midnight), conclusion, runs."""
+    run = WorkflowRun
+    day = UTCDay(run.created_at).label("day")
+    effective = conclusion(run)
+    stmt = (
+        select(run.workflow_path, day, effective, func.count().label("runs"))
+        .group_by(run.workflow_path, day, effective)
+        .order_by(run.workflow_path, day)
+    )
+    return as_frame(engine, filtered(stmt, where), ("day",))
+
+
+def daily_job_presence(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Per workflow, UTC day and job name: how many runs had a job of that name in their first
+    attempt, counted in SQL (when each job joined or left a workflow, without loading jobs).
+
+    Columns: workflow_path, day (tz-aware UTC midnight), name, runs."""
+    run = WorkflowRun
+    day = UTCDay(run.created_at).label("day")
+    stmt = (
+        select(run.workflow_path, day, Job.name, func.count(func.distinct(run.id)).label("runs"))
+        .join(Job, Job.run_id == run.id)
+        .where(Job.run_attempt == 1)
+        .group_by(run.workflow_path, day, Job.name)
+        .order_by(run.workflow_path, day, Job.name)
+    )
+    return raw_frame(engine, filtered(stmt, where), ("day",))
+
+
+def repositories(engine: Engine) -> list[str]:
+    """Every repository with stored runs."""
+    with engine.connect() as conn:
+        stmt = select(WorkflowRun.repo).distinct().order_by(WorkflowRun.repo)
+        return list(conn.scalars(stmt))
+
+
+def run_span(engine: Engine, repo: str) -> tuple[datetime | None, datetime | None]:
+    """The creation times of a repository's oldest and newest stored run."""
+    run = WorkflowRun
+    stmt = select(func.min(run.created_at), func.max(run.created_at)).where(run.repo == repo)
+    with engine.connect() as conn:
+        oldest, newest = conn.execute(stmt).one()
+    return utc(oldest), utc(newest)
+
+
+def latest_run_url(engine: Engine, repo: str) -> str | None:
+    """The web address of the newest run: its host tells GitHub from a local replica."""
+    run = WorkflowRun
+    stmt = select(run.html_url).where(run.repo == repo).order_by(run.created_at.desc()).limit(1)
+    with engine.connect() as conn:
+        return conn.scalar(stmt)
+
+
+def daily_failure_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Classified failures per day and category, counted in SQL.
+
+    Columns: day (tz-aware UTC midnight), category, failures."""
+    day = UTCDay(WorkflowRun.created_at).label("day")
+    stmt = (
+        select(day, Failure.category, func.count().label("failures"))
+        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+        .group_by(day, Failure.category)
+        .order_by(day)
+    )
+    return as_frame(engine, filtered(stmt, where), ("day",))
+
+
+def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """One row per failure signature seen in the selected runs, aggregated in SQL.
+
+    Columns: signature, category, rule, failures, jobs, first_seen_here, last_seen (in the
+    selection), first_seen (in the repository's whole history), and of the newest failure:
+    line, job_id, runner_name, html_url (the job's, else the run's)."""
+    import pandas as pd
+
+    run = WorkflowRun
+    counted = filtered(
+        select(
+            Failure.signature,
+            func.count().label("failures"),
+            func.count(func.distinct(Failure.job_id)).label("jobs"),
+            func.min(run.created_at).label("first_seen_here"),
+            func.max(run.created_at).label("last_seen"),
+        )
+        .join(run, run.id == Failure.run_id)
+        .group_by(Failure.signature),
+        where,
+    )
+    ever = select(Failure.signature, func.min(run.created_at).label("first_seen")).join(
+        run, run.id == Failure.run_id
+    )
+    if where.repo is not None:
+        ever = ever.where(run.repo == where.repo)
+    newest = func.row_number().over(
+        partition_by=Failure.signature, order_by=(run.created_at.desc(), Failure.job_id.desc())
+    )
+    examples = filtered(
+        select(
+            Failure.signature,
+            Failure.category,
+            Failure.rule,
+            Failure.line,
+            Failure.job_id,
+            Job.runner_name,
+            func.coalesce(Job.html_url, run.html_url).label("html_url"),
+            newest.label("rank"),
+        )
+        .join(run, run.id == Failure.run_id)
+        .outerjoin(Job, Job.id == Failure.job_id),
+        where,
+    ).subquery()
+    latest = select(examples).where(examples.c.rank == 1)
+    times = ("first_seen_here", "last_seen", "first_seen")
+    frame = as_frame(engine, counted).merge(
+        as_frame(engine, ever.group_by(Failure.signature)), on="signature", how="left"
+    )
+    frame = frame.merge(as_frame(engine, latest).drop(columns="rank"), on="signature", how="left")
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def signature_failures(
+    engine: Engine, signature: str, where: RunFilter = RunFilter(), limit: int = 50
+) -> pd.DataFrame:
+    """The newest failures with one signature, for a drill-down (columns of failure_details)."""
+    return failure_details(engine, where, signature=signature, limit=limit)
+
+
+def failure_details(
+    engine: Engine,
+    where: RunFilter = RunFilter(),
+    *,
+    signature: str | None = None,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """Failures with where they happened, newest first: for drill-downs, the summary and CSV.
+
+    Columns: run_id, run_attempt, job_id, created_at (of the run), workflow_path, job_name,
+    runner_name, category, rule, signature, line_number, line, context (list of str), html_url
+    (the job's, else the run's), log_status, evidence, stage."""
+    run = WorkflowRun
+    stmt = (
+        select(
+            Failure.run_id,
+            Failure.run_attempt,
+            Failure.job_id,
+            run.created_at,
+            run.workflow_path,
+            Job.name.label("job_name"),
+            Job.runner_name,
+            Failure.category,
+            Failure.rule,
+            Failure.signature,
+            Failure.line_number,
+            Failure.line,
+            Failure.context,
+            func.coalesce(Job.html_url, run.html_url).label("html_url"),
+            JobLog.status.label("log_status"),
+            Failure.evidence,
+            Failure.stage,
+        )
+        .join(run, run.id == Failure.run_id)
+        .outerjoin(Job, Job.id == Failure.job_id)
+        .outerjoin(JobLog, JobLog.job_id == Failure.job_id)
+        .order_by(run.created_at.desc(), Failure.job_id.desc())
+    )
+    if signature is not None:
+        stmt = stmt.where(Failure.signature == signature)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return as_frame(engine, filtered(stmt, where), ("created_at",))
+
+
+def job_log(engine: Engine, job_id: int) -> tuple[bytes, str | None] | None:
+    """The archived log of one job as stored (content, compression), or None."""
+    stmt = select(JobLog.content, JobLog.compression).where(
+        JobLog.job_id == job_id, JobLog.status == "ok"
+    )
+    with engine.connect() as conn:
+        row = conn.execute(stmt).first()
+    return None if row is None or row[0] is None else (row[0], row[1])

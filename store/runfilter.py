@@ -1,0 +1,114 @@
+"""The filter every read query takes (repository, dates, workflows, scope) and how a
+filtered select becomes a DataFrame; shared by store.frame_queries and store.page_queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVarTuple
+
+from sqlalchemy import Engine, Select, case
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import FunctionElement
+
+from store.models import (
+    WorkflowRun,
+)
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
+    import pandas as pd
+
+
+class UTCDay(FunctionElement[Any]):
+    """The UTC calendar day of a stored time, whatever the session's time zone: PostgreSQL's
+    ``date()`` of a timestamptz uses the session's (a server or a PGTZ in Asia/Shanghai would
+    move every evening run to the next day); SQLite stores UTC text already."""
+
+    name = "utc_day"
+    inherit_cache = True
+
+
+@compiles(UTCDay)
+def _utc_day_text(element: UTCDay, compiler: Any, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(UTCDay, "postgresql")
+def _utc_day_postgresql(element: UTCDay, compiler: Any, **kw: Any) -> str:
+    return f"date(timezone('UTC', {compiler.process(element.clauses, **kw)}))"
+
+
+def conclusion(model: Any) -> Any:
+    """The conclusion every reader counts by: GitHub's, except ``timed_out`` where the collector
+    found that a job hit its time limit (GitHub reports those jobs and their runs
+    ``cancelled``), so that timeouts are red, not excluded."""
+    return case((model.timed_out, "timed_out"), else_=model.conclusion).label("conclusion")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs to load: ``since`` inclusive, ``until`` exclusive, ``paths`` = workflow files,
+    ``events`` = trigger events, ``branch`` = head branch (a scope, pushed into SQL so a page
+    never loads the runs it would drop)."""
+
+    repo: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    paths: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+    branch: str | None = None
+
+
+_Columns = TypeVarTuple("_Columns")
+
+
+def filtered(stmt: Select[*_Columns], where: RunFilter) -> Select[*_Columns]:
+    run = WorkflowRun
+    if where.repo is not None:
+        stmt = stmt.where(run.repo == where.repo)
+    if where.since is not None:
+        stmt = stmt.where(run.created_at >= where.since)
+    if where.until is not None:
+        stmt = stmt.where(run.created_at < where.until)
+    if where.paths:
+        stmt = stmt.where(run.workflow_path.in_(where.paths))
+    if where.events:
+        stmt = stmt.where(run.event.in_(where.events))
+    if where.branch is not None:
+        stmt = stmt.where(run.head_branch == where.branch)
+    return stmt
+
+
+def as_frame(
+    engine: Engine, stmt: Select[*tuple[Any, ...]], times: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    import pandas as pd
+
+    with engine.connect() as conn:
+        result = conn.execute(stmt)
+        frame = pd.DataFrame(result.all(), columns=list(result.keys()))
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True)
+    return frame
+
+
+def utc(value: datetime | str | None) -> datetime | None:
+    """Aggregates bypass the column type on SQLite: parse and mark them UTC here."""
+    import pandas as pd
+
+    return None if value is None else pd.Timestamp(value).tz_localize(None).tz_localize("UTC")
+
+
+def raw_frame(
+    engine: Engine, stmt: Select[*tuple[Any, ...]], times: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """Like ``as_frame`` for big results, fetched from the DBAPI cursor: SQLAlchemy's per-row
+    type processing costs more than the query here, and pandas parses times in one go."""
+    import pandas as pd
+
+    with engine.connect() as conn:
+        result = conn.execute(stmt)
+        frame = pd.DataFrame(result.cursor.fetchall(), columns=list(result.keys()))
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame

@@ -1,0 +1,147 @@
+"""The one definition of each shared concept (docs/vocabulary.md), on small hand-computed
+tables: STALE (analytics.staleness), NEW (analytics.newness), a successor's first runs
+(analytics.successors), works-elsewhere (analytics.elsewhere) and failures by environment
+(analytics.environments). tests/test_concepts_agree.py checks that the dashboard and the
+summary give the same answers through them."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from analytics_frames import day, failures_frame, runs_frame
+
+from analytics.elsewhere import failed_elsewhere, works_elsewhere
+from analytics.environments import environment_failures
+from analytics.newness import NEW_DAYS, is_new
+from analytics.staleness import MIN_GAPS, NO_VERDICT, OK, STALE, staleness
+from analytics.successors import successor_first_runs
+
+
+def _daily(path: str, days: list[float]) -> list[dict]:
+    return [
+        {"run_id": hash((path, n)) % 10**9, "created_at": day(n), "workflow_path": path}
+        for n in days
+    ]
+
+
+def test_stale_after_three_usual_gaps_of_silence_before_the_reference():
+    runs = runs_frame(_daily("a.yml", [0, 1, 2, 3, 4]) + _daily("b.yml", [0, 1])).assign(
+        conclusion="x"
+    )
+    out = staleness(runs, "workflow_path", day(4) + pd.Timedelta(days=2), 3.0)
+    status = dict(zip(out["workflow_path"], out["status"], strict=True))
+    assert status == {"a.yml": OK, "b.yml": NO_VERDICT}  # b: 1 gap < MIN_GAPS
+    row = out.set_index("workflow_path").loc["a.yml"]
+    assert (row["usual_gap_hours"], row["gaps"], row["silent_hours"]) == (24.0, 4, 48.0)
+    late = staleness(runs, "workflow_path", day(4) + pd.Timedelta(hours=73), 3.0)
+    assert late.set_index("workflow_path").loc["a.yml", "status"] == STALE
+    assert late.set_index("workflow_path").loc["b.yml", "status"] == NO_VERDICT
+    assert MIN_GAPS == 3
+
+
+def test_stale_without_a_reference_says_nothing_and_lineages_pool_their_workflows():
+    runs = runs_frame(_daily("a.yml", [0, 2]) + _daily("b.yml", [1, 3])).assign(
+        conclusion="x", lineage="L"
+    )
+    assert set(staleness(runs, "workflow_path", None, 3.0)["status"]) == {NO_VERDICT}
+    pooled = staleness(runs, "lineage", day(3) + pd.Timedelta(days=4), 3.0).iloc[0]
+    assert (pooled["gaps"], pooled["usual_gap_hours"], pooled["status"]) == (3, 24.0, STALE)
+
+
+def test_new_when_first_seen_within_new_days_before_the_end():
+    end = pd.Timestamp("2026-07-01T00:00Z")
+    first = pd.Series(
+        [
+            end - pd.Timedelta(days=NEW_DAYS),  # the first moment of the window: new
+            end - pd.Timedelta(days=NEW_DAYS, seconds=1),  # just before it: not new
+            end - pd.Timedelta(hours=1),
+            pd.NaT,  # never seen: not new
+        ]
+    )
+    assert is_new(first, end).tolist() == [True, False, True, False]
+    assert NEW_DAYS == 21
+
+
+def _event_table(when: pd.Timestamp) -> pd.DataFrame:
+    return pd.DataFrame({"event_date": [when], "event_pr": [7], "event_title": ["move"]})
+
+
+def test_successors_are_the_workflows_first_run_around_the_event():
+    runs = runs_frame(
+        [
+            {"run_id": 1, "created_at": day(0), "workflow_path": "old.yml"},
+            {"run_id": 2, "created_at": day(10.5), "workflow_path": "old.yml"},  # after: old
+            {"run_id": 3, "created_at": day(9.5), "workflow_path": "new.yml"},  # a day before
+            {"run_id": 4, "created_at": day(11), "workflow_path": "new.yml"},
+            {"run_id": 5, "created_at": day(12), "workflow_path": "new.yml"},
+            {"run_id": 6, "created_at": day(13), "workflow_path": "new.yml"},
+            {"run_id": 7, "created_at": day(30), "workflow_path": "late.yml"},  # too late
+        ]
+    ).assign(
+        conclusion="x",
+        logical_outcome=["pass", "pass", "fail", "excluded", "flaky", "pass", "pass"],
+        failure_category=None,
+    )
+    strips = successor_first_runs(runs, _event_table(day(10)), first_runs=3, window_days=14)
+    assert strips["workflow_path"].unique().tolist() == ["new.yml"]
+    assert strips["logical_outcome"].tolist() == ["fail", "flaky", "pass"]  # excluded: skipped
+    assert strips["order"].tolist() == [1, 2, 3] and set(strips["event_pr"]) == {7}
+    born = pd.Series({"new.yml": day(1), "old.yml": day(0), "late.yml": day(30)})
+    assert successor_first_runs(runs, _event_table(day(10)), 3, 14, born=born).empty
+
+
+def _logical(rows: list[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        rows,
+        columns=["run_id", "logical_job", "runner_name", "logical_outcome", "red_job_id", "at"],
+    )
+    return frame.assign(workflow_path="a.yml", created_at=frame.pop("at").map(day))
+
+
+def test_works_elsewhere_means_green_on_another_runner_the_same_week():
+    jobs = _logical(
+        [
+            (1, "e2e", "a", "fail", 11, 0),  # 2026-06-01 is a Monday
+            (2, "e2e", "a", "fail", 12, 1),
+            (3, "e2e", "b", "flaky", None, 2),  # green on b the same week: a's failures
+            (4, "solo", "a", "fail", 14, 0),  # no green anywhere
+            (5, "e2e", "b", "fail", 15, 1),  # b was green itself, not elsewhere
+            (6, "late", "a", "fail", 16, 0),
+            (7, "late", "b", "pass", None, 8),  # green on b, but the next week
+        ]
+    )
+    flags = failed_elsewhere(jobs, "runner_name").set_index("run_id")["works_elsewhere"]
+    assert flags.to_dict() == {1: True, 2: True, 4: False, 5: False, 6: False}
+    table = works_elsewhere(jobs, "runner_name").set_index("runner_name")
+    assert table.loc["a", "failed_jobs"] == 4
+    assert table.loc["a", "works_elsewhere"] == pytest.approx(0.5)
+    assert table.loc["b", "works_elsewhere"] == 0.0
+
+
+def test_environment_failures_count_hard_failed_jobs_per_version():
+    jobs = _logical(
+        [
+            (1, "e2e", "a", "fail", 11, 0),
+            (2, "e2e", "a", "fail", 12, 1),
+            (3, "e2e", "b", "pass", None, 2),
+            (4, "solo", "c", "fail", 14, 0),
+            (5, "solo", "c", "flaky", 15, 0),  # passed on a rerun: no hard failure
+        ]
+    )
+    failures = failures_frame(
+        [
+            (1, 1, 11, "npu_env", {"cann": "8.5.0", "driver": "25.2"}),
+            (2, 1, 12, "oom", {"cann": "8.5.0"}),
+            (4, 1, 14, "oom", {"cann": "9.0.0"}),
+            (5, 1, 15, "oom", {"cann": "9.0.0"}),
+            (6, 1, 99, "oom", {}),
+        ]
+    )
+    table = environment_failures(failures, jobs).set_index(["fact", "version"])
+    assert table.loc[("cann", "8.5.0"), "failures"] == 2
+    assert table.loc[("cann", "8.5.0"), "works_elsewhere_share"] == 1.0
+    assert table.loc[("cann", "8.5.0"), "categories"] == "npu_env 1, oom 1"
+    assert table.loc[("cann", "9.0.0"), "failures"] == 1  # the flaky one is not counted
+    assert table.loc[("cann", "9.0.0"), "works_elsewhere_share"] == 0.0
+    assert table.loc[("driver", "25.2"), "runners"] == 1
+    assert table.index.get_level_values("fact").tolist() == ["cann", "cann", "driver"]

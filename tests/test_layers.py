@@ -1,0 +1,71 @@
+"""The import contract (tests/support/layers.py) holds on the tree, and catches what it is for.
+
+A deliberately added upward import fails it. For example, this line added to
+``analytics/rates.py``::
+
+    from dashboard.filters import Filters
+
+makes ``python -m tests.support.layers`` (and so ``make lint`` and this file) report
+``analytics/rates.py:N: analytics imports dashboard.filters (upward or sideways)``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import layers
+
+
+def test_the_tree_keeps_the_layers() -> None:
+    assert [str(b) for b in layers.breaches()] == []
+
+
+def test_an_upward_import_added_to_a_copy_of_the_tree_is_caught(tmp_path: Path) -> None:
+    for package in layers.OURS:
+        shutil.copytree(layers.ROOT / package, tmp_path / package)
+    rates = tmp_path / "analytics" / "rates.py"
+    rates.write_text(rates.read_text() + "\nfrom dashboard.filters import Filters  # noqa\n")
+    found = layers.breaches(tmp_path)
+    assert [(b.path, b.what) for b in found] == [
+        ("analytics/rates.py", "analytics imports dashboard.filters (upward or sideways)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("package", "source", "what"),
+    [
+        ("store", "import analytics.rates", "store imports analytics.rates"),
+        ("collector", "from ciflake import cli", "collector imports ciflake"),
+        ("dashboard", "from collector.logs import LogResult", "dashboard imports collector.logs"),
+        ("migrations", "from ciflake.export import TABLES", "migrations imports ciflake.export"),
+        ("fakehub", "from store.models import Run", "fakehub imports store.models"),
+        ("collector", "import click", "click outside"),
+        ("dashboard", "from sqlalchemy import select", "SQL outside store"),
+        ("collector", "from sqlalchemy.sql import text", "SQL outside store"),
+        ("dashboard", "import zlib", "zlib outside store"),
+    ],
+)
+def test_each_rule_catches_its_breach(package: str, source: str, what: str) -> None:
+    def inside_a_function(line: str) -> str:  # imports deferred into a body count too
+        return f"def f():\n    {line}\n"
+
+    for text in (source, inside_a_function(source)):
+        found = layers.module_breaches(package, f"{package}/x.py", text)
+        assert len(found) == 1 and what in found[0].what, found
+
+
+@pytest.mark.parametrize(
+    ("package", "source"),
+    [
+        ("collector", "from sqlalchemy.orm import Session"),
+        ("dashboard", "from sqlalchemy import Engine\nfrom sqlalchemy.exc import SQLAlchemyError"),
+        ("fakehub", "from store.vocabulary import CATEGORIES"),
+        ("ciflake", "import click\nfrom collector.sync import collect"),
+        ("store", "import zlib\nfrom sqlalchemy import select"),
+    ],
+)
+def test_what_the_layers_allow_passes(package: str, source: str) -> None:
+    assert layers.module_breaches(package, f"{package}/x.py", source) == []
