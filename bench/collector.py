@@ -15,7 +15,7 @@ from pathlib import Path
 
 import fakehub
 from bench.memory import PEAK_KB
-from tests.hubtools import SINCE, TEST_SCALE, collect, migrated
+from tests.support.hubtools import SINCE, TEST_SCALE, collect, migrated
 
 SCALE = 1.0
 SCALE1_DB = Path(__file__).with_name("out") / "scale1.db"  # reused by bench.dashboard
@@ -32,7 +32,7 @@ BIG_LOG_SCRIPT = PEAK_KB + (
     "from store.settings import load_config\n"
     "from collector.once import collect_once\n"
     "from collector.sync_report import CollectOptions\n"
-    "from tests.hubtools import migrated\n"
+    "from tests.support.hubtools import migrated\n"
     "api, token, db, since = sys.argv[1:]\n"
     "config = load_config(env={'GITHUB_TOKEN': token}, api_url=api, db_url=db)\n"
     "options = CollectOptions(since=datetime.fromisoformat(since), quiet=True)\n"

@@ -28,9 +28,9 @@ from store.frame_queries import load_jobs
 from store.page_queries import daily_job_presence
 from store.runfilter import RunFilter
 from store.settings import Config, load_config
-from tests.changepoint_seeds import search
-from tests.hubtools import collect, migrated
-from tests.simulated_truth import (
+from tests.support.changepoint_seeds import search
+from tests.support.hubtools import collect, migrated
+from tests.support.simulated_truth import (
     BIG_SHIFT,
     LINEAGE,
     MIN_SHIFT,
@@ -284,7 +284,7 @@ def test_e2e_ascend_steps_dated_on_their_job_set_changes(found_changepoints):
     # landed 5 days late on this seed, 4 days off or more on 8 of 16 seeds, and the second
     # drifted up to 11 days (its likelihood moves ~0.1 a day); with the job set changes as
     # known days both land on their day on 15 of seeds 1-16 (seed 3 cuts on 2025-12-28, when
-    # a fourth job joins, instead of 12-10: python -m tests.changepoint_seeds).
+    # a fourth job joins, instead of 12-10: python -m tests.support.changepoint_seeds).
     found = found_changepoints.changepoints
     mine = found[found["lineage"] == "e2e_ascend"]
     mine = mine.set_index(mine["date"].dt.strftime("%Y-%m-%d"))
@@ -296,8 +296,9 @@ def test_e2e_ascend_steps_dated_on_their_job_set_changes(found_changepoints):
 
 
 def test_the_seed_sweep_finds_what_the_collect_finds(found_changepoints, history):
-    # tests.changepoint_seeds reads fakehub's History instead of collecting it, to sweep seeds
-    # in seconds: on this seed it must find the very changepoints the collected database gives.
+    # tests.support.changepoint_seeds reads fakehub's History instead of collecting it, to sweep
+    # seeds in seconds: on this seed it must find the very changepoints the collected database
+    # gives.
     _, config, _ = history
     swept = search(SEED, SCALE, config, found_changepoints.truth)["known"]
     columns = ["lineage", "date", "date_low", "date_high", "before_runs", "after_runs"]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from analytics_frames import day, failures_frame, runs_frame
 
 from analytics.elsewhere import failed_elsewhere, works_elsewhere
 from analytics.environments import environment_failures
 from analytics.newness import NEW_DAYS, is_new
 from analytics.staleness import MIN_GAPS, NO_VERDICT, OK, STALE, staleness
 from analytics.successors import successor_first_runs
+from tests.support.analytics_frames import day, failures_frame, runs_frame
 
 
 def _daily(path: str, days: list[float]) -> list[dict]:

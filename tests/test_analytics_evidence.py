@@ -23,7 +23,7 @@ from analytics.evidence import (
     unknown_reason,
 )
 from dashboard.shaping import NO_STEP, unknown_by_stage
-from tests.analytics_frames import day, runs_frame
+from tests.support.analytics_frames import day, runs_frame
 
 # (category, evidence, log_status) -> basis
 CASES = [

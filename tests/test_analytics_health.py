@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 import pytest
-from analytics_frames import day, jobs_frame, runs_frame
 
 from analytics.changepoints import changepoints, daily_failures, job_set_changes, nearest_events
 from analytics.config_tables import event_table
@@ -22,6 +21,7 @@ from analytics.health import (
     retry_tax,
     timing,
 )
+from tests.support.analytics_frames import day, jobs_frame, runs_frame
 
 
 class _Event:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from analytics_frames import attempts_frame, day, failures_frame, jobs_frame, runs_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,13 @@ from analytics.outcomes import (
 )
 from analytics.verdicts import job_verdicts
 from store.settings import load_config
+from tests.support.analytics_frames import (
+    attempts_frame,
+    day,
+    failures_frame,
+    jobs_frame,
+    runs_frame,
+)
 
 STRIP = r"\s*\([^)]*\)$|\s*/\s*shard[-_ ]?\d+$"
 

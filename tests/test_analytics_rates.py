@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 import pytest
-from analytics_frames import day, runs_frame
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import fisher_exact
@@ -24,6 +23,7 @@ from analytics.rates import (
     wilson_interval,
     with_period,
 )
+from tests.support.analytics_frames import day, runs_frame
 
 
 def test_wilson_known_values():

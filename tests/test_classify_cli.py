@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from ciflake.cli import cli
-from tests.classify_corpus import CORPUS_DIR
+from tests.support.classify_corpus import CORPUS_DIR
 
 
 def test_json_lines_have_exactly_the_documented_keys() -> None:

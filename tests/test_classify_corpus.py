@@ -8,7 +8,13 @@ import pytest
 
 from collector.classify import Classification, load_rules
 from store.vocabulary import CATEGORIES
-from tests.classify_corpus import CASES, CORPUS_DIR, classify_case, expected_line, make_corpus
+from tests.support.classify_corpus import (
+    CASES,
+    CORPUS_DIR,
+    classify_case,
+    expected_line,
+    make_corpus,
+)
 
 MIN_ACCURACY = 0.95
 

@@ -9,7 +9,7 @@ import pytest
 
 from collector.classify import classify_log, load_rules
 from collector.classify.rules import DEFAULT_RULES_PATH, TABLE_KINDS, TABLES_NAME, _table_patterns
-from tests.classify_corpus import CASES, expected_line
+from tests.support.classify_corpus import CASES, expected_line
 
 TABLES = tomllib.loads(DEFAULT_RULES_PATH.with_name(TABLES_NAME).read_text(encoding="utf-8"))
 ROWS = [(kind, row) for kind in TABLE_KINDS for row in TABLES.get(kind, [])]

@@ -15,7 +15,7 @@ from ciflake.cli import cli
 from store.frame_queries import load_attempts, load_runs
 from store.models import Failure, Job, JobLog, RunAttempt, WorkflowRun
 from store.runfilter import RunFilter
-from tests.hubtools import TEST_SCALE, collect, migrated
+from tests.support.hubtools import TEST_SCALE, collect, migrated
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from collector.client import GitHubClient
 from collector.logs import LogFetcher, LogResult
 from store.compression import CompressedLog, decompress
 from store.models import Failure, JobLog
-from tests.hubtools import TEST_SCALE, collect, migrated
+from tests.support.hubtools import TEST_SCALE, collect, migrated
 
 REPO = "verl-project/verl"
 BIG_MB = 30

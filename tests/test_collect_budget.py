@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 import fakehub
-from tests.hubtools import TEST_SCALE, collect, snapshot
-from tests.hubtools import migrated as migrated_engine
+from tests.support.hubtools import TEST_SCALE, collect, snapshot
+from tests.support.hubtools import migrated as migrated_engine
 
 BUDGET = 150
 
@@ -51,7 +51,7 @@ def test_the_reserve_is_left_to_other_users_of_the_token(hub, db_url):
 def collect_with_reserve(hub, db_url, reserve):
     from collector.once import collect_once
     from collector.sync_report import CollectOptions
-    from tests.hubtools import SINCE, hub_config
+    from tests.support.hubtools import SINCE, hub_config
 
     config = hub_config(hub, db_url).with_overrides(collect_reserve=reserve)
     options = CollectOptions(since=SINCE, quiet=True)
@@ -64,7 +64,7 @@ def test_a_slow_big_page_is_asked_again_smaller_and_the_collect_completes(db_url
     Monthly windows at a larger scale make such pages in every listing."""
     from collector.once import collect_once
     from collector.sync_report import CollectOptions
-    from tests.hubtools import SINCE, hub_config
+    from tests.support.hubtools import SINCE, hub_config
 
     def monthly(hub, url):
         config = hub_config(hub, url).with_overrides(collect_window_days=31)
@@ -87,7 +87,7 @@ def test_the_progress_bar_shows_the_budget(hub, db_url):
     from collector.progress import CollectProgress
     from collector.sync import collect
     from collector.sync_report import CollectOptions
-    from tests.hubtools import SINCE, hub_config
+    from tests.support.hubtools import SINCE, hub_config
 
     config = hub_config(hub, db_url)
     client = GitHubClient(config.api_url, config.token, max_requests=BUDGET)
@@ -147,7 +147,7 @@ def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
     from collector.backfill import event_spans
     from collector.summary import run_summary
     from store.events import all_events
-    from tests.hubtools import hub_config
+    from tests.support.hubtools import hub_config
 
     collect(hub, db_url)
     everything = _runs(db_url)

@@ -15,7 +15,7 @@ import collector.sync_batch
 import fakehub
 from collector.client import GitHubClient, NotFound
 from store.models import Failure, Job, JobAnnotations, JobLog, WorkflowRun
-from tests.hubtools import TEST_SCALE, collect, migrated
+from tests.support.hubtools import TEST_SCALE, collect, migrated
 
 
 @pytest.fixture

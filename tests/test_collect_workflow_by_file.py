@@ -8,7 +8,7 @@ import pytest
 
 import collector.sync
 import fakehub
-from tests.hubtools import TEST_SCALE, collect, hub_config, migrated, snapshot
+from tests.support.hubtools import TEST_SCALE, collect, hub_config, migrated, snapshot
 
 
 @pytest.fixture()

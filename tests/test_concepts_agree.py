@@ -28,7 +28,7 @@ from store.events import all_events
 from store.models import Failure, WorkflowRun
 from store.page_queries import run_span
 from store.settings import Config, load_config
-from tests.collected import collected_copy
+from tests.support.collected import collected_copy
 
 REPO = "verl-project/verl"
 PR = 7357

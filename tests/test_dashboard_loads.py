@@ -23,7 +23,7 @@ from store.models import Job, RunAttempt, Workflow, WorkflowRun
 from store.runfilter import RunFilter
 from store.settings import load_config
 from store.upsert import upsert
-from tests.collected import collected_copy
+from tests.support.collected import collected_copy
 
 REPO = "verl-project/verl"
 RUN_KEYS = [

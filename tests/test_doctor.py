@@ -15,7 +15,7 @@ from ciflake.cli import cli
 from collector.doctor_checks import token_kind, url_check
 from collector.doctor_estimate import wall_seconds
 from store.settings import load_config
-from tests.hubtools import collect
+from tests.support.hubtools import collect
 
 SCALE = 0.05
 # Newer than fakehub's history end (2026-11-28) minus the 90-day log retention: no log of the

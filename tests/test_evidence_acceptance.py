@@ -13,8 +13,8 @@ from analytics.config_tables import event_table
 from analytics.frames import logical_run_frame
 from store.runfilter import RunFilter
 from store.settings import load_config
-from tests.evidence_truth import score
-from tests.hubtools import collect, migrated
+from tests.support.evidence_truth import score
+from tests.support.hubtools import collect, migrated
 
 DEMO_SCALE = fakehub.DEMO_SCALE
 

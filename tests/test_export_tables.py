@@ -26,7 +26,7 @@ from ciflake.export import (
 from store.engine import make_engine
 from store.models import Failure, Job, WorkflowRun
 from store.runfilter import conclusion
-from tests.collected import collected_copy
+from tests.support.collected import collected_copy
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 COLUMNS = {

@@ -14,7 +14,7 @@ from fakehub.annotations import NO_RUNNER
 from fakehub.api import RETENTION
 from fakehub.history import History
 from fakehub.records import Job
-from tests.hubtools import served_jobs, served_runs
+from tests.support.hubtools import served_jobs, served_runs
 
 TOKEN = "checks-token"
 REPO = "/repos/verl-project/verl"

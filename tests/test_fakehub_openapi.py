@@ -12,7 +12,7 @@ import pytest
 import requests
 
 import fakehub
-from tests.hubtools import served_jobs, served_runs
+from tests.support.hubtools import served_jobs, served_runs
 
 SUBSET = json.loads((Path(fakehub.__file__).parent / "openapi" / "github_subset.json").read_text())
 TOKEN = "schema-token"

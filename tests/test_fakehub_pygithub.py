@@ -10,7 +10,7 @@ import requests
 from github import Auth, Github, GithubException, UnknownObjectException
 
 import fakehub
-from tests.hubtools import served_runs
+from tests.support.hubtools import served_runs
 
 TOKEN = "test-token"
 

@@ -18,7 +18,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 import fakehub
 from collector.schedule import MISFIRE_GRACE_S, Triggers, build_scheduler, config_triggers
 from store.settings import load_config
-from tests.hubtools import TEST_SCALE, collect, migrated, snapshot
+from tests.support.hubtools import TEST_SCALE, collect, migrated, snapshot
 
 
 class Recorder:

@@ -26,9 +26,9 @@ from fakehub.payloads import BOT_LOGIN
 from store.engine import make_engine
 from store.events import all_events
 from store.settings import load_config
-from tests.collected import collected_copy
-from tests.hubtools import TEST_SCALE
-from tests.markdown_fences import split_fences
+from tests.support.collected import collected_copy
+from tests.support.hubtools import TEST_SCALE
+from tests.support.markdown_fences import split_fences
 
 REPO = "verl-project/verl"
 PR = 7357

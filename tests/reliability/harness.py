@@ -22,7 +22,7 @@ from collector.progress import CollectProgress
 from collector.sync import collect
 from collector.sync_report import CollectOptions, CollectReport
 from store.settings import Config
-from tests.hubtools import SINCE, hub_config, migrated, snapshot
+from tests.support.hubtools import SINCE, hub_config, migrated, snapshot
 
 FULL = os.environ.get("CIFLAKE_RELIABILITY") == "full"
 TALLY_ENV = "CIFLAKE_RELIABILITY_TALLY"

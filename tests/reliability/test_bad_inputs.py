@@ -13,7 +13,6 @@ import pytest
 
 import fakehub
 from ciflake.cli import cli
-from tests.hubtools import migrated
 from tests.reliability.harness import (
     CANARY,
     canary_hub,
@@ -23,6 +22,7 @@ from tests.reliability.harness import (
     one_line_failure,
     record,
 )
+from tests.support.hubtools import migrated
 
 SUITE = "bad_inputs"
 DEEP = 20_000

@@ -22,8 +22,8 @@ from collector.runs import save_runs
 from store.compression import decompress
 from store.models import Failure, JobLog, Workflow
 from store.upsert import upsert
-from tests.hubtools import TEST_SCALE, migrated
 from tests.reliability.harness import FULL, canary_hub, fast_collect, frozen, record
+from tests.support.hubtools import TEST_SCALE, migrated
 from tests.test_store import _wf
 
 SUITE = "bad_inputs"

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from store import frame_queries, page_queries
 from store.engine import make_engine
 from store.models import WorkflowRun
-from tests.hubtools import migrated
 from tests.reliability.harness import SIZE, canary_hub, fast_collect, record
+from tests.support.hubtools import migrated
 
 SUITE = "concurrency"
 LOADERS = (

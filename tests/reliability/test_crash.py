@@ -14,7 +14,6 @@ from random import Random
 import pytest
 
 import fakehub
-from tests.hubtools import SINCE, TEST_SCALE, migrated
 from tests.reliability.harness import (
     CANARY,
     SIZE,
@@ -25,6 +24,7 @@ from tests.reliability.harness import (
     mismatched_tables,
     record,
 )
+from tests.support.hubtools import SINCE, TEST_SCALE, migrated
 
 SUITE = "crash"
 KILL_SEED = 20260812

@@ -19,7 +19,6 @@ import pytest
 
 import fakehub
 from ciflake.cli import cli
-from tests.hubtools import SINCE, migrated
 from tests.reliability.harness import (
     CANARY,
     SIZE,
@@ -31,6 +30,7 @@ from tests.reliability.harness import (
     one_line_failure,
     record,
 )
+from tests.support.hubtools import SINCE, migrated
 
 SUITE = "faults"
 Arm = Callable[[fakehub.Hub], None]

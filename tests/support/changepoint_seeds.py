@@ -1,14 +1,14 @@
 """How the changepoint search does across fakehub seeds, without a collect: ``python -m
-tests.changepoint_seeds [--seeds 1-16] [--scale 0.3] [--known-share 0.5]``.
+tests.support.changepoint_seeds [--seeds 1-16] [--scale 0.3] [--known-share 0.5]``.
 
 The acceptance test collects one seed through PyGithub (a minute each); this reads fakehub's
 History directly (the runs, attempts and first-attempt jobs a collect would store, a few seconds
 a seed) and searches each lineage's series twice, with the job set changes as known days (what
 the dashboard does) and freely. It prints every changepoint's distance to the nearest true
-change date (tests.simulated_truth), then per search: how many land more than 3 days off, how
-many are not a shift of the simulated red rate (its failure model's mean, 7 days either side,
-moving less than MIN_SHIFT or the other way), and on how many seeds the big June drop of
-e2e_v1_separate_async is found.
+change date (tests.support.simulated_truth), then per search: how many land more than 3 days
+off, how many are not a shift of the simulated red rate (its failure model's mean, 7 days
+either side, moving less than MIN_SHIFT or the other way), and on how many seeds the big June
+drop of e2e_v1_separate_async is found.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from fakehub.api import CHECKS_RETENTION_DAYS
 from fakehub.history import DEFAULT_END, History
 from fakehub.records import Attempt
 from store.settings import Config, load_config
-from tests.simulated_truth import (
+from tests.support.simulated_truth import (
     BIG_SHIFT,
     LINEAGE,
     MIN_SHIFT,

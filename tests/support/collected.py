@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import fakehub
-from tests.hubtools import TEST_SCALE, collect
+from tests.support.hubtools import TEST_SCALE, collect
 
 SEED = 11
 

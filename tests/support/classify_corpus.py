@@ -7,7 +7,7 @@ from pathlib import Path
 
 from collector.classify import Classification, classify_job
 
-CORPUS_DIR = Path(__file__).resolve().parent / "fixtures" / "logs"
+CORPUS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 sys.path.insert(0, str(CORPUS_DIR))
 
 import make_corpus  # noqa: E402  (lives next to the fixtures it writes)
