@@ -213,11 +213,6 @@ def _run_failures(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return matched.sort_values(["newest", "rank"]).drop_duplicates("run_id").set_index("run_id")
 
 
-def run_categories(failures: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
-    """The failure category of each red logical run, indexed by run_id (``_run_failures``)."""
-    return _run_failures(failures, runs)["category"].rename("failure_category")
-
-
 def with_run_categories(runs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
     """``runs`` (logical) with ``failure_category`` and, where ``failures`` carry evidence and
     log status, ``failure_basis`` (analytics.evidence): both empty for runs that did not go

@@ -8,7 +8,6 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.orm import Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -86,7 +85,3 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     # transaction, and a SET made inside it would be rolled back with it.
     options = {"options": "-c default_transaction_read_only=on"} if read_only else {}
     return create_engine(parsed, pool_pre_ping=True, connect_args=options)
-
-
-def session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False)

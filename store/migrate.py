@@ -71,7 +71,3 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 def downgrade(engine: Engine, revision: str) -> None:
     with _transaction(engine) as conn:
         command.downgrade(alembic_config(conn), revision)
-
-
-def is_at_head(engine: Engine) -> bool:
-    return current_revision(engine) == head_revision()
