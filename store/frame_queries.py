@@ -174,21 +174,19 @@ def _json_values(column: pd.Series) -> pd.Series:
 
 def _label_tuples(column: pd.Series) -> pd.Series:
     """Runner labels as tuples of str, the one type every frame carries (hashable, so pandas
-    groups by them), from JSON text (SQLite) or lists (psycopg); parsed once per distinct text."""
+    groups by them), from JSON text (SQLite) or lists (psycopg). JSON text is parsed once per
+    distinct value: a million jobs carry a few dozen label sets."""
+    import numpy as np
     import pandas as pd
 
-    parsed: dict[str, tuple[str, ...]] = {}
-
-    def parse(value: Any) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            return tuple(value)
-        if value not in parsed:
-            parsed[value] = tuple(json.loads(value))
-        return parsed[value]
-
-    return pd.Series([parse(v) for v in column], index=column.index, dtype="object")
+    sample = next((v for v in column if v is not None), None)
+    if sample is not None and not isinstance(sample, str):  # the driver parsed the JSON
+        values = [None if v is None else tuple(v) for v in column]
+        return pd.Series(values, index=column.index, dtype="object")
+    codes, distinct = pd.factorize(column)
+    parsed = np.empty(len(distinct) + 1, dtype=object)  # the last slot: no labels (code -1)
+    parsed[: len(distinct)] = [tuple(json.loads(text)) for text in distinct]
+    return pd.Series(parsed[codes], index=column.index, dtype="object")
 
 
 def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
