@@ -22,7 +22,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
-# The unit tests: no fakehub, no browser, nothing marked slow (under 90 s; make test runs all).
+# The unit tests: no fakehub, no browser, nothing marked slow (about 30 s, always under 90 s;
+# make test runs everything).
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow and not browser and not hub" --ignore=tests/reliability
 

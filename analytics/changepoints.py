@@ -144,8 +144,8 @@ def job_set_changes(
     than 400 days, so its oldest runs may come without any (github-real-behaviour.md).
 
     ``presence``: workflow_path, day, name, runs (runs whose first attempt has a job of that
-    name, queries.daily_job_presence); ``run_days``: workflow_path, day, runs (runs_per_day;
-    other columns are summed away); ``lineage_of``: workflow_path -> lineage (workflows
+    name, store.page_queries.daily_job_presence); ``run_days``: workflow_path, day, runs
+    (runs_per_day; other columns are summed away); ``lineage_of``: workflow_path -> lineage (workflows
     left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the ``known`` of
     changepoints(by="lineage")."""
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()

@@ -87,7 +87,8 @@ def logical_job_frame(
     failures: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The logical jobs of ``where`` (analytics.outcomes.logical_jobs) with their run's context
-    (RUN_CONTEXT) and ``category``, the category of their last red shard. ``runs``:
+    (RUN_CONTEXT) and ``category``, the category of their last red shard (``ci_config`` in a
+    configured invalid window). ``runs``:
     logical_run_frame of the same filter; ``failures`` as there."""
     if lean:
         attempts = job_outcomes(engine, where)
@@ -99,4 +100,6 @@ def logical_job_frame(
         failures = failures_frame(engine, where, lean=lean)
     context = runs[[c for c in RUN_CONTEXT if c in runs.columns]]
     jobs = logical_jobs(attempts, context, config.job_name_strip)
-    return jobs.assign(category=job_categories(jobs, failures))
+    jobs = jobs.assign(category=job_categories(jobs, failures))
+    windows = invalid_window_table(config.invalid_windows)
+    return mark_invalid_windows(jobs, windows, category="category")

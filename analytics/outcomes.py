@@ -224,11 +224,14 @@ def with_run_categories(runs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def mark_invalid_windows(runs: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with the red ones (fail, flaky) created while their workflow file was known to
-    be invalid (``windows``: analytics.config_tables.invalid_window_table) in category ``ci_config``
-    on the basis ``config``: the CI definition failed, never the code (DESIGN). A run the
-    collector already found ``ci_config`` (no jobs, startup_failure) keeps its own basis."""
+def mark_invalid_windows(
+    runs: pd.DataFrame, windows: pd.DataFrame, category: str = "failure_category"
+) -> pd.DataFrame:
+    """``runs`` (logical runs, or logical jobs with ``category="category"``) with the red ones
+    (fail, flaky) created while their workflow file was known to be invalid (``windows``:
+    analytics.config_tables.invalid_window_table) in category ``ci_config`` on the basis
+    ``config``: the CI definition failed, never the code (DESIGN). A row the collector already
+    found ``ci_config`` (no jobs, startup_failure) keeps its own basis."""
     if windows.empty or runs.empty:
         return runs
     red = runs["logical_outcome"].isin(RED_OUTCOMES)
@@ -239,11 +242,11 @@ def mark_invalid_windows(runs: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFr
     for path, start, end in spans:
         created = runs["created_at"]
         inside |= runs["workflow_path"].eq(str(path)) & (created >= start) & (created < end)
-    marked = red & inside & runs["failure_category"].ne("ci_config")  # decided already: kept
+    marked = red & inside & runs[category].ne("ci_config")  # decided already: kept
     if not marked.any():
         return runs
     out = runs.copy()
-    out.loc[marked, "failure_category"] = "ci_config"
+    out.loc[marked, category] = "ci_config"
     if "failure_basis" in out:
         out.loc[marked, "failure_basis"] = CONFIG_BASIS
     return out

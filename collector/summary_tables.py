@@ -229,7 +229,7 @@ def summarise(
         coverage_lost=lost_jobs(diff),
         stale=stale_since(runs, event["event_date"], reference, settings.stale_factor),
         health=side_health(sides, attempts),
-        environments=environment_failures(env_failures, jobs[jobs["created_at"] >= since]),
+        environments=environment_failures(env_failures, jobs),
         last_collect=last_collect,
         uncollected=uncollected,
     )

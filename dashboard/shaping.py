@@ -13,7 +13,6 @@ from analytics.evidence import KNOWN
 from analytics.staleness import STALE, staleness
 
 RECENT_RUNS = 10  # TestGrid's num_columns_recent: the runs a tile status looks at
-STATUSES = ("PASSING", "FLAKY", "FAILING", "STALE", "NO DATA")
 
 
 def tile_statuses(

@@ -5,6 +5,7 @@ runs it shows. Times come back tz-aware UTC."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, String, func, select, type_coerce
@@ -155,38 +156,29 @@ def load_failures(
     return frame
 
 
-def _json_values(column: pd.Series) -> pd.Series:
-    """JSON text fetched raw (SQLite) parsed once per distinct text; drivers that parse JSON
-    themselves (psycopg) hand over dicts, kept as they are."""
-    import pandas as pd
-
-    parsed: dict[str, Any] = {}
-
-    def parse(value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        if value not in parsed:
-            parsed[value] = json.loads(value)
-        return parsed[value]
-
-    return pd.Series([parse(v) for v in column], index=column.index, dtype="object")
-
-
-def _label_tuples(column: pd.Series) -> pd.Series:
-    """Runner labels as tuples of str, the one type every frame carries (hashable, so pandas
-    groups by them), from JSON text (SQLite) or lists (psycopg). JSON text is parsed once per
-    distinct value: a million jobs carry a few dozen label sets."""
+def _json_values(
+    column: pd.Series, convert: Callable[[Any], Any] = lambda value: value
+) -> pd.Series:
+    """JSON values of ``column`` through ``convert``: JSON text fetched raw (SQLite) is parsed
+    once per distinct text (a million jobs carry a few dozen label sets); a driver that parses
+    JSON itself (psycopg) hands over values that are converted row by row. None stays None."""
     import numpy as np
     import pandas as pd
 
     sample = next((v for v in column if v is not None), None)
-    if sample is not None and not isinstance(sample, str):  # the driver parsed the JSON
-        values = [None if v is None else tuple(v) for v in column]
+    if sample is not None and not isinstance(sample, str):
+        values = [None if v is None else convert(v) for v in column]
         return pd.Series(values, index=column.index, dtype="object")
     codes, distinct = pd.factorize(column)
-    parsed = np.empty(len(distinct) + 1, dtype=object)  # the last slot: no labels (code -1)
-    parsed[: len(distinct)] = [tuple(json.loads(text)) for text in distinct]
+    parsed = np.empty(len(distinct) + 1, dtype=object)  # the last slot: None (code -1)
+    parsed[: len(distinct)] = [convert(json.loads(text)) for text in distinct]
     return pd.Series(parsed[codes], index=column.index, dtype="object")
+
+
+def _label_tuples(column: pd.Series) -> pd.Series:
+    """Runner labels as tuples of str, the one type every frame carries (hashable, so pandas
+    groups by them)."""
+    return _json_values(column, tuple)
 
 
 def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:

@@ -16,7 +16,8 @@ from sqlalchemy import Connection, Engine
 # The ``migrations`` package is Alembic's script directory, found without importing it: it
 # imports ``store`` (the models), and ``store`` imports nothing above itself.
 _MIGRATIONS = importlib.util.find_spec("migrations")
-assert _MIGRATIONS is not None and _MIGRATIONS.origin is not None, "migrations is not installed"
+if _MIGRATIONS is None or _MIGRATIONS.origin is None:
+    raise ImportError("the migrations package is not installed next to store")
 SCRIPT_LOCATION = str(Path(_MIGRATIONS.origin).parent)
 
 
@@ -52,7 +53,8 @@ def _transaction(engine: Engine) -> Iterator[Connection]:
                 yield conn
             return
         raw = conn.connection.dbapi_connection
-        assert raw is not None, "a checked-out connection has its DBAPI connection"
+        if raw is None:
+            raise RuntimeError("a checked-out connection without its DBAPI connection")
         implicit = raw.isolation_level
         raw.isolation_level = None
         try:

@@ -321,3 +321,6 @@ def test_red_runs_in_a_configured_invalid_window_are_ci_config(tmp_path):
     assert categories == ["oom", "ci_config", "-", "oom", "network"]
     assert marked["failure_basis"].fillna("-").tolist() == ["log", CONFIG_BASIS, "-", "log", "log"]
     assert mark_invalid_windows(runs, invalid_window_table([])) is runs
+    jobs = runs.drop(columns=["failure_basis"]).rename(columns={"failure_category": "category"})
+    marked_jobs = mark_invalid_windows(jobs, windows, category="category")
+    assert marked_jobs["category"].fillna("-").tolist() == categories

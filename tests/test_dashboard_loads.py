@@ -43,7 +43,7 @@ def db(tmp_path_factory) -> str:
 
 @pytest.fixture
 def reference(db, monkeypatch):
-    """(logical runs, logical jobs) of every run, loaded in full (collector.frames)."""
+    """(logical runs, logical jobs) of every run, loaded in full (analytics.frames)."""
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
     engine, config = make_engine(db, read_only=True), load_config()
     runs = logical_run_frame(engine, config, RunFilter(repo=REPO))

@@ -42,6 +42,7 @@ def test_an_upward_import_added_to_a_copy_of_the_tree_is_caught(tmp_path: Path) 
         ("dashboard", "from collector.logs import LogResult", "dashboard imports collector.logs"),
         ("migrations", "from ciflake.export import TABLES", "migrations imports ciflake.export"),
         ("fakehub", "from store.models import Run", "fakehub imports store.models"),
+        ("fakehub", "from store import vocabulary, models", "fakehub imports store.models"),
         ("collector", "import click", "click outside"),
         ("dashboard", "from sqlalchemy import select", "SQL outside store"),
         ("collector", "from sqlalchemy.sql import text", "SQL outside store"),
