@@ -145,9 +145,9 @@ def job_set_changes(
 
     ``presence``: workflow_path, day, name, runs (runs whose first attempt has a job of that
     name, store.page_queries.daily_job_presence); ``run_days``: workflow_path, day, runs
-    (runs_per_day; other columns are summed away); ``lineage_of``: workflow_path -> lineage (workflows
-    left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the ``known`` of
-    changepoints(by="lineage")."""
+    (runs_per_day; other columns are summed away); ``lineage_of``: workflow_path -> lineage
+    (workflows left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the
+    ``known`` of changepoints(by="lineage")."""
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
     with_job = presence.groupby(["workflow_path", "day", "name"])["runs"].sum()
     jobs_of = dict(list(with_job.groupby(level="workflow_path")))
