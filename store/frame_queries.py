@@ -18,7 +18,7 @@ from store.models import (
     Workflow,
     WorkflowRun,
 )
-from store.runfilter import RunFilter, as_frame, conclusion, filtered, raw_frame
+from store.runfilter import RunFilter, conclusion, filtered, raw_frame
 
 if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
     import pandas as pd
@@ -113,7 +113,8 @@ def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
         .join(WorkflowRun, WorkflowRun.id == Job.run_id)
         .order_by(Job.run_id, Job.run_attempt, Job.id)
     )
-    frame = as_frame(engine, filtered(stmt, where), ("created_at", "started_at", "completed_at"))
+    times = ("created_at", "started_at", "completed_at")
+    frame = raw_frame(engine, filtered(stmt, where), times)
     return frame.assign(labels=_label_tuples(frame["labels"]))
 
 
@@ -179,6 +180,23 @@ def _label_tuples(column: pd.Series) -> pd.Series:
     """Runner labels as tuples of str, the one type every frame carries (hashable, so pandas
     groups by them)."""
     return _json_values(column, tuple)
+
+
+def job_times(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """Every job of every attempt of the selected runs, only what repair time, retry tax and
+    percentiles read (analytics.health.health_table), in no particular order: run_id,
+    run_attempt, created_at, started_at, completed_at, runner_name, labels (a tuple of str)."""
+    stmt = select(
+        Job.run_id,
+        Job.run_attempt,
+        Job.created_at,
+        Job.started_at,
+        Job.completed_at,
+        Job.runner_name,
+        type_coerce(Job.labels, String).label("labels"),
+    ).join(WorkflowRun, WorkflowRun.id == Job.run_id)
+    frame = raw_frame(engine, filtered(stmt, where), ("created_at", "started_at", "completed_at"))
+    return frame.assign(labels=_label_tuples(frame["labels"]))
 
 
 def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:

@@ -36,7 +36,7 @@ def repair_and_cost(db_url: str, filters: Filters) -> pd.DataFrame:
     reruns) and job duration and queue percentiles (analytics.health.health_table), from the
     runs in scope and every stored job of their attempts."""
     frame = shared.runs(db_url, filters)
-    attempts = frame_queries.load_jobs(
+    attempts = frame_queries.job_times(
         shared.engine(db_url), shared.sql_filter(filters, dated=True)
     )
     return health.health_table(frame, attempts, ["workflow_path"])
