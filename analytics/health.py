@@ -101,11 +101,9 @@ def retry_tax(jobs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return out.reset_index()
 
 
+REPAIR_COLUMNS = ["median_repair_hours", "mttr_hours", "repaired", "open"]
 HEALTH_COLUMNS = [
-    "median_repair_hours",
-    "mttr_hours",
-    "repaired",
-    "open",
+    *REPAIR_COLUMNS,
     "rerun_jobs",
     "accelerator_hours",
     "jobs",
@@ -116,21 +114,28 @@ HEALTH_COLUMNS = [
 ]
 
 
-def health_table(runs: pd.DataFrame, attempts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+def health_table(
+    runs: pd.DataFrame, attempts: pd.DataFrame | None, by: Sequence[str]
+) -> pd.DataFrame:
     """Per ``by`` (columns of both frames): time to repair (``mttr``, streaks within each
     workflow and branch), retry tax (``retry_tax``) and job duration and queue percentiles
     (``timing``), as the dashboard, the summary and the export show them. ``runs``: logical
     runs with the ``by`` columns; ``attempts``: every job of every attempt
-    (store.frame_queries.load_jobs), of these runs or more: each takes its run's ``by``.
+    (store.frame_queries.load_jobs), of these runs or more: each takes its run's ``by``;
+    None: only the time to repair, which the runs alone give.
 
-    Columns: ``by``, HEALTH_COLUMNS (median_repair_hours: the median of ``mttr``)."""
+    Columns: ``by``, HEALTH_COLUMNS (median_repair_hours: the median of ``mttr``), or with no
+    ``attempts`` ``by`` and REPAIR_COLUMNS."""
     keys = list(by)
-    context = runs.drop_duplicates("run_id").set_index("run_id")[keys]
-    attempts = attempts.drop(columns=keys, errors="ignore").join(context, on="run_id", how="inner")
     streak_keys = list(dict.fromkeys([*keys, "workflow_path", "head_branch"]))
     repair = mttr(repair_times(runs, streak_keys), keys).rename(
         columns={"median_hours": "median_repair_hours"}
     )
+    if attempts is None:
+        repair[["repaired", "open"]] = repair[["repaired", "open"]].fillna(0).astype(int)
+        return repair[[*keys, *REPAIR_COLUMNS]].sort_values(keys).reset_index(drop=True)
+    context = runs.drop_duplicates("run_id").set_index("run_id")[keys]
+    attempts = attempts.drop(columns=keys, errors="ignore").join(context, on="run_id", how="inner")
     ran = attempts[attempts["started_at"].notna()]
     table = (
         repair.merge(retry_tax(attempts, keys), on=keys, how="outer")

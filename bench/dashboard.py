@@ -75,7 +75,7 @@ PAGES: dict[str, list[tuple[str, str, tuple]]] = {
     "flaky_jobs": [
         ("flaky_jobs", "flaky_jobs", ()),
         ("flaky_jobs", "job_verdicts", ()),
-        ("flaky_jobs", "repair_and_cost", ()),
+        ("flaky_jobs", "repair_and_cost", (False,)),  # the job costs wait for the toggle
     ],
     "runners": [
         ("runners", "runner_rates", ("runner_pool",)),

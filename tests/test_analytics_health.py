@@ -14,6 +14,7 @@ from analytics.config_tables import event_table
 from analytics.coverage import coverage_diff, lost_jobs, successor_names
 from analytics.health import (
     HEALTH_COLUMNS,
+    REPAIR_COLUMNS,
     devices,
     health_table,
     mttr,
@@ -369,3 +370,7 @@ def test_health_table_puts_repair_retry_tax_and_timing_side_by_side():
     assert (row["rerun_jobs"], row["accelerator_hours"]) == (1, pytest.approx(30 * 8 / 60))
     assert row["jobs"] == 4 and row["duration_p50_min"] == pytest.approx(25)
     assert row["queue_p50_min"] == pytest.approx(1)
+    # without the attempts: the time to repair alone, the same numbers
+    repair = health_table(runs, None, ["workflow_path"])
+    assert list(repair.columns[1:]) == REPAIR_COLUMNS
+    assert repair.iloc[0][REPAIR_COLUMNS].tolist() == row[REPAIR_COLUMNS].tolist()

@@ -123,6 +123,16 @@ def test_flaky_and_runner_pages_have_rows(app: AppTest) -> None:
     assert len(shares) and shares.between(0, 1).all()
 
 
+def test_repair_time_first_and_the_job_costs_on_request(app: AppTest) -> None:
+    _visit(app, "flaky_jobs")
+    repair = app.dataframe[-1].value
+    assert "median_repair_hours" in repair and "rerun_jobs" not in repair and len(repair)
+    app.toggle(key="health_jobs").set_value(True).run()
+    costs = app.dataframe[-1].value
+    assert {"rerun_jobs", "accelerator_hours", "duration_p95_min"} <= set(costs.columns)
+    assert costs["median_repair_hours"].tolist() == repair["median_repair_hours"].tolist()
+
+
 def test_export_offers_a_csv_per_table(app: AppTest) -> None:
     _visit(app, "export")
     buttons = app.get("download_button")

@@ -31,12 +31,15 @@ def job_verdicts(db_url: str, filters: Filters) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=shared.TTL)
-def repair_and_cost(db_url: str, filters: Filters) -> pd.DataFrame:
-    """Per workflow in the range: time to repair (MTTR), retry tax (accelerator-hours spent on
-    reruns) and job duration and queue percentiles (analytics.health.health_table), from the
-    runs in scope and every stored job of their attempts."""
+def repair_and_cost(db_url: str, filters: Filters, with_jobs: bool = False) -> pd.DataFrame:
+    """Per workflow in the range: time to repair (MTTR), from the runs in scope; ``with_jobs``:
+    also the retry tax (accelerator-hours spent on reruns) and job duration and queue
+    percentiles, which read every stored job of their attempts (analytics.health
+    .health_table): the page asks for those only when the reader does."""
     frame = shared.runs(db_url, filters)
-    attempts = frame_queries.job_times(
-        shared.engine(db_url), shared.sql_filter(filters, dated=True)
+    attempts = (
+        frame_queries.job_times(shared.engine(db_url), shared.sql_filter(filters, dated=True))
+        if with_jobs
+        else None
     )
     return health.health_table(frame, attempts, ["workflow_path"])

@@ -63,13 +63,17 @@ st.caption(
     "NPUs). Duration and queue: p50 and p95 of every job, minutes. Definitions: "
     "docs/vocabulary.md."
 )
-health = flaky_jobs.repair_and_cost(view.db_url, view.filters)
+with_jobs = st.toggle(
+    "Add the retry tax and the duration and queue percentiles (reads every job attempt)",
+    key="health_jobs",
+)
+health = flaky_jobs.repair_and_cost(view.db_url, view.filters, with_jobs)
 st.dataframe(
     health.assign(workflow=health["workflow_path"].str.rsplit("/", n=1).str[-1]).drop(
         columns="workflow_path"
     ),
     hide_index=True,
-    column_order=["workflow", *health.columns.drop("workflow_path")],
+    column_order=["workflow", *health.columns.drop("workflow_path")],  # the columns it has
     column_config={
         "median_repair_hours": st.column_config.NumberColumn(
             "time to repair, median (h)", format="%.1f"
