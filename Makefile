@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 UV := $(shell command -v uv 2>/dev/null)
 
-.PHONY: venv demo test test-fast bench lint reliability lock clean
+.PHONY: venv demo test test-fast bench screenshots lint reliability lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@if [ -z "$(UV)" ]; then python3 -m pip install --quiet uv; fi
@@ -35,6 +35,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.run
+
+# docs/screenshots/*.png from the demo, in Debian's Chromium (apt install chromium).
+screenshots: $(STAMP)
+	$(PY) -m bench.screenshots
 
 reliability: $(STAMP)
 	$(PY) -m tests.reliability

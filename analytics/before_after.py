@@ -18,7 +18,7 @@ from scipy.special import gammaln
 
 from analytics.evidence import NO_LOG, describe, known_share
 from analytics.outcomes import in_scope
-from analytics.rates import OUTCOMES, stability
+from analytics.rates import OUTCOMES, add_rates, stability, verdict_label
 from store.vocabulary import RED_OUTCOMES
 
 SIDES = ("before", "after", "first")
@@ -179,6 +179,56 @@ def _log_choose(n: int | np.ndarray, k: int | np.ndarray) -> np.ndarray:
         gammaln(np.add(n, 1)) - gammaln(np.add(k, 1)) - gammaln(np.subtract(n, k) + 1)
     )
     return log_choose
+
+
+SIGNIFICANT = 0.05  # a before/after p-value under this is a "significant change"
+
+
+def headline(rows: pd.DataFrame, window_days: int, min_runs: int = 5) -> str:
+    """One sentence on an event's before/after, from its rows of ``before_after`` (one per
+    lineage it touches), e.g. "#7357: successors 0.82 [0.73, 0.88] n=99 in the 14 days after,
+    vs predecessors 0.92 [0.75, 0.98] n=25 in the 14 days before; no significant change
+    (p=0.31)" (successors and predecessors for a migration, after and before otherwise).
+    Several lineages are pooled: their counts are summed (a run has one lineage), the success
+    rate and its Wilson interval are of the pooled counts and p is the Fisher test of the
+    pooled counts, never an average of rates. A side under ``min_runs`` runs has "not enough
+    data" and the sentence no verdict; "significant" only when p < 0.05, with its direction."""
+    if rows.empty:
+        return f"No runs in the {window_days} days either side."
+    first = rows.iloc[0]
+    label = f"#{int(first['event_pr'])}" if pd.notna(first["event_pr"]) else first["event_title"]
+    if (lineages := rows["lineage"].nunique()) > 1:
+        label += f" ({lineages} lineages pooled)"
+    migration = first["event_kind"] == "migration"
+    names = {"after": "successors", "before": "predecessors"} if migration else {}
+    sides = {
+        side: add_rates(
+            pd.DataFrame({c: [int(rows[f"{side}_{c}"].sum())] for c in ["runs", *OUTCOMES]}),
+            min_runs,
+        ).iloc[0]
+        for side in ("after", "before")
+    }
+    said = ", vs ".join(
+        f"{names.get(side, side)} {verdict_label(sides[side].to_frame().T).iloc[0]} "
+        f"in the {window_days} days {side}"
+        for side in ("after", "before")
+    )
+    after, before = sides["after"], sides["before"]
+    if not (after["enough_data"] and before["enough_data"]):
+        return (
+            f"{label}: {said}; not enough data to compare (a side has fewer than {min_runs} runs)"
+        )
+    a, c = int(before["pass"]), int(after["pass"])
+    p = fisher_two_sided(a, int(before["runs"]) - a, c, int(after["runs"]) - c)
+    if p >= SIGNIFICANT:
+        return f"{label}: {said}; no significant change ({_p(p)})"
+    better = after["success_rate"] > before["success_rate"]
+    return f"{label}: {said}; significant change, {'better' if better else 'worse'} ({_p(p)})"
+
+
+def _p(p: float) -> str:
+    """p to two significant digits ("p=0.31", "p=0.014"), or "p<0.001"."""
+    return "p<0.001" if p < 0.001 else f"p={p:.2f}" if p >= 0.1 else f"p={p:.2g}"
 
 
 def fisher_p_values(table: pd.DataFrame, left: str, right: str) -> np.ndarray:

@@ -51,13 +51,17 @@ def coverage_diff(
     kinds: tuple[str, ...] = MIGRATION_KINDS,
 ) -> pd.DataFrame:
     """One row per (event, lineage, job) for the events of ``kinds``: event_date, event_pr,
-    event_title, lineage, logical_job (as it ran before), successor_job, before_runs,
-    after_runs, last_workflow_path, last_run_at, and ``status``: kept, lost (ran before, no
-    successor after) or added (new after). ``jobs``: logical jobs (non-excluded are counted)
-    with lineage, workflow_path, created_at; ``events``: analytics.config_tables.event_table."""
+    event_title, lineage, logical_job (as it ran before), successor_job (its name mapped
+    through the renames), before_runs, after_runs, last_workflow_path, last_run_at,
+    last_run_url (the html_url of its last run before; NaN when ``jobs`` have none), and
+    ``status``: kept, lost (ran before, no successor after) or added (new after). ``jobs``:
+    logical jobs (non-excluded are counted) with lineage, workflow_path, created_at and
+    optionally html_url (of the run); ``events``: analytics.config_tables.event_table."""
     chosen = events[events["event_kind"].isin(kinds)]
     pairs = event_pairs(chosen, sorted(jobs["lineage"].dropna().unique()))
     ran = jobs[jobs["logical_outcome"] != "excluded"]
+    if "html_url" not in ran:
+        ran = ran.assign(html_url=pd.Series(pd.NA, index=ran.index, dtype="object"))
     ran = ran.assign(successor_job=successor_names(ran["logical_job"], ran["lineage"], renames))
     around = rows_around(ran, pairs, either_side(window_days))
     before, after = around[around["side"] == "before"], around[around["side"] == "after"]
@@ -68,6 +72,7 @@ def coverage_diff(
             before_runs=("run_id", "nunique"),
             last_workflow_path=("workflow_path", "last"),
             last_run_at=("created_at", "last"),
+            last_run_url=("html_url", "last"),
         )
         .reset_index()
     )
@@ -82,6 +87,29 @@ def coverage_diff(
     return out.drop(columns="pair").sort_values(["event_date", "lineage", "status", "logical_job"])
 
 
+NO_SUCCESSOR = "no successor"
+LOST_COLUMNS = [
+    "event_date",
+    "event_pr",
+    "event_title",
+    "lineage",
+    "logical_job",
+    "last_workflow_path",
+    "before_runs",
+    "last_run_at",
+    "last_run_url",
+    "successor",
+]
+
+
 def lost_jobs(diff: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a coverage diff whose job ran before and has no successor after."""
-    return diff[diff["status"] == "lost"].reset_index(drop=True)
+    """The jobs of a coverage diff that ran before and have no successor after: the event
+    columns, lineage, logical_job, last_workflow_path (its workflow), before_runs, last_run_at,
+    last_run_url and ``successor``: "no successor", or "no successor (<name> did not run)" when
+    the lineage's renames name one that never ran. A lost job's successor_job is its own name
+    unless renamed, so it is not a column here."""
+    lost = diff[diff["status"] == "lost"].reset_index(drop=True)
+    renamed = lost["successor_job"] != lost["logical_job"]
+    named = NO_SUCCESSOR + " (" + lost["successor_job"].astype(str) + " did not run)"
+    lost["successor"] = named.where(renamed, NO_SUCCESSOR)
+    return lost[LOST_COLUMNS]

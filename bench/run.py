@@ -21,6 +21,7 @@ BENCHMARKS = (
     "bench.store",
     "bench.collector",
     "bench.dashboard",
+    "bench.browser",
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

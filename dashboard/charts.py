@@ -1,12 +1,14 @@
 """Plotly figure builders: pure functions of DataFrames, so they are tested without Streamlit.
 
-Every time chart draws the change events as labelled vertical lines (DESIGN.md)."""
+Every time chart draws the change events as labelled vertical lines (DESIGN.md); the
+stability timeline numbers them, and event_legend is the table of those numbers."""
 
 from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
+from plotly.subplots import make_subplots
 
 from store.vocabulary import CATEGORIES
 
@@ -33,18 +35,40 @@ CATEGORY_COLOURS = dict(
 GRID_STATES = {"green": "#2e7d32", "retry-green": "#9ccc65", **CATEGORY_COLOURS}
 
 
+def event_legend(events: pd.DataFrame, first: object, last: object) -> pd.DataFrame:
+    """The change events inside [first, last], numbered 1, 2, 3... in date order: one row each
+    with number, date (UTC), pr (Int64, NA without a PR), kind and title. The one numbering of
+    the charts' event markers and of the legend printed under them."""
+    inside = events[(events["event_date"] >= first) & (events["event_date"] <= last)]
+    inside = inside.sort_values("event_date", kind="stable").reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "number": range(1, len(inside) + 1),
+            "date": inside["event_date"],
+            "pr": inside["event_pr"].astype("Int64"),
+            "kind": inside["event_kind"],
+            "title": inside["event_title"],
+        }
+    )
+
+
+def _event_hover(event: object) -> str:
+    """``"#7357 migrate ... (2026-08-12)"``: an event's PR, title and date."""
+    pr = f"#{event.pr} " if pd.notna(event.pr) else ""
+    return f"{pr}{event.title} ({event.date:%Y-%m-%d})"
+
+
 def _event_lines(figure: go.Figure, events: pd.DataFrame, first: object, last: object) -> None:
     """A dotted vertical line and a "#PR" label for each event inside [first, last]."""
-    shown = events[(events["event_date"] >= first) & (events["event_date"] <= last)]
-    for event in shown.itertuples():
-        label = f"#{event.event_pr}" if pd.notna(event.event_pr) else event.event_kind
-        figure.add_vline(x=event.event_date, line_dash="dot", line_color="#616161", line_width=1)
+    for event in event_legend(events, first, last).itertuples():
+        label = f"#{event.pr}" if pd.notna(event.pr) else event.kind
+        figure.add_vline(x=event.date, line_dash="dot", line_color="#616161", line_width=1)
         figure.add_annotation(
-            x=event.event_date,
+            x=event.date,
             y=1.0,
             yref="paper",
             text=label,
-            hovertext=event.event_title,
+            hovertext=_event_hover(event),
             showarrow=False,
             textangle=-90,
             xanchor="right",
@@ -53,15 +77,57 @@ def _event_lines(figure: go.Figure, events: pd.DataFrame, first: object, last: o
         )
 
 
+ROW_HEIGHT = 160  # px per lineage in the stability timeline
+ROW_GAP = 36  # px between its rows (room for the next row's title)
+TIMELINE_MARGIN = {"t": 56, "b": 40, "l": 50, "r": 20}
+
+
+def _numbered_event_lines(figure: go.Figure, legend: pd.DataFrame) -> None:
+    """Each legend event as a dotted line on every row, its number drawn once above the top."""
+    for event in legend.itertuples():
+        figure.add_vline(
+            x=event.date, line_dash="dot", line_color="#616161", line_width=1, row="all", col=1
+        )
+        figure.add_annotation(
+            x=event.date,
+            xref="x",
+            y=1.0,
+            yref="paper",
+            yanchor="bottom",
+            yshift=20,
+            text=str(event.number),
+            hovertext=_event_hover(event),
+            showarrow=False,
+            font={"size": 11, "color": "#212121"},
+            bgcolor="#ffffff",
+            bordercolor="#616161",
+            borderwidth=1,
+            borderpad=2,
+        )
+
+
 def stability_timeline(table: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
-    """Success rate per lineage and period with its 95% Wilson band; events as lines."""
-    figure = go.Figure()
+    """Small multiples: a row per lineage (by name) on one shared time axis, its success rate
+    (first attempt) per period with the 95% Wilson band; the events inside the range as dotted
+    lines on every row, numbered as event_legend numbers them (the number once, at the top)."""
+    lineages = sorted(table["lineage"].unique())
+    rows = max(1, len(lineages))
+    height = ROW_HEIGHT * rows + ROW_GAP * (rows - 1) + TIMELINE_MARGIN["t"] + TIMELINE_MARGIN["b"]
+    plot_height = height - TIMELINE_MARGIN["t"] - TIMELINE_MARGIN["b"]
+    figure = make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=lineages or None,
+        vertical_spacing=ROW_GAP / plot_height if rows > 1 else 0.0,
+    )
+    figure.update_annotations(x=0, xanchor="left", font={"size": 12})  # the row titles
     palette = qualitative.Plotly
-    for i, (lineage, rows) in enumerate(table.groupby("lineage")):
+    for i, lineage in enumerate(lineages):
         colour = palette[i % len(palette)]
-        rows = rows[rows["runs"] > 0].sort_values("period")
-        band_x = pd.concat([rows["period"], rows["period"][::-1]])
-        band_y = pd.concat([rows["success_rate_high"], rows["success_rate_low"][::-1]])
+        points = table[(table["lineage"] == lineage) & (table["runs"] > 0)].sort_values("period")
+        band_x = pd.concat([points["period"], points["period"][::-1]])
+        band_y = pd.concat([points["success_rate_high"], points["success_rate_low"][::-1]])
         figure.add_trace(
             go.Scatter(
                 x=band_x,
@@ -72,31 +138,38 @@ def stability_timeline(table: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
                 line={"width": 0},
                 hoverinfo="skip",
                 showlegend=False,
-                legendgroup=lineage,
-            )
+                name=f"{lineage} 95% band",
+            ),
+            row=i + 1,
+            col=1,
         )
         figure.add_trace(
             go.Scatter(
-                x=rows["period"],
-                y=rows["success_rate"],
+                x=points["period"],
+                y=points["success_rate"],
                 mode="lines+markers",
                 name=lineage,
-                legendgroup=lineage,
+                showlegend=False,
+                cliponaxis=False,
                 line={"color": colour},
-                customdata=rows[["runs", "success_rate_low", "success_rate_high"]],
+                customdata=points[["runs", "success_rate_low", "success_rate_high"]],
                 hovertemplate="%{x|%Y-%m-%d}: %{y:.0%} [%{customdata[1]:.0%}, "
                 "%{customdata[2]:.0%}] n=%{customdata[0]}<extra>" + lineage + "</extra>",
-            )
+            ),
+            row=i + 1,
+            col=1,
         )
-    if len(table):
-        _event_lines(figure, events, table["period"].min(), table["period"].max())
-    figure.update_layout(
-        yaxis={"title": "success rate (first attempt)", "tickformat": ".0%", "range": [0, 1.02]},
-        legend={"orientation": "h", "y": -0.15},
-        margin={"t": 30},
-        height=420,
-    )
+    _numbered_event_lines(figure, timeline_events(table, events))
+    figure.update_yaxes(range=[0, 1], tickformat=".0%", tickvals=[0, 0.5, 1])
+    figure.update_layout(height=height, margin=TIMELINE_MARGIN, hovermode="closest")
     return figure
+
+
+def timeline_events(table: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """The legend of stability_timeline(table, events): event_legend over the table's periods."""
+    if table.empty:
+        return event_legend(events, pd.NaT, pd.NaT)  # NaT bounds hold no event
+    return event_legend(events, table["period"].min(), table["period"].max())
 
 
 def job_day_heatmap(cells: pd.DataFrame) -> go.Figure:

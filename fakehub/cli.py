@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import click
 
 from fakehub.api import CHECKS_RETENTION_DAYS
+from fakehub.history import today
 from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
 
 
@@ -28,7 +29,10 @@ from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
     help="Fault spec, e.g. '500=0.05,slow=0.05:2.0' (syntax: python -m pydoc fakehub.faults).",
 )
 @click.option(
-    "--end", default="2026-11-28", show_default=True, help="Simulation 'now' (YYYY-MM-DD, UTC)."
+    "--end",
+    default=None,
+    help="Simulation 'now' (YYYY-MM-DD, UTC); default: today. The same seed, scale and end "
+    "date give the same history.",
 )
 @click.option("--rate-limit", default=5000, show_default=True, help="Requests per hour.")
 @click.option(
@@ -44,13 +48,13 @@ def fakehub_command(
     scale: float,
     token: str,
     faults: str,
-    end: str,
+    end: str | None,
     rate_limit: int,
     checks_retention_days: int,
 ) -> None:
     """Serve a local GitHub Actions API replica with a simulated verl CI history."""
     try:
-        end_at = datetime.strptime(end, "%Y-%m-%d").replace(tzinfo=UTC)
+        end_at = datetime.strptime(end, "%Y-%m-%d").replace(tzinfo=UTC) if end else today()
     except ValueError:
         raise click.BadParameter(
             f"{end!r} is not a date (YYYY-MM-DD)", param_hint="--end"
@@ -70,7 +74,7 @@ def fakehub_command(
     click.echo(f"fakehub serving {', '.join(hub.repos)} at {hub.base_url}")
     click.echo(f"  token:  {hub.token}")
     click.echo(f"  logs:   {hub.blob_url}")
-    click.echo(f"  runs:   {len(history.runs)} (seed {seed}, scale {scale}, now {end})")
+    click.echo(f"  runs:   {len(history.runs)} (seed {seed}, scale {scale}, now {end_at:%Y-%m-%d})")
     click.echo(f"  admin:  {hub.base_url}/_admin/inventory")
     try:
         threading.Event().wait()

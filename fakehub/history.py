@@ -21,7 +21,18 @@ from fakehub.failures import FailureModel, failure_cause
 from fakehub.records import Attempt, Job, Run
 from fakehub.traffic import Trigger
 
+# The fixed "now" that tests and benchmarks pin, so that their histories never change; the demo
+# and `ciflake fakehub` simulate up to today instead (``today``).
 DEFAULT_END = datetime(2026, 11, 28, tzinfo=UTC)
+
+
+def today() -> datetime:
+    """Today at 00:00 UTC: the simulation's "now" for the demo and the command line. A history
+    is deterministic for a given seed, scale and end date."""
+    now = datetime.now(UTC)
+    return datetime(now.year, now.month, now.day, tzinfo=UTC)
+
+
 RUN_ID_BASE = 17_600_000_000
 JOB_ID_BASE = 49_000_000_000
 

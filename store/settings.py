@@ -85,6 +85,7 @@ class Config:
     stale_factor: float
     dashboard_host: str
     dashboard_port: int
+    dashboard_recent_days: int
     workflows: tuple[WorkflowConfig, ...]
     lineages: tuple[LineageConfig, ...]
     events: tuple[EventConfig, ...]
@@ -119,7 +120,7 @@ _TABLES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "job_name_strip": str,
         "stale_factor": (int, float),
     },
-    "dashboard": {"host": str, "port": int},
+    "dashboard": {"host": str, "port": int, "recent_days": int},
 }
 _LISTS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "workflows": {"path": str, "tags": list, "accelerator": str, "lineage": str},
@@ -363,6 +364,7 @@ def load_config(
         "[collect] window_days": collect["window_days"],
         "[analytics] window_days": analytics["window_days"],
         "[analytics] first_runs": analytics["first_runs"],
+        "[dashboard] recent_days": dashboard["recent_days"],
     }
     for key, value in positive.items():
         if value <= 0:
@@ -398,6 +400,7 @@ def load_config(
         stale_factor=float(analytics["stale_factor"]),
         dashboard_host=dashboard["host"],
         dashboard_port=dashboard["port"],
+        dashboard_recent_days=positive["[dashboard] recent_days"],
         workflows=workflows,
         lineages=lineages,
         events=_events(data.get("events", []), source),

@@ -121,14 +121,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The demo's database, made as ``ciflake demo`` makes it: fakehub's simulated verl history
     (seed 1, demo scale) collected through PyGithub. Shared by the dashboard tests."""
-    from ciflake.demo import collect_demo
-    from store.migrate import upgrade
-    from store.settings import load_config
+    from ciflake.demo import demo_database
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'ciflake-demo.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    with collect_demo(load_config(env={}, db_url=url), engine, quiet=True):
-        pass
-    engine.dispose()
-    return url
+    return demo_database(tmp_path_factory.mktemp("demo"))

@@ -73,11 +73,25 @@ def test_coverage_diff_hand_computed():
         "e2e_v1_separate_async_new": "added",
     }
     lost = lost_jobs(diff).set_index("logical_job")
-    assert lost.loc["e2e_fully_async_policy_megatron", "successor_job"] == (
-        "e2e_v1_separate_async_megatron"
+    # a lost job's successor_job is its own name unless renamed: not a column of the lost
+    assert "successor_job" not in lost.columns
+    assert lost.loc["e2e_fully_async_policy_megatron", "successor"] == (
+        "no successor (e2e_v1_separate_async_megatron did not run)"
     )
+    assert lost.loc["trtllm_async_unit_tests", "successor"] == "no successor"
     assert lost.loc["trtllm_async_unit_tests", "last_workflow_path"] == "trt.yml"
+    assert lost.loc["trtllm_async_unit_tests", "before_runs"] == 1
+    assert lost["last_run_url"].isna().all()  # these jobs carry no html_url
     assert (diff["event_pr"] == 7357).all()  # the fix event is not a migration
+
+
+def test_lost_jobs_link_their_last_run_before_the_event():
+    jobs = _coverage_jobs()
+    jobs = jobs.assign(html_url="https://github.com/o/r/actions/runs/" + jobs["run_id"].astype(str))
+    lost = lost_jobs(coverage_diff(jobs, event_table([_Event(day(10))]), RENAMES))
+    urls = dict(zip(lost["logical_job"], lost["last_run_url"], strict=True))
+    assert urls["trtllm_async_unit_tests"] == "https://github.com/o/r/actions/runs/2"
+    assert urls["e2e_fully_async_policy_megatron"] == "https://github.com/o/r/actions/runs/1"
 
 
 def test_coverage_diff_empty_window():

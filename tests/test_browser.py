@@ -6,37 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dashboard.launch import stop_dashboard, wait_until_ready
+# The page table (title and ready element per page), Chromium and its arguments: shared with
+# the browser bench and the screenshots.
+from bench.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, dashboard
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-# Page title -> an element that appears only once the page has computed everything.
-PAGES = {
-    "overview": ("Overview", ".js-plotly-plot >> visible=true"),
-    "migrations": ("Migrations", ".js-plotly-plot >> visible=true"),
-    "failures": ("Failures", '[data-testid="stDataFrame"]'),
-    "flaky_jobs": ("Flaky jobs", '[data-testid="stDataFrame"] >> nth=2'),
-    "runners": ("Runners and environments", '[data-testid="stDataFrame"] >> nth=2'),
-    "export": ("Export", '[data-testid="stDownloadButton"]'),
-}
 # Plotly.js keeps each drawn chart's decoded traces on its graph div; ``_length`` is a trace's
 # point count (a heatmap counts its rows). Count the points of each chart on the page.
 CHART_POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
@@ -55,25 +34,11 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def dashboard_url(demo_db: str) -> Iterator[str]:
     """``ciflake dashboard`` on a free port over the demo database."""
-    url = demo_db
-    port = _free_port()
-    ciflake = Path(sys.executable).with_name("ciflake")
-    process = subprocess.Popen([ciflake, "--db", url, "dashboard", "--port", str(port)])
-    address = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_ready(address, process, timeout=120)
+    with dashboard(demo_db) as address:
         yield address
-    finally:
-        stop_dashboard(process)
 
 
 def test_every_page_in_chromium(dashboard_url: str) -> None:
@@ -109,3 +74,54 @@ def _check_evidence_lines(page) -> None:
     assert all(EVIDENCE_LINE.fullmatch(line) for line in lines), lines
     sides = [EVIDENCE_LINE.fullmatch(line)[1] for line in lines]
     assert sides == ["before", "after"] * (len(sides) // 2) and len(sides) % 2 == 0, lines
+
+
+# The workflows #7357 migrated to v1 separate_async (or deleted, trtllm): RETIRED, not STALE.
+PREDECESSORS_7357 = {
+    "e2e_fully_async_policy.yml",
+    "e2e_one_step_off_policy.yml",
+    "e2e_fully_async_policy_opd.yml",
+    "e2e_fully_async_policy_ascend.yml",
+    "e2e_one_step_off_policy_ascend.yml",
+    "e2e_fully_async_policy_trtllm.yml",
+}
+TILE = re.compile(r"(PASSING|FLAKY|FAILING|STALE|NO DATA|RETIRED)\s+(\S+\.yml)")
+
+
+def _recent_workflows(db_url: str, days: int) -> set[str]:
+    """The workflow files (names) with a run in the last ``days`` days of the simulation."""
+    from sqlalchemy import text
+
+    from store.engine import make_engine
+
+    engine = make_engine(db_url, read_only=True)
+    with engine.connect() as conn:
+        newest = conn.execute(text("SELECT max(created_at) FROM workflow_runs")).scalar_one()
+        rows = conn.execute(
+            text(
+                "SELECT DISTINCT workflow_path FROM workflow_runs WHERE created_at >= "
+                "datetime(:newest, :back)"
+            ),
+            {"newest": newest, "back": f"-{days} days"},
+        ).scalars()
+        recent = {path.rsplit("/", 1)[-1] for path in rows}
+    engine.dispose()
+    return recent
+
+
+def test_the_overview_tiles_answer_now(dashboard_url: str, demo_db: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(dashboard_url, wait_until="networkidle")
+        page.get_by_role("heading", name="Workflows").first.wait_for(timeout=180_000)
+        page.locator(PAGES["overview"][1]).first.wait_for(timeout=180_000)
+        text = page.locator('[data-testid="stMain"]').inner_text()
+        browser.close()
+    tiles = {name: status for status, name in TILE.findall(text)}
+    assert set(tiles) >= PREDECESSORS_7357, sorted(tiles)
+    assert {tiles[name] for name in PREDECESSORS_7357} == {"RETIRED"}, tiles
+    ran_lately = _recent_workflows(demo_db, 2) & set(tiles)
+    assert ran_lately and all(tiles[name] != "STALE" for name in ran_lately), tiles

@@ -4,6 +4,7 @@ database not ready."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -58,12 +59,17 @@ def test_simulated_banner_and_freshness_line(app: AppTest) -> None:
 def test_overview_tiles_timeline_and_grid(app: AppTest) -> None:
     badges = _tiles(app)
     assert any("e2e_v1_separate_async" in b for b in badges)
-    assert any("[STALE]" in b and "trtllm" in b for b in badges)  # deleted by #7357
+    # deleted by #7357, on purpose: RETIRED (it was STALE before #19), not STALE
+    assert any("[RETIRED]" in b and "trtllm" in b for b in badges)
+    assert not any("[STALE]" in b and "trtllm" in b for b in badges)
     figures = _plotted(app)
     assert len(figures) == 2
     assert all(any(len(trace.get("x", [])) for trace in f["data"]) for f in figures)
+    # the timeline's event markers are numbered; the table under it names them
+    legend = next(f.value for f in app.dataframe if "pr" in f.value.columns)
+    assert {6568, 7357} <= set(legend["pr"].dropna())
     labels = {a["text"] for a in figures[0]["layout"]["annotations"]}
-    assert {"#6568", "#7357"} <= labels
+    assert {str(n) for n in legend["number"]} <= labels
     assert "Changepoints" in [header.value for header in app.subheader]
 
 
@@ -91,6 +97,23 @@ def test_migrations_show_6568_and_7357_with_successor_strip(app: AppTest) -> Non
     axes = [f["layout"].get("xaxis", {}).get("title", {}).get("text") for f in _plotted(app)]
     strips = [axis for axis in axes if axis == "run after the event"]
     assert strips, "no first-runs strip for the workflows #7357 created"
+    (expander,) = [e for e in app.expander if "#7357" in e.label]
+    first = next(iter(expander.children.values()))  # the answer leads, above every table
+    assert first.type == "markdown", first.type
+    assert first.value.startswith("#7357") and " vs predecessors " in first.value
+    assert len(re.findall(r" n=\d+ in the \d+ days (?:after|before)", first.value)) == 2
+    assert re.search(
+        r"; (no significant change|significant change, (better|worse)) \(p", first.value
+    )
+    tables = [frame.value for frame in expander.dataframe]
+    (lost,) = [t for t in tables if "logical_job" in t.columns]
+    assert "successor_job" not in lost.columns
+    assert {"last_workflow_path", "before_runs", "last_run_url", "successor"} <= set(lost.columns)
+    assert "trtllm_async_unit_tests" in set(lost["logical_job"])
+    assert (lost["successor"].str.startswith("no successor")).all()
+    assert lost["last_run_url"].str.contains("/actions/runs/").all()
+    known = [c.value for c in expander.caption if c.value.startswith("How much of this mix")]
+    assert known and all(" n=" in line or "no failures" in line for line in known)
 
 
 def _signature_with_archived_log(db_url: str) -> str:

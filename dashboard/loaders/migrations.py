@@ -40,19 +40,12 @@ COVERAGE_JOB_COLUMNS = [
     "logical_job",
     "logical_outcome",
     "created_at",
+    "html_url",
 ]
 
 
-COVERAGE_LOST_COLUMNS = [
-    "event_pr",
-    "event_title",
-    "lineage",
-    "logical_job",
-    "successor_job",
-    "before_runs",
-    "last_run_at",
-    "last_workflow_path",
-]
+# A lost job, its workflow, its runs in the window before, its last run and "no successor".
+COVERAGE_LOST_COLUMNS = [c for c in coverage.LOST_COLUMNS if c != "event_date"]
 
 
 # What a successor's first-runs strip reads of a run (event and branch: for the scope).

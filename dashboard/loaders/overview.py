@@ -7,9 +7,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from analytics import (
-    rates,
-)
+from analytics import rates, recent
 from dashboard import shaping
 from dashboard.filters import Filters
 from dashboard.loaders import shared
@@ -18,17 +16,22 @@ from store import page_queries
 
 @st.cache_data(ttl=shared.TTL)
 def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
-    """Status tiles per lineage and per workflow (shaping.tile_statuses; STALE against the
-    repository's newest run, analytics.staleness)."""
+    """Status tiles per lineage and per workflow (analytics.recent.tile_table: the last
+    ``[dashboard] recent_days`` before the repository's newest run, RETIRED, STALE)."""
     config = shared.current_config()
     frame = shared.runs(db_url, filters)
     _, newest = page_queries.run_span(shared.engine(db_url), filters.repo)
-    by_lineage = shaping.tile_statuses(
-        frame, "lineage", newest, config.stale_factor, config.min_runs
+    reference = (
+        min(pd.Timestamp(newest), pd.Timestamp(filters.run_filter(()).until)) if newest else None
     )
-    by_workflow = shaping.tile_statuses(
-        frame, "workflow_path", newest, config.stale_factor, config.min_runs
-    )
+    settings = {
+        "recent_days": config.dashboard_recent_days,
+        "stale_factor": config.stale_factor,
+        "min_runs": config.min_runs,
+    }
+    events = shared.events(db_url)
+    by_lineage = recent.tile_table(frame, "lineage", reference, events, **settings)
+    by_workflow = recent.tile_table(frame, "workflow_path", reference, events, **settings)
     return pd.concat(
         [by_lineage.assign(level="lineage"), by_workflow.assign(level="workflow")],
         ignore_index=True,

@@ -1,13 +1,15 @@
-"""Migrations: per change event, before/after with intervals and p-values, the first runs of
-the workflows it created, the coverage it lost, and the failure-category mix either side with
-how much of it is known."""
+"""Migrations: per change event, first the answer in one sentence (analytics.before_after.
+headline), then before/after per lineage with intervals and p-values, the first runs of the
+workflows it created, the coverage it lost, and the failure-category mix either side with how
+much of it is known."""
 
 import pandas as pd
 import streamlit as st
 
+from analytics.before_after import headline
 from dashboard import charts
 from dashboard.context import current_view
-from dashboard.loaders import migrations
+from dashboard.loaders import migrations, shared
 
 view = current_view()
 SIGNIFICANT = 0.05  # an event whose before/after p-value is below this opens by itself
@@ -34,6 +36,8 @@ st.caption(
 table = migrations.before_after(view.db_url, view.filters)
 shift = migrations.category_shift(view.db_url, view.filters)
 known = migrations.basis_mix(view.db_url, view.filters)
+known_by_lineage = migrations.before_after_known(view.db_url, view.filters)
+config = shared.current_config()
 strips = migrations.successor_first_runs(view.db_url, view.filters)
 lost = migrations.coverage_lost(view.db_url, view.filters)
 events = table.drop_duplicates("event_date").sort_values("event_date", ascending=False)
@@ -45,6 +49,7 @@ for event in events.itertuples():
         f"{event.event_date:%Y-%m-%d} {label}{event.event_title} ({event.event_kind})",
         expanded=event.event_kind == "migration" or bool((rows["p_value"] < SIGNIFICANT).any()),
     ):
+        st.markdown(headline(rows, config.window_days, config.min_runs))
         for row in known[known["event_title"] == event.event_title].head(1).to_dict("records"):
             st.caption(f"Failure causes before: {row['before_basis']}")
             st.caption(f"Failure causes after: {row['after_basis']}")
@@ -74,7 +79,21 @@ for event in events.itertuples():
         if gone.empty:
             st.caption("Every logical job of the window before ran again after it.")
         else:
-            st.dataframe(gone.drop(columns=["event_pr", "event_title"]), hide_index=True)
+            st.dataframe(
+                gone.drop(columns=["event_pr", "event_title"]),
+                hide_index=True,
+                column_config={
+                    "logical_job": "lost job",
+                    "last_workflow_path": "workflow",
+                    "before_runs": st.column_config.NumberColumn(
+                        f"runs in the {config.window_days} days before"
+                    ),
+                    "last_run_at": st.column_config.DatetimeColumn("last run at"),
+                    "last_run_url": st.column_config.LinkColumn(
+                        "last run", display_text=r"/runs/(\d+)"
+                    ),
+                },
+            )
         mix = shift[shift["event_title"] == event.event_title]
         if len(mix):
             lineage = st.selectbox(
@@ -85,3 +104,12 @@ for event in events.itertuples():
             st.plotly_chart(
                 charts.category_mix(mix[mix["lineage"] == lineage]), key=f"mix-chart-{event.Index}"
             )
+            basis = known_by_lineage[
+                (known_by_lineage["event_title"] == event.event_title)
+                & (known_by_lineage["lineage"] == lineage)
+            ]
+            for row in basis.head(1).to_dict("records"):
+                st.caption(
+                    f"How much of this mix is known: before, {row['before_basis']}; "
+                    f"after, {row['after_basis']}"
+                )

@@ -4,19 +4,47 @@ changepoints found in it, the job x day grid."""
 import pandas as pd
 import streamlit as st
 
+from analytics.recent import STATUSES, TREND_P
 from dashboard import charts
 from dashboard.context import current_view
 from dashboard.loaders import migrations, overview, shared
-from dashboard.shaping import RECENT_RUNS
 
 view = current_view()
 STATUS_COLOURS = {
     "PASSING": "green",
     "FLAKY": "orange",
     "FAILING": "red",
-    "STALE": "gray",
+    "STALE": "violet",
     "NO DATA": "gray",
+    "RETIRED": "blue",
 }
+
+
+def _tile(tile: pd.Series) -> None:
+    """One tile: status, name and trend; the window's rate; the sparkline; the last run."""
+    name = str(tile["name"]).rsplit("/", 1)[-1]
+    trend = f" {tile['trend']}" if tile["trend"] else ""
+    st.markdown(f"**:{STATUS_COLOURS[tile['status']]}-badge[{tile['status']}]** {name}{trend}")
+    if tile["status"] == "RETIRED":
+        pr = f"#{tile['retired_by']:.0f} " if pd.notna(tile["retired_by"]) else ""
+        successors = tile["successors"] or "no successor: its coverage is lost"
+        successors = ", ".join(s.rsplit("/", 1)[-1] for s in successors.split(";"))
+        st.caption(f"removed by {pr}on {tile['retired_at']:%Y-%m-%d} → {successors}")
+    previous = (
+        f"{tile['previous_rate']:.2f} [{tile['previous_rate_low']:.2f}, "
+        f"{tile['previous_rate_high']:.2f}] n={tile['previous_runs']}"
+        if tile["previous_runs"]
+        else "no runs"
+    )
+    st.caption(
+        f"last {tile['recent_days']} days: {tile['label']}",
+        help=f"The {tile['recent_days']} days before: {previous}. An arrow is drawn only when "
+        f"the change is significant (Fisher exact, p < {TREND_P}); p = {tile['trend_p']:.2g}.",
+    )
+    st.text(tile["sparkline"], help="Red share (flaky or fail) over the range, oldest first.")
+    if pd.notna(tile["last_run"]):
+        st.markdown(f"last run [{tile['last_run']:%Y-%m-%d %H:%M}]({tile['last_run_url']})")
+
 
 st.title("Overview")
 tiles = overview.tiles(view.db_url, view.filters)
@@ -24,30 +52,38 @@ if tiles.empty:
     st.warning("No runs match the filters.")
     st.stop()
 st.caption(
-    "STALE: silent for longer than the stale factor times its usual gap between runs, before "
-    "the newest stored run (at least 3 gaps first); FAILING: its two latest counted runs "
-    f"failed; PASSING: its last {RECENT_RUNS} counted runs passed on the first attempt. "
-    "Definitions: docs/vocabulary.md."
+    "Each tile reads the last days before the newest stored run (`[dashboard] recent_days`). "
+    "FAILING: its two latest counted runs failed; PASSING: every counted run of those days "
+    "passed on the first attempt; FLAKY otherwise; STALE: silent for longer than the stale "
+    "factor times its usual gap (at least 3 gaps first); RETIRED: a configured migration "
+    "removed it; ↑/↓: the success rate changed significantly against the days before. The "
+    "reddest first. Definitions: docs/vocabulary.md."
 )
+order = {status: rank for rank, status in enumerate(STATUSES)}
 for level, heading in (("lineage", "Lineages"), ("workflow", "Workflows")):
     st.subheader(heading)
     rows = tiles[tiles["level"] == level]
+    rows = rows.assign(rank=rows["status"].map(order)).sort_values(["rank", "name"])
     columns = st.columns(4)
-    for i, tile in enumerate(rows.itertuples()):
+    for i, (_, tile) in enumerate(rows.iterrows()):
         with columns[i % 4].container(border=True):
-            colour = STATUS_COLOURS[tile.status]
-            st.markdown(f"**:{colour}-badge[{tile.status}]** {tile.name.rsplit('/', 1)[-1]}")
-            st.caption(f"success {tile.label} · last run {tile.last_run:%Y-%m-%d}")
+            _tile(tile)
 
 st.subheader("Stability timeline")
 freq = st.segmented_control(
     "Period", ["D", "W"], default="W", format_func={"D": "daily", "W": "weekly"}.get
 )
 timeline = overview.timeline(view.db_url, view.filters, freq or "W")
-st.plotly_chart(charts.stability_timeline(timeline, shared.events(view.db_url)))
+events = shared.events(view.db_url)
+st.plotly_chart(charts.stability_timeline(timeline, events))
 st.caption(
-    "Band: 95% Wilson interval. Dotted lines: change events (hover the label for the title)."
+    "A row per lineage, one time axis: the success rate on the first attempt per "
+    f"{'day' if freq == 'D' else 'week'} (hover a point for its runs and interval); band: 95% "
+    "Wilson interval. Dotted lines: change events, numbered at the top as in the table below."
 )
+legend = charts.timeline_events(timeline, events)
+if not legend.empty:
+    st.dataframe(legend.assign(date=legend["date"].dt.date), hide_index=True)
 
 st.subheader("Changepoints")
 st.caption(

@@ -1,0 +1,184 @@
+"""What a status tile says: is a workflow (or lineage) broken *now*, and is it getting better or
+worse? One definition (docs/vocabulary.md "Tiles"), used by the Overview's tiles.
+
+- The status reads the last ``recent_days`` (14 by default, ``[dashboard] recent_days``) before
+  the reference moment (the newest stored run, as STALE's): RETIRED (a configured migration
+  removed the workflow: it ran before the event and never after, while its lineage went on),
+  STALE (analytics.staleness), NO DATA (no counted run in the window), FAILING (its two latest
+  counted runs failed), PASSING (every counted run of the window passed on the first attempt),
+  FLAKY otherwise.
+- The trend compares the window's success rate with the ``recent_days`` before it: an arrow is
+  drawn only when a two-sided Fisher exact test of pass vs not-pass says p < ``TREND_P``.
+- The sparkline is the red share (flaky or fail) of ``SPARK_BUCKETS`` equal spans of the whole
+  range, one block character each, blank where nothing ran.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analytics.before_after import fisher_p_values
+from analytics.rates import stability, verdict_label
+from analytics.staleness import STALE, staleness
+from store.vocabulary import RED_OUTCOMES
+
+RECENT_DAYS = 14  # [dashboard] recent_days of the verl defaults
+TREND_P = 0.05
+RETIRE_DAYS = 30  # a workflow that ran this close before a migration and never after: removed
+SPARK_BUCKETS = 24
+SPARK = "▁▂▃▄▅▆▇█"
+RETIRED, FAILING, PASSING, FLAKY, NO_DATA = "RETIRED", "FAILING", "PASSING", "FLAKY", "NO DATA"
+STATUSES = (FAILING, FLAKY, STALE, NO_DATA, PASSING, RETIRED)  # the reddest first
+UP, DOWN = "↑", "↓"
+
+
+def retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Workflows a configured migration removed: those that ran in the RETIRE_DAYS before a
+    migration touching their lineage and never on or after it. Columns: workflow_path,
+    lineage, retired_at (the event's date), event_pr, successors (";"-joined workflow paths of
+    its lineage that ran after the event; empty: no successor, the coverage is lost)."""
+    columns = ["workflow_path", "lineage", "retired_at", "event_pr", "successors"]
+    migrations = events[events["event_kind"] == "migration"].sort_values("event_date")
+    if runs.empty or migrations.empty:
+        return pd.DataFrame(columns=columns)
+    spans = runs.groupby(["lineage", "workflow_path"], as_index=False)["created_at"].max()
+    near = pd.Timedelta(days=RETIRE_DAYS)
+    dates: list[pd.Timestamp] = list(migrations["event_date"])
+    touches: list[tuple[str, ...] | None] = list(migrations["event_lineages"])
+    prs: list[object] = list(migrations["event_pr"])
+    rows = []
+    for lineage, path, last in zip(
+        spans["lineage"].astype(str),
+        spans["workflow_path"].astype(str),
+        spans["created_at"],
+        strict=True,
+    ):
+        for date, lineages, pr in zip(dates, touches, prs, strict=True):
+            touched = lineages is None or lineage in lineages
+            if touched and date - near <= last < date:
+                kin = spans[(spans["lineage"] == lineage) & (spans["workflow_path"] != path)]
+                successors = ";".join(sorted(kin.loc[kin["created_at"] >= date, "workflow_path"]))
+                rows.append((path, lineage, date, pr, successors))
+                break
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _window(runs: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+    """The runs of (start, end]: the last N days up to and with the reference moment."""
+    return runs[(runs["created_at"] > start) & (runs["created_at"] <= end)]
+
+
+def sparkline(runs: pd.DataFrame, first: pd.Timestamp, last: pd.Timestamp) -> str:
+    """The red share of counted ``runs`` in SPARK_BUCKETS equal spans of [first, last]."""
+    counted = runs[runs["logical_outcome"] != "excluded"]
+    span = max((last - first) / SPARK_BUCKETS, pd.Timedelta(seconds=1))
+    bucket = ((counted["created_at"] - first) / span).astype(int).clip(0, SPARK_BUCKETS - 1)
+    red = counted["logical_outcome"].isin(RED_OUTCOMES).groupby(bucket).mean()
+    levels = (red * (len(SPARK) - 1)).round().astype(int)
+    return "".join(SPARK[levels[i]] if i in levels.index else " " for i in range(SPARK_BUCKETS))
+
+
+def tile_table(
+    runs: pd.DataFrame,
+    by: str,
+    reference: pd.Timestamp | None,
+    events: pd.DataFrame,
+    *,
+    recent_days: int = RECENT_DAYS,
+    stale_factor: float = 3.0,
+    min_runs: int = 5,
+) -> pd.DataFrame:
+    """One row per ``by`` value (workflow_path or lineage) of ``runs`` (logical runs in scope,
+    with html_url): name, status, recent_days, the window's runs/pass/success_rate(_low,
+    _high) and label (analytics.rates), the previous window's previous_runs and
+    previous_rate(_low, _high), trend (UP, DOWN or "") and trend_p, sparkline, last_run and
+    last_run_url, usual_gap_hours and silent_hours (analytics.staleness), and for RETIRED:
+    retired_at, retired_by (the migration's PR) and successors."""
+    if runs.empty:
+        return pd.DataFrame(columns=["name", "status"])
+    end = pd.Timestamp(reference) if reference is not None else runs["created_at"].max()
+    window = pd.Timedelta(days=recent_days)
+    recent = stability(_window(runs, end - window, end), [by], min_runs)
+    before = stability(_window(runs, end - 2 * window, end - window), [by], min_runs)
+    names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
+    table = recent.set_index(by).reindex(names)
+    table["runs"] = table["runs"].fillna(0).astype(int)
+    table["pass"] = table["pass"].fillna(0).astype(int)
+    previous = before.set_index(by).reindex(names)
+    table["previous_runs"] = previous["runs"].fillna(0).astype(int)
+    table["previous_pass"] = previous["pass"].fillna(0).astype(int)
+    for bound in ("", "_low", "_high"):
+        table[f"previous_rate{bound}"] = previous[f"success_rate{bound}"]
+    sides = pd.DataFrame(
+        {
+            "recent_pass": table["pass"],
+            "recent_runs": table["runs"],
+            "previous_pass": table["previous_pass"],
+            "previous_runs": table["previous_runs"],
+        }
+    )
+    table["trend_p"] = fisher_p_values(sides, "previous", "recent")
+    better = table["success_rate"] > table["previous_rate"]
+    significant = table["trend_p"] < TREND_P
+    table["trend"] = np.select([significant & better, significant & ~better], [UP, DOWN], "")
+    table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
+    table["label"] = verdict_label(table.reset_index()).to_numpy()
+    silence = staleness(runs, by, end, stale_factor).set_index(by).reindex(names)
+    table["usual_gap_hours"] = silence["usual_gap_hours"]
+    table["silent_hours"] = silence["silent_hours"]
+    retired = _retired_by(runs, by, retirements(runs, events)).reindex(names)
+    table["status"] = _statuses(runs, by, end, window, table, silence, retired)
+    ordered = runs.sort_values(["created_at", "run_id"], kind="stable")
+    last = ordered.groupby(by).tail(1).set_index(by).reindex(names)
+    table["last_run"] = last["created_at"]
+    table["last_run_url"] = last["html_url"]
+    first_day, last_day = runs["created_at"].min(), end
+    table["sparkline"] = [
+        sparkline(group, first_day, last_day) for _, group in runs.groupby(by, sort=True)
+    ]
+    table["recent_days"] = recent_days
+    table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
+    table["successors"] = retired["successors"]
+    return table.reset_index().rename(columns={by: "name"})
+
+
+def _retired_by(runs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFrame:
+    """``retirements`` per ``by`` value: a workflow as it is; a lineage only when every one of
+    its workflows was retired (then it has no successor: its coverage is lost)."""
+    if by == "workflow_path":
+        return retired.set_index("workflow_path")
+    paths = runs.groupby(by)["workflow_path"].agg(set)
+    gone = set(retired["workflow_path"])
+    whole = [name for name, members in paths.items() if members <= gone]
+    lineages = retired[retired["lineage"].isin(whole)].groupby("lineage")
+    out = lineages.agg(retired_at=("retired_at", "max"), event_pr=("event_pr", "last"))
+    return out.assign(successors="").rename_axis(by)
+
+
+def _statuses(
+    runs: pd.DataFrame,
+    by: str,
+    end: pd.Timestamp,
+    window: pd.Timedelta,
+    table: pd.DataFrame,
+    silence: pd.DataFrame,
+    retired: pd.DataFrame,
+) -> np.ndarray:
+    names = table.index
+    counted = runs[runs["logical_outcome"] != "excluded"].sort_values(["created_at", "run_id"])
+    in_window = _window(counted, end - window, end)
+    latest_two = counted.groupby(by).tail(2)
+    fails = (latest_two["logical_outcome"] == "fail").groupby(latest_two[by]).sum()
+    not_pass = (in_window["logical_outcome"] != "pass").groupby(in_window[by]).sum()
+    return np.select(
+        [
+            retired["retired_at"].notna().to_numpy(),
+            silence["status"].eq(STALE).to_numpy(),
+            table["runs"].eq(0).to_numpy(),
+            fails.reindex(names).fillna(0).ge(2).to_numpy(),
+            not_pass.reindex(names).fillna(1).eq(0).to_numpy(),
+        ],
+        [RETIRED, STALE, NO_DATA, FAILING, PASSING],
+        default=FLAKY,
+    )

@@ -1,0 +1,252 @@
+"""What a person feels: the time from navigation to a finished page (Streamlit's status widget
+gone and the page's own last element drawn) in headless Chromium, for every dashboard page, on
+the scale-1 history and on ten copies of it, against 1.5 s and 5 s (``python -m bench.run
+browser``). The server is warm: every page is opened once before the timed navigations, so
+Streamlit's caches hold each page's data and the figure is not a first view.
+
+The page table, the Chromium arguments and the "start the dashboard, open a page, wait until it
+finished" helpers here are shared with ``bench/screenshots.py`` and ``tests/test_browser.py``."""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dashboard.launch import stop_dashboard, wait_until_ready
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1400, "height": 1000}
+# Page (its file in dashboard/views and its URL path) -> (title, an element that appears only
+# once the page has computed everything).
+PAGES = {
+    "overview": ("Overview", ".js-plotly-plot >> visible=true"),
+    "migrations": ("Migrations", ".js-plotly-plot >> visible=true"),
+    "failures": ("Failures", '[data-testid="stDataFrame"]'),
+    "flaky_jobs": ("Flaky jobs", '[data-testid="stDataFrame"] >> nth=2'),
+    "runners": ("Runners and environments", '[data-testid="stDataFrame"] >> nth=2'),
+    "export": ("Export", '[data-testid="stDownloadButton"]'),
+}
+DEFAULT_PAGE = "overview"  # served at the root (st.Page(default=True))
+# Shown while a script run is under way, removed when it ends.
+STATUS_WIDGET = '[data-testid="stStatusWidget"]'
+TIMEOUT_MS = 180_000
+
+COMMAND = "python -m bench.run browser"
+REPEATS = 3
+# label -> (copies of scale 1, target seconds per page)
+DATABASES = {"scale 1": (1, 1.5), "10x": (10, 5.0)}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def page_url(address: str, name: str) -> str:
+    return address + "/" if name == DEFAULT_PAGE else f"{address}/{name}"
+
+
+@contextmanager
+def dashboard(db_url: str, *, quiet: bool = False) -> Iterator[str]:
+    """``ciflake --db URL dashboard`` on a free port; yields its address, stops it after."""
+    port = free_port()
+    ciflake = Path(sys.executable).with_name("ciflake")
+    output = subprocess.DEVNULL if quiet else None
+    process = subprocess.Popen(
+        [ciflake, "--db", db_url, "dashboard", "--port", str(port)], stdout=output
+    )
+    address = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(address, process, timeout=120)
+        yield address
+    finally:
+        stop_dashboard(process)
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium, headless, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def unavailable() -> str | None:
+    """Why no browser can be driven here, or None."""
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} not installed (apt install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright Python package is not installed"
+    return None
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds from the start of navigation until: the page's heading showed (the frontend
+    loaded, the session started, app.py drew the sidebar and status lines), its ready element
+    showed, and the status widget was gone (the script run ended)."""
+
+    heading: float
+    ready: float
+    finished: float
+
+
+def wait_finished(page: Page, name: str, started: float | None = None) -> Timing:
+    """Wait until ``page`` shows the page ``name`` finished: its heading, its ready element,
+    then no status widget."""
+    started = time.perf_counter() if started is None else started
+    title, ready = PAGES[name]
+    page.get_by_role("heading", name=title).first.wait_for(timeout=TIMEOUT_MS)
+    heading = time.perf_counter() - started
+    page.locator(ready).first.wait_for(timeout=TIMEOUT_MS)
+    shown = time.perf_counter() - started
+    page.locator(STATUS_WIDGET).first.wait_for(state="hidden", timeout=TIMEOUT_MS)
+    return Timing(heading, shown, time.perf_counter() - started)
+
+
+def open_page(context: BrowserContext, address: str, name: str) -> tuple[Page, Timing]:
+    """A new tab on the page ``name``, once it finished, and how long that took."""
+    page = context.new_page()
+    started = time.perf_counter()
+    page.goto(page_url(address, name), timeout=TIMEOUT_MS)
+    return page, wait_finished(page, name, started)
+
+
+def _database(copies: int, tmp: Path) -> Path:
+    from bench.dashboard import SCALE1_DB, _copies
+    from store.engine import make_engine
+    from store.migrate import upgrade
+
+    if not SCALE1_DB.exists():
+        from bench.collector import build_scale1
+
+        build_scale1(SCALE1_DB)
+    if copies == 1:
+        engine = make_engine(f"sqlite:///{SCALE1_DB}")
+        upgrade(engine)  # the head schema, with its read indexes
+        engine.dispose()
+        return SCALE1_DB
+    path = tmp / f"copies-{copies}.db"
+    _copies(SCALE1_DB, path, copies)
+    return path
+
+
+def _page_times(browser: Browser, db_url: str) -> dict[str, list[Timing]]:
+    """REPEATS warm navigations per page: after every page was opened once."""
+    with dashboard(db_url, quiet=True) as address:
+        context = browser.new_context(viewport=VIEWPORT)
+        try:
+            for name in PAGES:  # warm: fill Streamlit's caches (and the browser's)
+                page, _ = open_page(context, address, name)
+                page.close()
+            times: dict[str, list[Timing]] = {name: [] for name in PAGES}
+            for _ in range(REPEATS):
+                for name in PAGES:
+                    page, timing = open_page(context, address, name)
+                    page.close()
+                    times[name].append(timing)
+            return times
+        finally:
+            context.close()
+
+
+def _why_slow(timings: list[Timing]) -> str:
+    """Which part of the median navigation dominates: until the page's heading (frontend,
+    session, app.py's sidebar and status lines) or after it (the page's own work)."""
+    middle = sorted(timings, key=lambda t: t.finished)[len(timings) // 2]
+    shell, work = middle.heading, middle.finished - middle.heading
+    where = (
+        "until the heading: loading the frontend, starting the session, app.py's sidebar "
+        "and status lines"
+        if shell >= work
+        else "after the heading: the page's own loaders and drawing its charts and tables"
+    )
+    return (
+        f"of the median navigation's {middle.finished:.2f} s, {shell:.2f} s pass until the "
+        f"page's heading shows and {work:.2f} s after it, so most of it is {where}"
+    )
+
+
+def _not_measured(reason: str) -> list[dict]:
+    return [
+        {
+            "figure": f"Browser page time, {name} page, {label} (warm server)",
+            "value": "not measured",
+            "target": f"< {target:g} s",
+            "met": None,
+            "command": COMMAND,
+            "note": reason,
+        }
+        for label, (_, target) in DATABASES.items()
+        for name in PAGES
+    ]
+
+
+def measure() -> list[dict]:
+    reason = unavailable()
+    if reason is not None:
+        return _not_measured(reason)
+    from bench.dashboard import _job_count
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, chromium() as browser:
+        for label, (copies, target) in DATABASES.items():
+            path = _database(copies, Path(tmp))
+            jobs = _job_count(path)
+            times = _page_times(browser, f"sqlite:///{path}")
+            for name, timings in times.items():
+                seconds = statistics.median(t.finished for t in timings)
+                met = seconds < target
+                note = (
+                    f"{jobs:,} jobs; headless Chromium at {VIEWPORT['width']}x"
+                    f"{VIEWPORT['height']}, from page.goto to the page's last element shown "
+                    f"and Streamlit's status widget gone; median of {REPEATS} navigations, "
+                    "each in a new tab of one browser context, after every page was opened "
+                    "once: the warm time (Streamlit's caches and the browser's cache filled), "
+                    "not a first view"
+                )
+                if not met:
+                    note += f"; {_why_slow(timings)}"
+                rows.append(
+                    {
+                        "figure": f"Browser page time, {name} page, {label} (warm server)",
+                        "value": f"{seconds:.2f} s",
+                        "target": f"< {target:g} s",
+                        "met": met,
+                        "command": COMMAND,
+                        "note": note,
+                    }
+                )
+            if path.parent == Path(tmp):
+                path.unlink()
+    return rows

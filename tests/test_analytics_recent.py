@@ -1,0 +1,100 @@
+"""The tiles' "now" (analytics/recent.py) on synthetic histories computed by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analytics.config_tables import event_table
+from analytics.recent import DOWN, RETIRED, SPARK, UP, retirements, sparkline, tile_table
+from store.settings import EventConfig
+
+START = pd.Timestamp("2025-11-01", tz="UTC")
+NEW, OLD, LONE = "new.yml", "old.yml", "lone.yml"
+
+
+def _runs(rows: list[tuple[str, str, pd.Timestamp, str]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["workflow_path", "lineage", "created_at", "outcome"])
+    return pd.DataFrame(
+        {
+            "run_id": range(1, len(frame) + 1),
+            "workflow_path": frame["workflow_path"],
+            "lineage": frame["lineage"],
+            "created_at": pd.to_datetime(frame["created_at"], utc=True),
+            "logical_outcome": frame["outcome"],
+            "html_url": [f"https://github.invalid/runs/{i}" for i in range(1, len(frame) + 1)],
+        }
+    )
+
+
+def _daily(path: str, days: range, outcome: str, lineage: str = "l") -> list[tuple]:
+    return [(path, lineage, START + pd.Timedelta(days=d, hours=3), outcome) for d in days]
+
+
+def _events(*events: tuple[str, str, tuple[str, ...] | None]) -> pd.DataFrame:
+    return event_table(
+        [
+            EventConfig(pd.Timestamp(d, tz="UTC").to_pydatetime(), "t", 1, k, ls)
+            for d, k, ls in events
+        ]
+    )
+
+
+def test_red_for_a_year_then_green_for_two_weeks_is_passing_and_rising():
+    runs = _runs(_daily(NEW, range(365), "fail") + _daily(NEW, range(365, 379), "pass"))
+    reference = runs["created_at"].max()
+    tile = tile_table(runs, "workflow_path", reference, _events()).iloc[0]
+    assert tile["status"] == "PASSING" and tile["trend"] == UP
+    assert (tile["runs"], tile["pass"], tile["previous_runs"], tile["previous_pass"]) == (
+        14,
+        14,
+        14,
+        0,
+    )
+    assert tile["trend_p"] < 0.05 and tile["label"].endswith("n=14")
+    assert tile["last_run_url"].endswith("/379")
+    # red then green: the last span holds 2 red runs of 16
+    assert tile["sparkline"][0] == "█" and SPARK.index(tile["sparkline"][-1]) == 1
+    # the same history read a year earlier: all red, no change between the windows, no arrow
+    early = tile_table(
+        runs[runs["created_at"] < START + pd.Timedelta(days=200)],
+        "workflow_path",
+        START + pd.Timedelta(days=199, hours=3),
+        _events(),
+    ).iloc[0]
+    assert early["status"] == "FAILING" and early["trend"] == ""
+
+
+def test_a_small_change_draws_no_arrow_and_a_drop_draws_one_down():
+    calm = _daily(NEW, range(0, 28), "pass")
+    calm[20] = (NEW, "l", calm[20][2], "fail")  # one red in the last 14 days
+    tile = tile_table(_runs(calm), "workflow_path", None, _events()).iloc[0]
+    assert tile["status"] == "FLAKY" and tile["trend"] == ""
+    drop = _daily(NEW, range(0, 14), "pass") + _daily(NEW, range(14, 28), "fail")
+    assert tile_table(_runs(drop), "workflow_path", None, _events()).iloc[0]["trend"] == DOWN
+
+
+def test_workflows_a_migration_removed_are_retired_with_their_successor():
+    migration = START + pd.Timedelta(days=100)
+    runs = _runs(
+        _daily(OLD, range(0, 100), "pass")
+        + _daily(NEW, range(98, 130), "pass")
+        + _daily(LONE, range(0, 100), "pass", lineage="alone")
+        + _daily("stopped.yml", range(0, 40), "pass", lineage="other")
+    )
+    events = _events((str(migration.date()) + "T12:00Z", "migration", None))
+    retired = retirements(runs, events).set_index("workflow_path")
+    assert set(retired.index) == {OLD, LONE}  # stopped.yml stopped 60 days before: not removed
+    assert retired.loc[OLD, "successors"] == NEW and retired.loc[LONE, "successors"] == ""
+    tiles = tile_table(runs, "workflow_path", runs["created_at"].max(), events).set_index("name")
+    assert tiles.loc[OLD, "status"] == RETIRED and tiles.loc[LONE, "status"] == RETIRED
+    assert tiles.loc["stopped.yml", "status"] == "STALE" and tiles.loc[NEW, "status"] == "PASSING"
+    lineages = tile_table(runs, "lineage", runs["created_at"].max(), events).set_index("name")
+    # a lineage is retired only with all its workflows: "l" goes on in new.yml
+    assert lineages.loc["l", "status"] == "PASSING" and lineages.loc["alone", "status"] == RETIRED
+    assert lineages.loc["alone", "successors"] == "" and lineages.loc["other", "status"] == "STALE"
+
+
+def test_sparkline_is_the_red_share_per_span():
+    runs = _runs(_daily(NEW, range(0, 24), "pass") + _daily(NEW, range(24, 48), "fail"))
+    line = sparkline(runs, runs["created_at"].min(), runs["created_at"].max())
+    assert line == "▁" * 12 + "█" * 12
