@@ -125,6 +125,8 @@ def tile_table(
     table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
     table["label"] = verdict_label(table.reset_index()).to_numpy()
     silence = staleness(runs, by, end, stale_factor).set_index(by).reindex(names)
+    if by != "workflow_path":
+        silence["status"] = _stale_members(runs, by, end, stale_factor, events).reindex(names)
     table["usual_gap_hours"] = silence["usual_gap_hours"]
     table["silent_hours"] = silence["silent_hours"]
     retired = _retired_by(runs, by, retirements(runs, events)).reindex(names)
@@ -141,6 +143,20 @@ def tile_table(
     table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
     table["successors"] = retired["successors"]
     return table.reset_index().rename(columns={by: "name"})
+
+
+def _stale_members(
+    runs: pd.DataFrame, by: str, end: pd.Timestamp, stale_factor: float, events: pd.DataFrame
+) -> pd.Series:
+    """A lineage is STALE when every one of its workflows that is not RETIRED is: its pooled
+    gaps include its predecessors' busier days, which would call a quiet successor stale."""
+    per_workflow = staleness(runs, "workflow_path", end, stale_factor).set_index("workflow_path")
+    gone = set(retirements(runs, events)["workflow_path"])
+    members = runs[[by, "workflow_path"]].drop_duplicates()
+    members = members[~members["workflow_path"].isin(gone)]
+    stale = members["workflow_path"].map(per_workflow["status"]).eq(STALE)
+    every = stale.groupby(members[by]).all()
+    return every.map({True: STALE, False: "OK"})
 
 
 def _retired_by(runs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFrame:

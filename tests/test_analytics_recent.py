@@ -98,3 +98,18 @@ def test_sparkline_is_the_red_share_per_span():
     runs = _runs(_daily(NEW, range(0, 24), "pass") + _daily(NEW, range(24, 48), "fail"))
     line = sparkline(runs, runs["created_at"].min(), runs["created_at"].max())
     assert line == "▁" * 12 + "█" * 12
+
+
+def test_a_quiet_successor_does_not_make_its_lineage_stale():
+    migration = START + pd.Timedelta(days=60)
+    busy = [(OLD, "l", START + pd.Timedelta(hours=8 * i), "pass") for i in range(180)]
+    quiet = [(NEW, "l", migration + pd.Timedelta(days=2 * i), "pass") for i in range(10)]
+    runs = _runs(busy + quiet)
+    events = _events((str(migration.date()) + "T00:00Z", "migration", None))
+    reference = runs["created_at"].max() + pd.Timedelta(days=2.5)  # less than 3 of its gaps
+    lineage = tile_table(runs, "lineage", reference, events).set_index("name").loc["l"]
+    assert lineage["status"] != "STALE"  # pooled, the predecessor's 8 h gaps would say STALE
+    later = reference + pd.Timedelta(days=5)  # now the successor stopped: 7.5 days > 3 x 2
+    assert (
+        tile_table(runs, "lineage", later, events).set_index("name").loc["l", "status"] == "STALE"
+    )
