@@ -125,11 +125,12 @@ def tile_table(
     table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
     table["label"] = verdict_label(table.reset_index()).to_numpy()
     silence = staleness(runs, by, end, stale_factor).set_index(by).reindex(names)
+    removed = retirements(runs, events)
     if by != "workflow_path":
-        silence["status"] = _stale_members(runs, by, end, stale_factor, events).reindex(names)
+        silence["status"] = _stale_members(runs, by, end, stale_factor, removed).reindex(names)
     table["usual_gap_hours"] = silence["usual_gap_hours"]
     table["silent_hours"] = silence["silent_hours"]
-    retired = _retired_by(runs, by, retirements(runs, events)).reindex(names)
+    retired = _retired_by(runs, by, removed).reindex(names)
     table["status"] = _statuses(runs, by, end, window, table, silence, retired)
     ordered = runs.sort_values(["created_at", "run_id"], kind="stable")
     last = ordered.groupby(by).tail(1).set_index(by).reindex(names)
@@ -146,12 +147,12 @@ def tile_table(
 
 
 def _stale_members(
-    runs: pd.DataFrame, by: str, end: pd.Timestamp, stale_factor: float, events: pd.DataFrame
+    runs: pd.DataFrame, by: str, end: pd.Timestamp, stale_factor: float, removed: pd.DataFrame
 ) -> pd.Series:
     """A lineage is STALE when every one of its workflows that is not RETIRED is: its pooled
     gaps include its predecessors' busier days, which would call a quiet successor stale."""
     per_workflow = staleness(runs, "workflow_path", end, stale_factor).set_index("workflow_path")
-    gone = set(retirements(runs, events)["workflow_path"])
+    gone = set(removed["workflow_path"])  # retirements
     members = runs[[by, "workflow_path"]].drop_duplicates()
     members = members[~members["workflow_path"].isin(gone)]
     stale = members["workflow_path"].map(per_workflow["status"]).eq(STALE)
