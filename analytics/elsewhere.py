@@ -34,12 +34,12 @@ def failed_elsewhere(jobs: pd.DataFrame, where: str) -> pd.DataFrame:
     return failed.drop(columns="period").assign(works_elsewhere=elsewhere)
 
 
-def works_elsewhere(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
+def works_elsewhere(failed: pd.DataFrame, by: str) -> pd.DataFrame:
     """Per ``by`` value (runner_name or runner_pool) with a hard failure: failed_jobs, and
-    works_elsewhere = the share of them that works elsewhere (``failed_elsewhere``).
+    works_elsewhere = the share of them that works elsewhere. ``failed``: the flagged
+    failures, ``failed_elsewhere(jobs, by)``, computed once per page and shared.
 
     Columns: ``by``, failed_jobs, works_elsewhere."""
-    failed = failed_elsewhere(jobs, by)
     return (
         failed.groupby(by)
         .agg(failed_jobs=("works_elsewhere", "size"), works_elsewhere=("works_elsewhere", "mean"))

@@ -9,8 +9,6 @@ from typing import Any
 
 import pandas as pd
 
-from analytics.elsewhere import failed_elsewhere
-
 COLUMNS = [
     "fact",
     "version",
@@ -28,18 +26,19 @@ def _facts(env: Any) -> list[tuple[str, str]]:
     return list((env or {}).items())
 
 
-def environment_failures(failures: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+def environment_failures(failures: pd.DataFrame, flagged: pd.DataFrame) -> pd.DataFrame:
     """Hard-failed logical jobs (one per logical job of a run: its last red shard's failure)
     per environment fact and version found in that failure's log (``env``), with the logical
     jobs and runners they hit, their categories, first and last seen, and
     works_elsewhere_share (analytics.elsewhere, by runner_name).
 
-    ``failures``: rows with job_id, category, env; ``jobs``: logical jobs. Columns: COLUMNS,
-    by fact, most failures first."""
+    ``failures``: rows with job_id, category, env; ``flagged``: the hard-failed logical jobs
+    with works_elsewhere, ``analytics.elsewhere.failed_elsewhere(jobs, "runner_name")``, which
+    a page or the summary computes once and shares. Columns: COLUMNS, by fact, most failures
+    first."""
     facts = failures[["job_id", "category"]].assign(env=failures["env"].map(_facts))
     facts = facts.explode("env").dropna(subset=["env"])
-    failed = failed_elsewhere(jobs, "runner_name")
-    failed = failed[failed["red_job_id"].notna()]
+    failed = flagged[flagged["red_job_id"].notna()]
     if facts.empty or failed.empty:
         return pd.DataFrame(columns=COLUMNS)
     facts[["fact", "version"]] = pd.DataFrame(facts.pop("env").tolist(), index=facts.index)

@@ -21,15 +21,12 @@ def repair_times(
     keys = list(by)
     seq = runs[runs["logical_outcome"] != "excluded"].sort_values([*keys, "created_at"])
     red = seq["logical_outcome"] == "fail"
-    group = seq.groupby(keys, sort=False, dropna=False)
-    starts = red & ~group["logical_outcome"].shift(1).eq("fail")
+    group = seq.groupby(keys, sort=False, dropna=False).ngroup()
+    starts = red & ~(red.shift(1, fill_value=False) & group.eq(group.shift(1)))
     # The next green at or after each row: a backward fill of green times within the group.
-    green_at = seq["created_at"].where(~red)
-    green_id = seq["run_id"].where(~red)
-    seq = seq.assign(
-        next_green_at=green_at.groupby([seq[k] for k in keys], dropna=False).bfill(),
-        next_green_id=green_id.groupby([seq[k] for k in keys], dropna=False).bfill(),
-    )
+    greens = seq[["created_at", "run_id"]].where(~red, axis=0)
+    filled = greens.groupby(group, sort=False).bfill()
+    seq = seq.assign(next_green_at=filled["created_at"], next_green_id=filled["run_id"])
     streaks = seq[starts]
     return pd.DataFrame(
         {
@@ -52,8 +49,9 @@ def mttr(streaks: pd.DataFrame, by: Sequence[str] = ("workflow_path",)) -> pd.Da
             mttr_hours=("hours", "mean"),
             median_hours=("hours", "median"),
             repaired=("hours", "count"),
-            open=("hours", lambda h: int(h.isna().sum())),
+            streaks=("hours", "size"),
         )
+        .assign(open=lambda t: t.pop("streaks") - t["repaired"])
         .reset_index()
     )
 

@@ -122,6 +122,7 @@ def failure_groups(
     since: pd.Timestamp,
     end: pd.Timestamp,
     first_seen: pd.Series,
+    flagged: pd.DataFrame,
 ) -> pd.DataFrame:
     """Failed logical jobs of runs created since ``since`` (plus runs that failed with no jobs),
     each in a group: NEW when its signature is NEW for the period ending at ``end``
@@ -130,7 +131,8 @@ def failure_groups(
     store.page_queries.failure_details. Columns: group, created_at, workflow_path, logical_job,
     category, verdict, evidence, line, runner_name, html_url, stage, basis (of the failure's
     category, analytics.evidence; empty for a job with no classified failure), signature,
-    works_elsewhere (analytics.elsewhere, by runner; False for a run without jobs)."""
+    works_elsewhere (from ``flagged``: analytics.elsewhere.failed_elsewhere(jobs,
+    "runner_name"); False for a run without jobs)."""
     verdicts = job_verdicts(jobs, failures)
     recent = verdicts[verdicts["created_at"] >= since].reset_index(drop=True)
     failures = failures.assign(basis=failure_basis(failures))
@@ -150,7 +152,9 @@ def failure_groups(
         logical_job="(no jobs)", verdict="unclassified", evidence="the run failed with no jobs"
     )[job_rows.columns]
     rows = pd.concat([job_rows, run_rows], ignore_index=True)
-    rows["works_elsewhere"] = _works_elsewhere(jobs, recent).reindex(rows.index, fill_value=False)
+    rows["works_elsewhere"] = _works_elsewhere(flagged, recent).reindex(
+        rows.index, fill_value=False
+    )
     sightings = pd.to_datetime(rows["signature"].map(first_seen.to_dict()), utc=True)
     new = rows["signature"].notna() & is_new(sightings, end)
     rows["group"] = rows["verdict"].map(VERDICT_GROUPS).fillna("OTHER").where(~new, "NEW")
@@ -161,11 +165,10 @@ def failure_groups(
     return rows.drop(columns=["rank"]).reset_index(drop=True)
 
 
-def _works_elsewhere(jobs: pd.DataFrame, failed: pd.DataFrame) -> pd.Series:
-    """Per row of ``failed`` (failed logical jobs), whether it works elsewhere
-    (analytics.elsewhere.failed_elsewhere over ``jobs``, by runner_name)."""
+def _works_elsewhere(flagged: pd.DataFrame, failed: pd.DataFrame) -> pd.Series:
+    """Per row of ``failed`` (failed logical jobs), whether ``flagged`` says it works
+    elsewhere."""
     keys = ["run_id", "workflow_path", "logical_job"]
-    flagged = failed_elsewhere(jobs, "runner_name")
     elsewhere = pd.MultiIndex.from_frame(flagged.loc[flagged["works_elsewhere"], keys])
     return pd.Series(pd.MultiIndex.from_frame(failed[keys]).isin(elsewhere), index=failed.index)
 
@@ -217,6 +220,7 @@ def summarise(
     strips = successor_first_runs(
         runs, event_frame, settings.first_runs, settings.window_days, born=born
     )
+    flagged = failed_elsewhere(jobs, "runner_name")
     return SummaryData(
         repo=repo,
         event=event,
@@ -225,11 +229,11 @@ def summarise(
         window_days=settings.window_days,
         headline=headline_table(sides, settings.min_runs),
         strips=strips,
-        failures=failure_groups(jobs, failures, since, now, first_seen),
+        failures=failure_groups(jobs, failures, since, now, first_seen, flagged),
         coverage_lost=lost_jobs(diff),
         stale=stale_since(runs, event["event_date"], reference, settings.stale_factor),
         health=side_health(sides, attempts),
-        environments=environment_failures(env_failures, jobs),
+        environments=environment_failures(env_failures, flagged),
         last_collect=last_collect,
         uncollected=uncollected,
     )

@@ -110,9 +110,10 @@ def test_works_elsewhere_means_green_on_another_runner_the_same_week():
             (7, "late", "b", "pass", None, 8),  # green on b, but the next week
         ]
     )
-    flags = failed_elsewhere(jobs, "runner_name").set_index("run_id")["works_elsewhere"]
+    flagged = failed_elsewhere(jobs, "runner_name")
+    flags = flagged.set_index("run_id")["works_elsewhere"]
     assert flags.to_dict() == {1: True, 2: True, 4: False, 5: False, 6: False}
-    table = works_elsewhere(jobs, "runner_name").set_index("runner_name")
+    table = works_elsewhere(flagged, "runner_name").set_index("runner_name")
     assert table.loc["a", "failed_jobs"] == 4
     assert table.loc["a", "works_elsewhere"] == pytest.approx(0.5)
     assert table.loc["b", "works_elsewhere"] == 0.0
@@ -137,7 +138,8 @@ def test_environment_failures_count_hard_failed_jobs_per_version():
             (6, 1, 99, "oom", {}),
         ]
     )
-    table = environment_failures(failures, jobs).set_index(["fact", "version"])
+    flagged = failed_elsewhere(jobs, "runner_name")
+    table = environment_failures(failures, flagged).set_index(["fact", "version"])
     assert table.loc[("cann", "8.5.0"), "failures"] == 2
     assert table.loc[("cann", "8.5.0"), "works_elsewhere_share"] == 1.0
     assert table.loc[("cann", "8.5.0"), "categories"] == "npu_env 1, oom 1"

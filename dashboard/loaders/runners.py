@@ -17,12 +17,26 @@ from dashboard.loaders import shared
 from store import frame_queries
 
 
+# Shared by the page's tables as resources (not copied on each hit; do not modify them): the
+# jobs with their pool, and the hard failures flagged "works elsewhere" per place.
+@st.cache_resource(ttl=shared.TTL)
+def _placed_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
+    return shaping.with_runner_pool(shared.jobs(db_url, filters))
+
+
+@st.cache_resource(ttl=shared.TTL)
+def _flagged(db_url: str, filters: Filters, where: str) -> pd.DataFrame:
+    return elsewhere.failed_elsewhere(_placed_jobs(db_url, filters), where)
+
+
 @st.cache_data(ttl=shared.TTL)
 def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
     """Stability of logical jobs per runner pool or runner, with "works elsewhere"."""
-    frame = shaping.with_runner_pool(shared.jobs(db_url, filters))
+    frame = _placed_jobs(db_url, filters)
     table = rates.stability(frame, [by], shared.current_config().min_runs)
-    table = table.merge(elsewhere.works_elsewhere(frame, by), on=by, how="left")
+    table = table.merge(
+        elsewhere.works_elsewhere(_flagged(db_url, filters, by), by), on=by, how="left"
+    )
     table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
     table = table.assign(
         fail_rate=1 - table["success_rate"],
@@ -39,4 +53,4 @@ def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
     failures = frame_queries.load_failures(
         shared.engine(db_url), shared.sql_filter(filters, dated=True), detail=("env",)
     )
-    return environments.environment_failures(failures, shared.jobs(db_url, filters))
+    return environments.environment_failures(failures, _flagged(db_url, filters, "runner_name"))
