@@ -69,14 +69,18 @@ def _window(runs: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.Da
     return runs[(runs["created_at"] > start) & (runs["created_at"] <= end)]
 
 
-def sparkline(runs: pd.DataFrame, first: pd.Timestamp, last: pd.Timestamp) -> str:
-    """The red share of counted ``runs`` in SPARK_BUCKETS equal spans of [first, last]."""
+def sparklines(runs: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.Series:
+    """Per ``by`` value, the red share of its counted ``runs`` in SPARK_BUCKETS equal spans of
+    [first, last], one block character each, blank where nothing ran (one grouping for all)."""
     counted = runs[runs["logical_outcome"] != "excluded"]
     span = max((last - first) / SPARK_BUCKETS, pd.Timedelta(seconds=1))
     bucket = ((counted["created_at"] - first) / span).astype(int).clip(0, SPARK_BUCKETS - 1)
-    red = counted["logical_outcome"].isin(RED_OUTCOMES).groupby(bucket).mean()
-    levels = (red * (len(SPARK) - 1)).round().astype(int)
-    return "".join(SPARK[levels[i]] if i in levels.index else " " for i in range(SPARK_BUCKETS))
+    red = counted["logical_outcome"].isin(RED_OUTCOMES).groupby([counted[by], bucket]).mean()
+    levels = (red * (len(SPARK) - 1)).round().astype(int).unstack()
+    levels = levels.reindex(columns=range(SPARK_BUCKETS))
+    blocks = np.array([*SPARK, " "])
+    codes = levels.fillna(len(SPARK)).to_numpy(dtype=int)
+    return pd.Series(["".join(row) for row in blocks[codes]], index=levels.index, dtype=object)
 
 
 def tile_table(
@@ -99,8 +103,11 @@ def tile_table(
         return pd.DataFrame(columns=["name", "status"])
     end = pd.Timestamp(reference) if reference is not None else runs["created_at"].max()
     window = pd.Timedelta(days=recent_days)
-    recent = stability(_window(runs, end - window, end), [by], min_runs)
-    before = stability(_window(runs, end - 2 * window, end - window), [by], min_runs)
+    both = _window(runs, end - 2 * window, end)  # one grouping for the window and the one before
+    tagged = both.assign(_recent=both["created_at"] > end - window)
+    windows = stability(tagged, [by, "_recent"], min_runs)
+    recent = windows[windows.pop("_recent").astype(bool)]
+    before = windows.drop(recent.index)
     names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
     table = recent.set_index(by).reindex(names)
     table["runs"] = table["runs"].fillna(0).astype(int)
@@ -137,9 +144,9 @@ def tile_table(
     table["last_run"] = last["created_at"]
     table["last_run_url"] = last["html_url"]
     first_day, last_day = runs["created_at"].min(), end
-    table["sparkline"] = [
-        sparkline(group, first_day, last_day) for _, group in runs.groupby(by, sort=True)
-    ]
+    table["sparkline"] = (
+        sparklines(runs, by, first_day, last_day).reindex(names).fillna(" " * SPARK_BUCKETS)
+    )
     table["recent_days"] = recent_days
     table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
     table["successors"] = retired["successors"]

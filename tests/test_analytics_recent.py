@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analytics.config_tables import event_table
-from analytics.recent import DOWN, RETIRED, SPARK, UP, retirements, sparkline, tile_table
+from analytics.recent import DOWN, RETIRED, SPARK, UP, retirements, sparklines, tile_table
 from store.settings import EventConfig
 
 START = pd.Timestamp("2025-11-01", tz="UTC")
@@ -96,8 +96,8 @@ def test_workflows_a_migration_removed_are_retired_with_their_successor():
 
 def test_sparkline_is_the_red_share_per_span():
     runs = _runs(_daily(NEW, range(0, 24), "pass") + _daily(NEW, range(24, 48), "fail"))
-    line = sparkline(runs, runs["created_at"].min(), runs["created_at"].max())
-    assert line == "▁" * 12 + "█" * 12
+    lines = sparklines(runs, "workflow_path", runs["created_at"].min(), runs["created_at"].max())
+    assert lines[NEW] == "▁" * 12 + "█" * 12
 
 
 def test_a_quiet_successor_does_not_make_its_lineage_stale():
