@@ -31,6 +31,7 @@ SPARK = "▁▂▃▄▅▆▇█"
 RETIRED, FAILING, PASSING, FLAKY, NO_DATA = "RETIRED", "FAILING", "PASSING", "FLAKY", "NO DATA"
 STATUSES = (FAILING, FLAKY, STALE, NO_DATA, PASSING, RETIRED)  # the reddest first
 UP, DOWN = "↑", "↓"
+TILE_COLUMNS = ("run_id", "workflow_path", "lineage", "created_at", "logical_outcome", "html_url")
 
 
 def retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
@@ -101,6 +102,8 @@ def tile_table(
     retired_at, retired_by (the migration's PR) and successors."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status"])
+    # Only the columns a tile reads: every filter and sort below copies each column it keeps.
+    runs = runs[list(dict.fromkeys([by, *TILE_COLUMNS]))]
     end = pd.Timestamp(reference) if reference is not None else runs["created_at"].max()
     window = pd.Timedelta(days=recent_days)
     both = _window(runs, end - 2 * window, end)  # one grouping for the window and the one before

@@ -6,8 +6,9 @@ issue expects about a million jobs at 10x, so sixteen copies (about 1,000,000 jo
 measured against the same target too.
 
 With ``CIFLAKE_BENCH_BASELINE=REV`` (a commit), the same pages are also measured on the code of
-REV (a temporary git worktree, the same databases, the same run) and each page gets a row of
-its time now over its time then: a change may not make a page slower."""
+REV (a temporary git worktree, the same databases, the same run; the two sides take turns, one
+round of every page each, so that drift in the machine's speed falls on both) and each page gets
+a row of its time now over its time then: a change may not make a page slower."""
 
 from __future__ import annotations
 
@@ -137,21 +138,24 @@ def _cold(db_url: str, page: str) -> tuple[float, float]:
     return float(seconds), float(rss)
 
 
-def _all_pages(db_url: str) -> dict[str, list[tuple[float, float]]]:
-    """REPEATS cold measurements of every page (``python -m bench.dashboard URL``: the forks
-    come from a clean interpreter, not from the benchmark runner)."""
+def _all_pages(db_url: str, repeats: int) -> dict[str, list[tuple[float, float]]]:
+    """``repeats`` cold measurements of every page (``python -m bench.dashboard URL N``: the
+    forks come from a clean interpreter, not from the benchmark runner)."""
     os.environ["CIFLAKE_DB_URL"] = db_url
     for calls in PAGES.values():  # imported once, before the forks
         for module, name, _ in calls:
             _loader(module, name)
 
-    return {page: [_cold(db_url, page) for _ in range(REPEATS)] for page in PAGES}
+    return {page: [_cold(db_url, page) for _ in range(repeats)] for page in PAGES}
 
 
-def _measured(db_url: str, code: Path | None = None) -> dict[str, list[tuple[float, float]]]:
-    """Every page measured by the code in ``code`` (a checkout; default: this one)."""
+def _measured(
+    db_url: str, code: Path | None = None, repeats: int = REPEATS
+) -> dict[str, list[tuple[float, float]]]:
+    """Every page measured ``repeats`` times by the code in ``code`` (a checkout; default:
+    this one)."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.dashboard", db_url],
+        [sys.executable, "-m", "bench.dashboard", db_url, str(repeats)],
         capture_output=True,
         text=True,
         cwd=code,  # its own packages come first on sys.path (python -m puts the cwd there)
@@ -159,6 +163,18 @@ def _measured(db_url: str, code: Path | None = None) -> dict[str, list[tuple[flo
     if done.returncode != 0:
         raise RuntimeError(f"measuring the pages on {db_url} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _interleaved(db_url: str, code: Path) -> tuple[dict, dict]:
+    """(now, then): REPEATS rounds, each measuring every page once on this code and once on
+    ``code``, so that a machine that slows down for a minute slows both sides alike."""
+    now: dict[str, list] = {}
+    then: dict[str, list] = {}
+    for _ in range(REPEATS):
+        for side, where in ((then, code), (now, None)):
+            for page, results in _measured(db_url, where, 1).items():
+                side.setdefault(page, []).extend(results)
+    return now, then
 
 
 def _copies(source: Path, target: Path, copies: int) -> None:
@@ -232,7 +248,7 @@ def _versus(page: str, label: str, now: float, then: float, revision: str) -> di
         "command": f"CIFLAKE_BENCH_BASELINE={revision[:7]} {COMMAND}",
         "note": f"medians of {REPEATS} cold runs each, the same database and the same loader "
         "calls (this file's PAGES; a loader the older page did not have is not timed there), "
-        f"one side after the other; above {NOISE:.2f}x counts as slower",
+        f"the two sides taking turns round by round; above {NOISE:.2f}x counts as slower",
     }
 
 
@@ -255,8 +271,8 @@ def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
                 path = Path(tmp) / f"copies-{copies}.db"
                 _copies(SCALE1_DB, path, copies)
             url, jobs, peak = f"sqlite:///{path}", _job_count(path), 0.0
-            before = _measured(url, baseline[1]) if baseline else {}
-            for page, results in _measured(url).items():
+            now, before = _interleaved(url, baseline[1]) if baseline else (_measured(url), {})
+            for page, results in now.items():
                 seconds = statistics.median(s for s, _ in results)
                 if baseline and page in before:
                     then = statistics.median(s for s, _ in before[page])
@@ -295,4 +311,4 @@ def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_all_pages(sys.argv[1])))
+    print(json.dumps(_all_pages(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else REPEATS)))

@@ -22,6 +22,13 @@ from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
     show_default=True,
     help="1 is about verl's real volume; the default is the demo's scale.",
 )
+@click.option(
+    "--pr-scale",
+    type=float,
+    default=None,
+    help="Scale of the pull-request pushes on their own (default: --scale); the main branch's "
+    "commits keep --scale.",
+)
 @click.option("--token", default=DEFAULT_TOKEN, show_default=True, help="Accepted token.")
 @click.option(
     "--faults",
@@ -46,6 +53,7 @@ def fakehub_command(
     port: int,
     seed: int,
     scale: float,
+    pr_scale: float | None,
     token: str,
     faults: str,
     end: str | None,
@@ -62,6 +70,7 @@ def fakehub_command(
     hub = Hub(
         seed=seed,
         scale=scale,
+        pr_scale=pr_scale,
         token=token,
         faults=faults,
         end=end_at,
@@ -71,10 +80,11 @@ def fakehub_command(
         checks_retention_days=checks_retention_days,
     ).start()
     history = hub.history()
+    pr = "" if pr_scale is None else f", pull requests {pr_scale}"
     click.echo(f"fakehub serving {', '.join(hub.repos)} at {hub.base_url}")
     click.echo(f"  token:  {hub.token}")
     click.echo(f"  logs:   {hub.blob_url}")
-    click.echo(f"  runs:   {len(history.runs)} (seed {seed}, scale {scale}, now {end_at:%Y-%m-%d})")
+    click.echo(f"  runs:   {len(history.runs)} (seed {seed}, scale {scale}{pr}, now {end_at:%F})")
     click.echo(f"  admin:  {hub.base_url}/_admin/inventory")
     try:
         threading.Event().wait()

@@ -28,7 +28,7 @@ DEFAULT_END = datetime(2026, 11, 28, tzinfo=UTC)
 
 def today() -> datetime:
     """Today at 00:00 UTC: the simulation's "now" for the demo and the command line. A history
-    is deterministic for a given seed, scale and end date."""
+    is deterministic for a given seed, scale (and pr_scale) and end date."""
     now = datetime.now(UTC)
     return datetime(now.year, now.month, now.day, tzinfo=UTC)
 
@@ -40,7 +40,14 @@ JOB_ID_BASE = 49_000_000_000
 class History:
     """All runs of one repository plus the indexes the routes need; grows via admin calls."""
 
-    def __init__(self, seed: int, scale: float, end: datetime, catalog: Catalog | None = None):
+    def __init__(
+        self,
+        seed: int,
+        scale: float,
+        end: datetime,
+        catalog: Catalog | None = None,
+        pr_scale: float | None = None,
+    ):
         self.seed, self.scale, self.now = seed, scale, end
         self.catalog = catalog or load()
         self.workflows = self.catalog.workflows
@@ -53,7 +60,8 @@ class History:
         self._next_job_id = JOB_ID_BASE
         self._admin_calls = 0
         rng = Random(seed)
-        for trigger in traffic.triggers(rng, self.catalog, self.seed, self.scale, self.now):
+        pushes = traffic.triggers(rng, self.catalog, self.seed, self.scale, self.now, pr_scale)
+        for trigger in pushes:
             for workflow in self.workflows:
                 share = workflow.push_share if trigger.event == "push" else workflow.pr_share
                 if workflow.active(trigger.at) and rng.random() < share:

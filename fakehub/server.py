@@ -68,6 +68,7 @@ class Hub:
         self,
         seed: int = 1,
         scale: float = DEMO_SCALE,
+        pr_scale: float | None = None,
         token: str = DEFAULT_TOKEN,
         faults: str = "",
         end: datetime = DEFAULT_END,
@@ -93,7 +94,7 @@ class Hub:
         catalog = load()
         for index, full in enumerate(repos):
             owner, name = full.split("/")
-            history = History(seed + index, scale, end, catalog)
+            history = History(seed + index, scale, end, catalog, pr_scale)
             shapes = Shapes(
                 self.base_url,
                 owner,

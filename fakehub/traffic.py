@@ -1,8 +1,9 @@
 """The traffic that triggers fakehub's runs: pushes to main and to pull-request branches.
 
 Main-branch commits and pull-request pushes arrive as Poisson processes at the catalog's weekly
-rates (scaled by ``scale``), clustered in verl's working hours, each with a commit title, an
-actor and a SHA drawn from the seed; ``fakehub.history`` starts the workflows each one triggers.
+rates (scaled by ``scale``, pull requests by ``pr_scale`` when given), clustered in verl's
+working hours, each with a commit title, an actor and a SHA drawn from the seed;
+``fakehub.history`` starts the workflows each one triggers.
 """
 
 from __future__ import annotations
@@ -109,13 +110,20 @@ def pr_number(catalog: Catalog, at: datetime) -> int:
 
 
 def triggers(
-    rng: Random, catalog: Catalog, seed: int, scale: float, now: datetime
+    rng: Random,
+    catalog: Catalog,
+    seed: int,
+    scale: float,
+    now: datetime,
+    pr_scale: float | None = None,
 ) -> list[Trigger]:
-    """Every push from the catalog's start to ``now``, oldest first."""
+    """Every push from the catalog's start to ``now``, oldest first; ``pr_scale`` scales the
+    pull-request pushes on their own (default: ``scale``)."""
     traffic = catalog.traffic
+    pr = scale if pr_scale is None else pr_scale
     per_day = {
         "push": traffic["main_commits_per_week"] / 7 * scale,
-        "pull_request": traffic["pr_pushes_per_week"] / 7 * scale,
+        "pull_request": traffic["pr_pushes_per_week"] / 7 * pr,
     }
     out: list[Trigger] = []
     day = catalog.start

@@ -39,6 +39,14 @@ def test_generation_is_deterministic() -> None:
     ]
 
 
+def test_pr_scale_thins_the_pull_requests_alone() -> None:
+    both = History(seed=4, scale=0.4, end=DEFAULT_END)
+    thinned = History(seed=4, scale=0.4, end=DEFAULT_END, pr_scale=0.04)
+    events = [Counter(r.event for r in h.runs) for h in (both, thinned)]
+    assert 0.08 < events[1]["pull_request"] / events[0]["pull_request"] < 0.12
+    assert 0.9 < events[1]["push"] / events[0]["push"] < 1.1
+
+
 def test_runs_only_while_the_workflow_file_exists(history: History) -> None:
     for run in history.runs:
         assert run.workflow.active(run.created_at), (run.workflow.path, run.created_at)
