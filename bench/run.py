@@ -22,6 +22,7 @@ BENCHMARKS = (
     "bench.collector",
     "bench.dashboard",
     "bench.browser",
+    "bench.demo",
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -9,7 +9,7 @@ import click
 
 from fakehub.api import CHECKS_RETENTION_DAYS
 from fakehub.history import today
-from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
+from fakehub.server import DEFAULT_SCALE, DEFAULT_TOKEN, Hub
 
 
 @click.command("fakehub")
@@ -18,9 +18,10 @@ from fakehub.server import DEFAULT_TOKEN, DEMO_SCALE, Hub
 @click.option("--seed", default=1, show_default=True, help="Simulation and fault seed.")
 @click.option(
     "--scale",
-    default=DEMO_SCALE,
+    default=DEFAULT_SCALE,
     show_default=True,
-    help="1 is about verl's real volume; the default is the demo's scale.",
+    help="1 is about verl's real volume; the default is a small history that collects in "
+    "seconds. `ciflake demo` serves --scale 1.6 --pr-scale 0.1.",
 )
 @click.option(
     "--pr-scale",

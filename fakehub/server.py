@@ -32,7 +32,7 @@ from fakehub.history import DEFAULT_END, History
 from fakehub.payloads import Shapes
 from fakehub.ratelimit import RateLimit
 
-DEMO_SCALE = 0.1
+DEFAULT_SCALE = 0.1  # a small history that collects in seconds: the tests' and the CLI's
 DEFAULT_TOKEN = "fakehub-token"
 DEFAULT_REPOS = ("verl-project/verl",)
 
@@ -67,7 +67,7 @@ class Hub:
     def __init__(
         self,
         seed: int = 1,
-        scale: float = DEMO_SCALE,
+        scale: float = DEFAULT_SCALE,
         pr_scale: float | None = None,
         token: str = DEFAULT_TOKEN,
         faults: str = "",

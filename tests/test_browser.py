@@ -125,3 +125,53 @@ def test_the_overview_tiles_answer_now(dashboard_url: str, demo_db: str) -> None
     assert {tiles[name] for name in PREDECESSORS_7357} == {"RETIRED"}, tiles
     ran_lately = _recent_workflows(demo_db, 2) & set(tiles)
     assert ran_lately and all(tiles[name] != "STALE" for name in ran_lately), tiles
+
+
+MAIN_LINEAGES = {
+    "e2e_v1_separate_async",
+    "e2e_v1_separate_async_ascend",
+    "e2e_v1_separate_async_opd",
+    "e2e_ascend",
+}
+HEADLINE_N = re.compile(r"n=(\d+) in the 14 days after, vs predecessors .* n=(\d+) in the 14")
+
+
+def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -> None:
+    """On the demo: each main lineage holds 30 or more runs on either side of #6568 and #7357,
+    and the Overview lists June's shift. The pages' tables are drawn on a canvas, so the counts
+    and dates come from the loaders those tables show (the same database and filters); the
+    browser checks what it can read: the #7357 sentence and a changepoint table, not the
+    "no shift" line."""
+    from playwright.sync_api import sync_playwright
+
+    from bench.browser import open_page
+    from dashboard.filters import Filters
+    from dashboard.loaders import migrations, shared
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1500, "height": 1100})
+        overview, _ = open_page(context, dashboard_url, "overview")
+        overview_text = overview.locator('[data-testid="stMain"]').inner_text()
+        tables = overview.locator('[data-testid="stDataFrame"]').count()
+        page, _ = open_page(context, dashboard_url, "migrations")
+        sentences = page.locator('[data-testid="stMain"]').inner_text().splitlines()
+        browser.close()
+    assert "No shift in the range" not in overview_text and tables >= 2
+    sentence = next(line for line in sentences if line.startswith("#7357"))
+    after, before = map(int, HEADLINE_N.search(sentence).groups())
+    assert after >= 30 and before >= 30, sentence
+
+    first, last = shared.day_span(demo_db, "verl-project/verl")
+    filters = Filters("verl-project/verl", first, last, (), "default")
+    table = migrations.before_after(demo_db, filters)
+    for pr in (6568, 7357):
+        rows = table[(table["event_pr"] == pr) & table["lineage"].isin(MAIN_LINEAGES)]
+        assert set(rows["lineage"]) == MAIN_LINEAGES, (pr, sorted(rows["lineage"]))
+        assert (rows["before_runs"] >= 30).all() and (rows["after_runs"] >= 30).all(), rows
+    found = migrations.changepoints(demo_db, filters)
+    june = found[(found["date"].dt.month == 6) & (found["date"].dt.year == 2026)]
+    drops = june[
+        (june["lineage"] == "e2e_v1_separate_async") & (june["after_rate"] < june["before_rate"])
+    ]
+    assert len(drops) >= 1, found[["lineage", "date", "before_rate", "after_rate"]]

@@ -1,7 +1,7 @@
 """Acceptance of #15 on fakehub's simulated verl history, stored by real collects: every time
 limit GitHub calls `cancelled` is a red `timeout`, every concurrency cancel stays excluded, and
 failures whose log is gone get the category their surviving evidence determines, and no wrong
-one. Seeds 1-3 at the demo's scale, and at scale 1 (slow)."""
+one. Seeds 1-3 at fakehub's default scale (0.1), and at scale 1 (slow)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from store.settings import load_config
 from tests.support.evidence_truth import score
 from tests.support.hubtools import collect, migrated
 
-DEMO_SCALE = fakehub.DEMO_SCALE
+DEFAULT_SCALE = fakehub.DEFAULT_SCALE
 
 
 def _scored(seed: float, scale: float, tmp_path, capsys):
@@ -56,7 +56,7 @@ def _check(result) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_evidence_at_demo_scale(seed, tmp_path, capsys):
-    _check(_scored(seed, DEMO_SCALE, tmp_path, capsys))
+    _check(_scored(seed, DEFAULT_SCALE, tmp_path, capsys))
 
 
 @pytest.mark.slow

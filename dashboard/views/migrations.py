@@ -53,6 +53,8 @@ for event in events.itertuples():
         for row in known[known["event_title"] == event.event_title].head(1).to_dict("records"):
             st.caption(f"Failure causes before: {row['before_basis']}")
             st.caption(f"Failure causes after: {row['after_basis']}")
+        if rows.empty:  # an event outside the collected dates: nothing more to show
+            continue
         st.dataframe(
             pd.DataFrame(
                 {
