@@ -59,22 +59,43 @@ def _event_hover(event: object) -> str:
 
 
 def _event_lines(figure: go.Figure, events: pd.DataFrame, first: object, last: object) -> None:
-    """A dotted vertical line and a "#PR" label for each event inside [first, last]."""
-    for event in event_legend(events, first, last).itertuples():
-        label = f"#{event.pr}" if pd.notna(event.pr) else event.kind
-        figure.add_vline(x=event.date, line_dash="dot", line_color="#616161", line_width=1)
-        figure.add_annotation(
-            x=event.date,
-            y=1.0,
-            yref="paper",
-            text=label,
-            hovertext=_event_hover(event),
-            showarrow=False,
-            textangle=-90,
-            xanchor="right",
-            yanchor="top",
-            font={"size": 10},
-        )
+    """A dotted vertical line and a "#PR" label for each event inside [first, last], added in
+    one layout update (as _numbered_event_lines, for the same reason)."""
+    shown = list(event_legend(events, first, last).itertuples())
+    lines = [_event_line(event.date, "x", "y domain") for event in shown]
+    labels = [
+        {
+            "x": event.date,
+            "y": 1.0,
+            "yref": "paper",
+            "text": f"#{event.pr}" if pd.notna(event.pr) else event.kind,
+            "hovertext": _event_hover(event),
+            "showarrow": False,
+            "textangle": -90,
+            "xanchor": "right",
+            "yanchor": "top",
+            "font": {"size": 10},
+        }
+        for event in shown
+    ]
+    figure.update_layout(
+        shapes=[*figure.layout.shapes, *lines],
+        annotations=[*figure.layout.annotations, *labels],
+    )
+
+
+def _event_line(date: object, xref: str, yref: str) -> dict:
+    """A dotted vertical line at ``date`` across the axis domain ``yref``."""
+    return {
+        "type": "line",
+        "x0": date,
+        "x1": date,
+        "xref": xref,
+        "y0": 0,
+        "y1": 1,
+        "yref": yref,
+        "line": {"dash": "dot", "color": "#616161", "width": 1},
+    }
 
 
 ROW_HEIGHT = 160  # px per lineage in the stability timeline
@@ -82,28 +103,39 @@ ROW_GAP = 36  # px between its rows (room for the next row's title)
 TIMELINE_MARGIN = {"t": 56, "b": 40, "l": 50, "r": 20}
 
 
-def _numbered_event_lines(figure: go.Figure, legend: pd.DataFrame) -> None:
-    """Each legend event as a dotted line on every row, its number drawn once above the top."""
-    for event in legend.itertuples():
-        figure.add_vline(
-            x=event.date, line_dash="dot", line_color="#616161", line_width=1, row="all", col=1
-        )
-        figure.add_annotation(
-            x=event.date,
-            xref="x",
-            y=1.0,
-            yref="paper",
-            yanchor="bottom",
-            yshift=20,
-            text=str(event.number),
-            hovertext=_event_hover(event),
-            showarrow=False,
-            font={"size": 11, "color": "#212121"},
-            bgcolor="#ffffff",
-            bordercolor="#616161",
-            borderwidth=1,
-            borderpad=2,
-        )
+def _numbered_event_lines(figure: go.Figure, legend: pd.DataFrame, rows: int) -> None:
+    """Each legend event as a dotted line on every one of ``rows`` rows, its number drawn once
+    above the top. Added in one layout update: Plotly's add_vline and add_annotation validate
+    the whole layout on each call, which took seconds for 20 events on 5 rows."""
+    axis = {row: str(row) if row > 1 else "" for row in range(1, rows + 1)}
+    shapes = [
+        _event_line(event.date, f"x{axis[row]}", f"y{axis[row]} domain")
+        for event in legend.itertuples()
+        for row in axis
+    ]
+    numbers = [
+        {
+            "x": event.date,
+            "xref": "x",
+            "y": 1.0,
+            "yref": "paper",
+            "yanchor": "bottom",
+            "yshift": 20,
+            "text": str(event.number),
+            "hovertext": _event_hover(event),
+            "showarrow": False,
+            "font": {"size": 11, "color": "#212121"},
+            "bgcolor": "#ffffff",
+            "bordercolor": "#616161",
+            "borderwidth": 1,
+            "borderpad": 2,
+        }
+        for event in legend.itertuples()
+    ]
+    figure.update_layout(
+        shapes=[*figure.layout.shapes, *shapes],
+        annotations=[*figure.layout.annotations, *numbers],
+    )
 
 
 def stability_timeline(table: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
@@ -159,7 +191,7 @@ def stability_timeline(table: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
             row=i + 1,
             col=1,
         )
-    _numbered_event_lines(figure, timeline_events(table, events))
+    _numbered_event_lines(figure, timeline_events(table, events), rows)
     figure.update_yaxes(range=[0, 1], tickformat=".0%", tickvals=[0, 0.5, 1])
     figure.update_layout(height=height, margin=TIMELINE_MARGIN, hovermode="closest")
     return figure

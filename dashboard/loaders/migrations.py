@@ -76,6 +76,22 @@ def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
     )
 
 
+@st.cache_data(ttl=shared.TTL)
+def event_sentences(db_url: str, filters: Filters) -> dict[pd.Timestamp, str]:
+    """Each event's one-sentence answer (analytics.before_after.headline), by event date, from
+    the lineages with a run on either side; cached with the table, so a page view only reads
+    them."""
+    config = shared.current_config()
+    table = before_after(db_url, filters)
+    counted = table[table["before_runs"] + table["after_runs"] > 0]
+    return {
+        date: ba.headline(
+            counted[counted["event_date"] == date], config.window_days, config.min_runs
+        )
+        for date in table["event_date"].unique()
+    }
+
+
 def _window_mix_args(db_url: str, filters: Filters) -> dict[str, Any]:
     """What category_shift and basis_mix read: the windowed runs and the same settings."""
     config = shared.current_config()

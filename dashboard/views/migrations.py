@@ -6,7 +6,6 @@ much of it is known."""
 import pandas as pd
 import streamlit as st
 
-from analytics.before_after import headline
 from dashboard import charts
 from dashboard.context import current_view
 from dashboard.loaders import migrations, shared
@@ -34,6 +33,7 @@ st.caption(
     "success = passed on the first attempt; p: two-sided Fisher exact test, before vs after."
 )
 table = migrations.before_after(view.db_url, view.filters)
+sentences = migrations.event_sentences(view.db_url, view.filters)
 shift = migrations.category_shift(view.db_url, view.filters)
 known = migrations.basis_mix(view.db_url, view.filters)
 known_by_lineage = migrations.before_after_known(view.db_url, view.filters)
@@ -49,7 +49,7 @@ for event in events.itertuples():
         f"{event.event_date:%Y-%m-%d} {label}{event.event_title} ({event.event_kind})",
         expanded=event.event_kind == "migration" or bool((rows["p_value"] < SIGNIFICANT).any()),
     ):
-        st.markdown(headline(rows, config.window_days, config.min_runs))
+        st.markdown(sentences[event.event_date])
         for row in known[known["event_title"] == event.event_title].head(1).to_dict("records"):
             st.caption(f"Failure causes before: {row['before_basis']}")
             st.caption(f"Failure causes after: {row['after_basis']}")
