@@ -167,11 +167,13 @@ def _measured(
 
 def _interleaved(db_url: str, code: Path) -> tuple[dict, dict]:
     """(now, then): REPEATS rounds, each measuring every page once on this code and once on
-    ``code``, so that a machine that slows down for a minute slows both sides alike."""
+    ``code`` (which side goes first alternates), so that a machine that slows down for a
+    minute slows both sides alike."""
     now: dict[str, list] = {}
     then: dict[str, list] = {}
-    for _ in range(REPEATS):
-        for side, where in ((then, code), (now, None)):
+    for round_ in range(REPEATS):
+        sides = ((then, code), (now, None))
+        for side, where in sides if round_ % 2 == 0 else sides[::-1]:  # each goes first in turn
             for page, results in _measured(db_url, where, 1).items():
                 side.setdefault(page, []).extend(results)
     return now, then

@@ -8,12 +8,15 @@ address it serves.
 
 from __future__ import annotations
 
+import ctypes
 import re
+import select
+import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import IO
@@ -22,6 +25,8 @@ from fakehub.server import DEFAULT_TOKEN
 
 SERVING = re.compile(r"fakehub serving \S+ at (http://\S+)")
 COMMAND = "from fakehub.cli import fakehub_command; fakehub_command()"
+STARTUP_SECONDS = 120  # building a scale-1 history takes a few seconds
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,11 @@ def spawned(
     # stderr to a file: a pipe nobody reads could fill up and block the child
     with tempfile.TemporaryFile(mode="w+") as errors:
         child = subprocess.Popen(
-            [sys.executable, "-c", COMMAND, *args], stdout=subprocess.PIPE, stderr=errors, text=True
+            [sys.executable, "-c", COMMAND, *args],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            preexec_fn=_die_with_parent,
         )
         try:
             yield _started(child, errors, token)
@@ -59,24 +68,39 @@ def spawned(
             _stop(child)
 
 
+def _die_with_parent() -> None:
+    """In the child, before it starts: on Linux, ask for SIGTERM when the parent dies, however
+    it dies (a SIGKILL skips every ``finally``); elsewhere nothing."""
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _started(child: subprocess.Popen[str], errors: IO[str], token: str) -> ChildHub:
     """The hub once the child printed its address; its last error line when it did not."""
     assert child.stdout is not None
-    first = child.stdout.readline()  # the rest of its few lines stay in the pipe
+    readable, _, _ = select.select([child.stdout], [], [], STARTUP_SECONDS)
+    first = child.stdout.readline() if readable else ""  # click writes whole lines
     served = SERVING.match(first)
     if served is None:
-        child.wait()
+        _stop(child)
         errors.seek(0)
-        last = (errors.read().strip().splitlines() or [first.strip() or "no output"])[-1]
+        said = errors.read().strip().splitlines() or [first.strip()]
+        last = said[-1] or f"no address within {STARTUP_SECONDS} s"
         raise RuntimeError(f"fakehub did not start: {last}")
     return ChildHub(served.group(1), token)
 
 
 def _stop(child: subprocess.Popen[str]) -> None:
-    if child.poll() is None:
-        child.terminate()
-        try:
+    """Terminate the child, kill it if it lingers (or if the wait is interrupted)."""
+    try:
+        if child.poll() is None:
+            child.terminate()
             child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if child.poll() is None:
             child.kill()
             child.wait()
+        if child.stdout is not None:
+            child.stdout.close()

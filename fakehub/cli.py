@@ -85,7 +85,8 @@ def fakehub_command(
     click.echo(f"fakehub serving {', '.join(hub.repos)} at {hub.base_url}")
     click.echo(f"  token:  {hub.token}")
     click.echo(f"  logs:   {hub.blob_url}")
-    click.echo(f"  runs:   {len(history.runs)} (seed {seed}, scale {scale}{pr}, now {end_at:%F})")
+    volume = f"seed {seed}, scale {scale}{pr}, now {end_at:%Y-%m-%d}"
+    click.echo(f"  runs:   {len(history.runs)} ({volume})")
     click.echo(f"  admin:  {hub.base_url}/_admin/inventory")
     try:
         threading.Event().wait()

@@ -100,6 +100,16 @@ def test_sparkline_is_the_red_share_per_span():
     assert lines[NEW] == "▁" * 12 + "█" * 12
 
 
+def test_sparklines_of_several_groups_leave_their_gaps_blank():
+    days = _daily(NEW, range(0, 24), "pass") + _daily(OLD, range(0, 6), "fail")
+    days += _daily(OLD, range(18, 24), "flaky") + _daily("gone.yml", range(0, 24), "excluded")
+    runs = _runs(days)
+    lines = sparklines(runs, "workflow_path", runs["created_at"].min(), runs["created_at"].max())
+    assert lines[NEW] == "▁" * 24
+    assert lines[OLD] == "█" * 6 + " " * 12 + "█" * 6  # no run in the middle: blank
+    assert "gone.yml" not in lines.index  # nothing counted: no line (the tile shows blanks)
+
+
 def test_a_quiet_successor_does_not_make_its_lineage_stale():
     migration = START + pd.Timedelta(days=60)
     busy = [(OLD, "l", START + pd.Timedelta(hours=8 * i), "pass") for i in range(180)]

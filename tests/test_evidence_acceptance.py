@@ -55,7 +55,7 @@ def _check(result) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_evidence_at_demo_scale(seed, tmp_path, capsys):
+def test_evidence_at_the_default_scale(seed, tmp_path, capsys):
     _check(_scored(seed, DEFAULT_SCALE, tmp_path, capsys))
 
 

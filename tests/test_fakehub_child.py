@@ -35,3 +35,35 @@ def test_a_child_that_cannot_start_says_why() -> None:
         ),
     ):
         pass
+
+
+def test_the_child_dies_with_its_parent(tmp_path) -> None:
+    """A parent killed outright (no ``finally`` runs) takes its fakehub with it (Linux)."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, time\n"
+        "from fakehub.child import spawned\n"
+        "from fakehub.history import DEFAULT_END\n"
+        "with spawned(seed=3, scale=0.02, end=DEFAULT_END) as hub:\n"
+        "    print(hub.base_url, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    base = parent.stdout.readline().strip()
+    assert requests.get(base, timeout=10).status_code in (200, 401, 404)
+    parent.kill()
+    parent.wait()
+    parent.stdout.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            requests.get(base, timeout=1)
+        except requests.ConnectionError:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"fakehub at {base} outlived its parent")

@@ -17,7 +17,7 @@ from dashboard.loaders import shared
 from store import frame_queries
 
 
-# Shared by the page's tables as resources (not copied on each hit; do not modify them): the
+# Shared by the runner tables as resources (not copied on each hit; do not modify them): the
 # jobs with their pool, and the hard failures flagged "works elsewhere" per place.
 @st.cache_resource(ttl=shared.TTL)
 def _placed_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
@@ -53,4 +53,6 @@ def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
     failures = frame_queries.load_failures(
         shared.engine(db_url), shared.sql_filter(filters, dated=True), detail=("env",)
     )
-    return environments.environment_failures(failures, _flagged(db_url, filters, "runner_name"))
+    # From the jobs as stored (no "(none)" runner), as the summary's environment table reads them.
+    flagged = elsewhere.failed_elsewhere(shared.jobs(db_url, filters), "runner_name")
+    return environments.environment_failures(failures, flagged)
