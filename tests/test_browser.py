@@ -13,7 +13,7 @@ import pytest
 
 # The page table (title and ready element per page), Chromium and its arguments: shared with
 # the browser bench and the screenshots.
-from bench.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, dashboard
+from bench.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, dashboard, open_page
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 # Plotly.js keeps each drawn chart's decoded traces on its graph div; ``_length`` is a trace's
@@ -144,7 +144,6 @@ def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -
     "no shift" line."""
     from playwright.sync_api import sync_playwright
 
-    from bench.browser import open_page
     from dashboard.filters import Filters
     from dashboard.loaders import migrations, shared
 
