@@ -35,6 +35,7 @@ def job_day_cells(jobs: pd.DataFrame, days: int) -> pd.DataFrame:
 
 NO_STEP = "(no step)"
 NO_RUNNER = "(no runner)"
+NO_RUNNER_NAME = "(none)"
 
 
 def unknown_by_stage(failures: pd.DataFrame) -> pd.DataFrame:
@@ -60,5 +61,5 @@ def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
     names = np.array([*("+".join(labels) or NO_RUNNER for labels in distinct), NO_RUNNER])
     return jobs.assign(
         runner_pool=names[codes],  # code -1 (no labels) picks the last name
-        runner_name=jobs["runner_name"].fillna("(none)"),
+        runner_name=jobs["runner_name"].fillna(NO_RUNNER_NAME),
     )

@@ -119,6 +119,26 @@ def test_works_elsewhere_means_green_on_another_runner_the_same_week():
     assert table.loc["b", "works_elsewhere"] == 0.0
 
 
+def test_a_job_with_no_runner_is_one_place_named_or_not():
+    """The Runners page flags runner names once, on the jobs as stored, and only names the
+    missing runner "(none)" for its table: the flags must not depend on that name."""
+    jobs = _logical(
+        [
+            (1, "e2e", None, "fail", 11, 0),
+            (2, "e2e", None, "pass", None, 1),  # green with no runner too: not elsewhere
+            (3, "solo", None, "fail", 13, 0),
+            (4, "solo", "b", "pass", None, 1),  # green on a runner: elsewhere
+            (5, "both", "a", "fail", 15, 0),
+            (6, "both", None, "flaky", None, 2),  # green with no runner: elsewhere for a
+        ]
+    )
+    named = jobs.assign(runner_name=jobs["runner_name"].fillna("(none)"))
+    unnamed = failed_elsewhere(jobs, "runner_name").set_index("run_id")["works_elsewhere"]
+    assert unnamed.to_dict() == {1: False, 3: True, 5: True}
+    flags = failed_elsewhere(named, "runner_name").set_index("run_id")["works_elsewhere"]
+    assert flags.to_dict() == unnamed.to_dict()
+
+
 def test_environment_failures_count_hard_failed_jobs_per_version():
     jobs = _logical(
         [

@@ -26,6 +26,11 @@ def _placed_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
 
 @st.cache_resource(ttl=shared.TTL)
 def _flagged(db_url: str, filters: Filters, where: str) -> pd.DataFrame:
+    """By runner_name from the jobs as stored, as the summary's environment table reads them
+    (a job that never ran has no runner; analytics.elsewhere counts it as one place, named or
+    not, so the runner table only names it)."""
+    if where == "runner_name":
+        return elsewhere.failed_elsewhere(shared.jobs(db_url, filters), where)
     return elsewhere.failed_elsewhere(_placed_jobs(db_url, filters), where)
 
 
@@ -34,9 +39,10 @@ def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
     """Stability of logical jobs per runner pool or runner, with "works elsewhere"."""
     frame = _placed_jobs(db_url, filters)
     table = rates.stability(frame, [by], shared.current_config().min_runs)
-    table = table.merge(
-        elsewhere.works_elsewhere(_flagged(db_url, filters, by), by), on=by, how="left"
-    )
+    flagged = _flagged(db_url, filters, by)
+    if by == "runner_name":
+        flagged = flagged.assign(runner_name=flagged[by].fillna(shaping.NO_RUNNER_NAME))
+    table = table.merge(elsewhere.works_elsewhere(flagged, by), on=by, how="left")
     table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
     table = table.assign(
         fail_rate=1 - table["success_rate"],
@@ -53,6 +59,4 @@ def environment_failures(db_url: str, filters: Filters) -> pd.DataFrame:
     failures = frame_queries.load_failures(
         shared.engine(db_url), shared.sql_filter(filters, dated=True), detail=("env",)
     )
-    # From the jobs as stored (no "(none)" runner), as the summary's environment table reads them.
-    flagged = elsewhere.failed_elsewhere(shared.jobs(db_url, filters), "runner_name")
-    return environments.environment_failures(failures, flagged)
+    return environments.environment_failures(failures, _flagged(db_url, filters, "runner_name"))
