@@ -48,15 +48,17 @@ def job_verdicts(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
         next_outcome=grouped["logical_outcome"].shift(-1),
     )
     greens = seq[seq["logical_outcome"].isin(GREEN_OUTCOMES)]
-    green_by_sha = greens.groupby(["head_sha", "logical_job"])["run_id"].min()
+    same_sha = ["head_sha", "logical_job"]
+    green_by_sha = greens.groupby(same_sha, as_index=False)["run_id"].min()
     found = seq[seq["logical_outcome"].isin(RED_OUTCOMES)]
     found = found[["prev_run_id", "prev_outcome", "next_run_id", "next_outcome"]]
     failed = jobs.iloc[found.index].reset_index(drop=True)
     failed = failed.join(found.reset_index(drop=True))
     failed["category"] = job_categories(failed, failures)
-    failed["same_sha_run_id"] = pd.MultiIndex.from_frame(failed[["head_sha", "logical_job"]]).map(
-        green_by_sha  # type: ignore[arg-type]  # pandas maps by a Series too; the stubs say no
-    )
+    # A left merge keeps the failed rows' order; mapping through a MultiIndex built a tuple
+    # per green row, a tenth of a second at a million jobs.
+    found_green = failed[same_sha].merge(green_by_sha, on=same_sha, how="left")
+    failed["same_sha_run_id"] = found_green["run_id"].to_numpy()
     failed["same_sha_run_id"] = failed["same_sha_run_id"].where(
         failed["same_sha_run_id"] != failed["run_id"]
     )
