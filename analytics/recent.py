@@ -102,72 +102,115 @@ def tile_table(
     retired_at, retired_by (the migration's PR) and successors."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status"])
-    # Only the columns a tile reads: every filter and sort below copies each column it keeps.
-    runs = runs[list(dict.fromkeys([by, *TILE_COLUMNS]))]
-    end = pd.Timestamp(reference) if reference is not None else runs["created_at"].max()
-    window = pd.Timedelta(days=recent_days)
-    both = _window(runs, end - 2 * window, end)  # one grouping for the window and the one before
-    tagged = both.assign(_recent=both["created_at"] > end - window)
-    windows = stability(tagged, [by, "_recent"], min_runs)
-    recent = windows[windows.pop("_recent").astype(bool)]
-    before = windows.drop(recent.index)
-    names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
-    table = recent.set_index(by).reindex(names)
-    table["runs"] = table["runs"].fillna(0).astype(int)
-    table["pass"] = table["pass"].fillna(0).astype(int)
-    previous = before.set_index(by).reindex(names)
-    table["previous_runs"] = previous["runs"].fillna(0).astype(int)
-    table["previous_pass"] = previous["pass"].fillna(0).astype(int)
-    for bound in ("", "_low", "_high"):
-        table[f"previous_rate{bound}"] = previous[f"success_rate{bound}"]
-    sides = pd.DataFrame(
-        {
-            "recent_pass": table["pass"],
-            "recent_runs": table["runs"],
-            "previous_pass": table["previous_pass"],
-            "previous_runs": table["previous_runs"],
-        }
-    )
-    table["trend_p"] = fisher_p_values(sides, "previous", "recent")
-    better = table["success_rate"] > table["previous_rate"]
-    significant = table["trend_p"] < TREND_P
-    table["trend"] = np.select([significant & better, significant & ~better], [UP, DOWN], "")
-    table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
-    table["label"] = verdict_label(table.reset_index()).to_numpy()
-    silence = staleness(runs, by, end, stale_factor).set_index(by).reindex(names)
-    removed = retirements(runs, events)
-    if by != "workflow_path":
-        silence["status"] = _stale_members(runs, by, end, stale_factor, removed).reindex(names)
-    table["usual_gap_hours"] = silence["usual_gap_hours"]
-    table["silent_hours"] = silence["silent_hours"]
-    retired = _retired_by(runs, by, removed).reindex(names)
-    table["status"] = _statuses(runs, by, end, window, table, silence, retired)
-    ordered = runs.sort_values(["created_at", "run_id"], kind="stable")
-    last = ordered.groupby(by).tail(1).set_index(by).reindex(names)
-    table["last_run"] = last["created_at"]
-    table["last_run_url"] = last["html_url"]
-    first_day, last_day = runs["created_at"].min(), end
-    table["sparkline"] = (
-        sparklines(runs, by, first_day, last_day).reindex(names).fillna(" " * SPARK_BUCKETS)
-    )
-    table["recent_days"] = recent_days
-    table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
-    table["successors"] = retired["successors"]
-    return table.reset_index().rename(columns={by: "name"})
+    return _Tiles(runs, reference, events, stale_factor).table(by, recent_days, min_runs)
 
 
-def _stale_members(
-    runs: pd.DataFrame, by: str, end: pd.Timestamp, stale_factor: float, removed: pd.DataFrame
-) -> pd.Series:
-    """A lineage is STALE when every one of its workflows that is not RETIRED is: its pooled
-    gaps include its predecessors' busier days, which would call a quiet successor stale."""
-    per_workflow = staleness(runs, "workflow_path", end, stale_factor).set_index("workflow_path")
-    gone = set(removed["workflow_path"])  # retirements
-    members = runs[[by, "workflow_path"]].drop_duplicates()
-    members = members[~members["workflow_path"].isin(gone)]
-    stale = members["workflow_path"].map(per_workflow["status"]).eq(STALE)
-    every = stale.groupby(members[by]).all()
-    return every.map({True: STALE, False: "OK"})
+def tile_tables(
+    runs: pd.DataFrame,
+    reference: pd.Timestamp | None,
+    events: pd.DataFrame,
+    *,
+    recent_days: int = RECENT_DAYS,
+    stale_factor: float = 3.0,
+    min_runs: int = 5,
+) -> pd.DataFrame:
+    """``tile_table`` by lineage, then by workflow_path, with ``level`` ("lineage" or
+    "workflow"): what both levels share (the sorted runs, the retirements, each workflow's
+    staleness) is computed once."""
+    if runs.empty:
+        return pd.DataFrame(columns=["name", "status", "level"])
+    tiles = _Tiles(runs, reference, events, stale_factor)
+    levels = (("lineage", "lineage"), ("workflow_path", "workflow"))
+    return pd.concat(
+        [tiles.table(by, recent_days, min_runs).assign(level=level) for by, level in levels],
+        ignore_index=True,
+    )
+
+
+class _Tiles:
+    """What every level of tiles reads of the same runs: the runs (TILE_COLUMNS only, in
+    order of creation), the reference moment, the retirements and each workflow's
+    staleness."""
+
+    def __init__(
+        self,
+        runs: pd.DataFrame,
+        reference: pd.Timestamp | None,
+        events: pd.DataFrame,
+        stale_factor: float,
+    ) -> None:
+        # Only the columns a tile reads: every filter and sort below copies each column it keeps.
+        self.runs = runs[list(TILE_COLUMNS)].sort_values(["created_at", "run_id"], kind="stable")
+        latest = self.runs["created_at"].max()
+        self.end = pd.Timestamp(reference) if reference is not None else latest
+        self.stale_factor = stale_factor
+        self.removed = retirements(self.runs, events)
+        self.per_workflow = staleness(self.runs, "workflow_path", self.end, stale_factor)
+
+    def table(self, by: str, recent_days: int, min_runs: int) -> pd.DataFrame:
+        runs, end = self.runs, self.end
+        window = pd.Timedelta(days=recent_days)
+        both = _window(runs, end - 2 * window, end)  # one grouping: the window and the one before
+        tagged = both.assign(_recent=both["created_at"] > end - window)
+        windows = stability(tagged, [by, "_recent"], min_runs)
+        recent = windows[windows.pop("_recent").astype(bool)]
+        before = windows.drop(recent.index)
+        names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
+        table = recent.set_index(by).reindex(names)
+        table["runs"] = table["runs"].fillna(0).astype(int)
+        table["pass"] = table["pass"].fillna(0).astype(int)
+        previous = before.set_index(by).reindex(names)
+        table["previous_runs"] = previous["runs"].fillna(0).astype(int)
+        table["previous_pass"] = previous["pass"].fillna(0).astype(int)
+        for bound in ("", "_low", "_high"):
+            table[f"previous_rate{bound}"] = previous[f"success_rate{bound}"]
+        sides = pd.DataFrame(
+            {
+                "recent_pass": table["pass"],
+                "recent_runs": table["runs"],
+                "previous_pass": table["previous_pass"],
+                "previous_runs": table["previous_runs"],
+            }
+        )
+        table["trend_p"] = fisher_p_values(sides, "previous", "recent")
+        better = table["success_rate"] > table["previous_rate"]
+        significant = table["trend_p"] < TREND_P
+        table["trend"] = np.select([significant & better, significant & ~better], [UP, DOWN], "")
+        table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
+        table["label"] = verdict_label(table.reset_index()).to_numpy()
+        if by == "workflow_path":
+            silence = self.per_workflow.set_index(by).reindex(names)
+        else:
+            silence = staleness(runs, by, end, self.stale_factor).set_index(by).reindex(names)
+            silence["status"] = self._stale_members(by).reindex(names)
+        table["usual_gap_hours"] = silence["usual_gap_hours"]
+        table["silent_hours"] = silence["silent_hours"]
+        retired = _retired_by(runs, by, self.removed).reindex(names)
+        table["status"] = _statuses(runs, by, end, window, table, silence, retired)
+        last = runs.groupby(by).tail(1).set_index(by).reindex(names)
+        table["last_run"] = last["created_at"]
+        table["last_run_url"] = last["html_url"]
+        table["sparkline"] = (
+            sparklines(runs, by, runs["created_at"].min(), end)
+            .reindex(names)
+            .fillna(" " * SPARK_BUCKETS)
+        )
+        table["recent_days"] = recent_days
+        table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
+        table["successors"] = retired["successors"]
+        return table.reset_index().rename(columns={by: "name"})
+
+    def _stale_members(self, by: str) -> pd.Series:
+        """A lineage is STALE when every one of its workflows that is not RETIRED is: its
+        pooled gaps include its predecessors' busier days, which would call a quiet successor
+        stale."""
+        per_workflow = self.per_workflow.set_index("workflow_path")
+        gone = set(self.removed["workflow_path"])  # retirements
+        members = self.runs[[by, "workflow_path"]].drop_duplicates()
+        members = members[~members["workflow_path"].isin(gone)]
+        stale = members["workflow_path"].map(per_workflow["status"]).eq(STALE)
+        every = stale.groupby(members[by]).all()
+        return every.map({True: STALE, False: "OK"})
 
 
 def _retired_by(runs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFrame:
@@ -193,7 +236,7 @@ def _statuses(
     retired: pd.DataFrame,
 ) -> np.ndarray:
     names = table.index
-    counted = runs[runs["logical_outcome"] != "excluded"].sort_values(["created_at", "run_id"])
+    counted = runs[runs["logical_outcome"] != "excluded"]  # in order of creation (_Tiles)
     in_window = _window(counted, end - window, end)
     latest_two = counted.groupby(by).tail(2)
     fails = (latest_two["logical_outcome"] == "fail").groupby(latest_two[by]).sum()

@@ -6,8 +6,8 @@ issue expects about a million jobs at 10x, so sixteen copies (about 1,000,000 jo
 measured against the same target too.
 
 With ``CIFLAKE_BENCH_BASELINE=REV`` (a commit), the same pages are also measured on the code of
-REV (a temporary git worktree, the same databases, the same run; the two sides take turns, one
-round of every page each, so that drift in the machine's speed falls on both) and each page gets
+REV (a temporary git worktree, the same databases, the same run; the two sides take turns page
+by page, so that drift in the machine's speed falls on both) and each page gets
 a row of its time now over its time then: a change may not make a page slower."""
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 from sqlalchemy import text
@@ -141,15 +142,64 @@ def _cold(db_url: str, page: str) -> tuple[float, float]:
     return float(seconds), float(rss)
 
 
-def _all_pages(db_url: str, repeats: int) -> dict[str, list[tuple[float, float]]]:
-    """``repeats`` cold measurements of every page (``python -m bench.dashboard URL N``: the
-    forks come from a clean interpreter, not from the benchmark runner)."""
+def _import_pages(db_url: str) -> None:
+    """Import every page's loaders once, before the forks."""
     os.environ["CIFLAKE_DB_URL"] = db_url
-    for calls in PAGES.values():  # imported once, before the forks
+    for calls in PAGES.values():
         for module, name, _ in calls:
             _loader(module, name)
 
+
+def _all_pages(db_url: str, repeats: int) -> dict[str, list[tuple[float, float]]]:
+    """``repeats`` cold measurements of every page (``python -m bench.dashboard URL N``: the
+    forks come from a clean interpreter, not from the benchmark runner)."""
+    _import_pages(db_url)
     return {page: [_cold(db_url, page) for _ in range(repeats)] for page in PAGES}
+
+
+def _serve(db_url: str) -> None:
+    """``python -m bench.dashboard --serve URL``: one cold measurement per page name read on
+    stdin, answered as a JSON line [seconds, rss], so that two checkouts can take turns page
+    by page without paying their imports each time."""
+    _import_pages(db_url)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(json.dumps(_cold(db_url, line.strip())), flush=True)
+
+
+@contextmanager
+def _side(db_url: str, code: Path | None) -> Iterator[Callable[[str], tuple[float, float]]]:
+    """A measuring server (``_serve``) running the code of ``code`` (a checkout; default:
+    this one), as a function of a page name."""
+    command = [sys.executable, "-m", "bench.dashboard", "--serve", db_url]
+    with (
+        tempfile.TemporaryFile("w+") as errors,
+        # cwd: its own packages come first on sys.path (python -m puts the cwd there)
+        subprocess.Popen(
+            command, stdin=PIPE, stdout=PIPE, stderr=errors, text=True, cwd=code
+        ) as process,
+    ):
+        assert process.stdin is not None and process.stdout is not None
+        stdin, stdout = process.stdin, process.stdout
+
+        def answer() -> str:
+            line = stdout.readline()
+            if not line:
+                errors.seek(0)
+                raise RuntimeError(f"a page measurement failed:\n{errors.read()[-3000:]}")
+            return line
+
+        def measure(page: str) -> tuple[float, float]:
+            stdin.write(page + "\n")
+            stdin.flush()
+            seconds, rss = json.loads(answer())
+            return float(seconds), float(rss)
+
+        answer()  # "ready": imported
+        try:
+            yield measure
+        finally:
+            stdin.close()  # the server's loop ends; Popen's exit waits for it
 
 
 def _measured(
@@ -161,7 +211,7 @@ def _measured(
         [sys.executable, "-m", "bench.dashboard", db_url, str(repeats)],
         capture_output=True,
         text=True,
-        cwd=code,  # its own packages come first on sys.path (python -m puts the cwd there)
+        cwd=code,
     )
     if done.returncode != 0:
         raise RuntimeError(f"measuring the pages on {db_url} failed:\n{done.stderr[-3000:]}")
@@ -169,16 +219,18 @@ def _measured(
 
 
 def _interleaved(db_url: str, code: Path) -> tuple[dict, dict]:
-    """(now, then): ROUNDS rounds, each measuring every page once on this code and once on
-    ``code`` (which side goes first alternates), so that a machine that slows down for a
-    minute slows both sides alike."""
+    """(now, then): ROUNDS cold measurements of every page on this code and on ``code``, the
+    two sides taking turns page by page (which goes first alternates), so that the machine's
+    speed, which drifts by 20% within a minute here, falls on both alike."""
     now: dict[str, list] = {}
     then: dict[str, list] = {}
-    for round_ in range(ROUNDS):
-        sides = ((then, code), (now, None))
-        for side, where in sides if round_ % 2 == 0 else sides[::-1]:  # each goes first in turn
-            for page, results in _measured(db_url, where, 1).items():
-                side.setdefault(page, []).extend(results)
+    with _side(db_url, None) as measure_now, _side(db_url, code) as measure_then:
+        sides = [(now, measure_now), (then, measure_then)]
+        for round_ in range(ROUNDS):
+            for number, page in enumerate(PAGES):
+                turn = sides if (round_ + number) % 2 == 0 else sides[::-1]
+                for results, measure in turn:
+                    results.setdefault(page, []).append(measure(page))
     return now, then
 
 
@@ -253,7 +305,7 @@ def _versus(page: str, label: str, now: float, then: float, revision: str) -> di
         "command": f"CIFLAKE_BENCH_BASELINE={revision[:7]} {COMMAND}",
         "note": f"medians of {ROUNDS} cold runs each, the same database and the same loader "
         "calls (this file's PAGES; a loader the older page did not have is not timed there), "
-        f"the two sides taking turns round by round; above {NOISE:.2f}x counts as slower",
+        f"the two sides taking turns page by page; above {NOISE:.2f}x counts as slower",
     }
 
 
@@ -316,4 +368,8 @@ def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_all_pages(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else REPEATS)))
+    if sys.argv[1] == "--serve":
+        _serve(sys.argv[2])
+    else:
+        repeats = int(sys.argv[2]) if len(sys.argv) > 2 else REPEATS
+        print(json.dumps(_all_pages(sys.argv[1], repeats)))

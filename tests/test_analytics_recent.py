@@ -5,7 +5,16 @@ from __future__ import annotations
 import pandas as pd
 
 from analytics.config_tables import event_table
-from analytics.recent import DOWN, RETIRED, SPARK, UP, retirements, sparklines, tile_table
+from analytics.recent import (
+    DOWN,
+    RETIRED,
+    SPARK,
+    UP,
+    retirements,
+    sparklines,
+    tile_table,
+    tile_tables,
+)
 from store.settings import EventConfig
 
 START = pd.Timestamp("2025-11-01", tz="UTC")
@@ -92,6 +101,28 @@ def test_workflows_a_migration_removed_are_retired_with_their_successor():
     # a lineage is retired only with all its workflows: "l" goes on in new.yml
     assert lineages.loc["l", "status"] == "PASSING" and lineages.loc["alone", "status"] == RETIRED
     assert lineages.loc["alone", "successors"] == "" and lineages.loc["other", "status"] == "STALE"
+
+
+def test_both_levels_at_once_are_each_level_alone():
+    """tile_tables shares the sorted runs, the retirements and the workflows' staleness
+    between the levels: the Overview's tiles must not differ from one level at a time."""
+    migration = START + pd.Timedelta(days=100)
+    runs = _runs(
+        _daily(OLD, range(0, 100), "pass")
+        + _daily(NEW, range(98, 130), "fail")
+        + _daily(LONE, range(0, 100), "flaky", lineage="alone")
+        + _daily("stopped.yml", range(0, 40), "pass", lineage="other")
+    ).sample(frac=1, random_state=7)  # in no order: each level sorts what it reads
+    events = _events((str(migration.date()) + "T12:00Z", "migration", None))
+    reference = runs["created_at"].max()
+    both = tile_tables(runs, reference, events, recent_days=10, min_runs=3)
+    alone = [
+        tile_table(runs, by, reference, events, recent_days=10, min_runs=3).assign(level=level)
+        for by, level in (("lineage", "lineage"), ("workflow_path", "workflow"))
+    ]
+    pd.testing.assert_frame_equal(both, pd.concat(alone, ignore_index=True))
+    assert both["level"].tolist() == ["lineage"] * 3 + ["workflow"] * 4
+    assert set(both["status"]) == {RETIRED, "FAILING", "STALE"}
 
 
 def test_sparkline_is_the_red_share_per_span():

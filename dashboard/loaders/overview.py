@@ -16,7 +16,7 @@ from store import page_queries
 
 @st.cache_data(ttl=shared.TTL)
 def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
-    """Status tiles per lineage and per workflow (analytics.recent.tile_table: the last
+    """Status tiles per lineage and per workflow (analytics.recent.tile_tables: the last
     ``[dashboard] recent_days`` before the repository's newest run, RETIRED, STALE)."""
     config = shared.current_config()
     frame = shared.runs(db_url, filters)
@@ -30,12 +30,7 @@ def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
         "min_runs": config.min_runs,
     }
     events = shared.events(db_url)
-    by_lineage = recent.tile_table(frame, "lineage", reference, events, **settings)
-    by_workflow = recent.tile_table(frame, "workflow_path", reference, events, **settings)
-    return pd.concat(
-        [by_lineage.assign(level="lineage"), by_workflow.assign(level="workflow")],
-        ignore_index=True,
-    )
+    return recent.tile_tables(frame, reference, events, **settings)
 
 
 @st.cache_data(ttl=shared.TTL)
