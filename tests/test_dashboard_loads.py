@@ -82,6 +82,22 @@ def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
     pd.testing.assert_frame_equal(_rows(shown_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
 
 
+def test_one_workflows_jobs_are_the_scopes_jobs_of_that_workflow(db, monkeypatch):
+    """The Overview's job x day grid reads one workflow's jobs with the scope's runs and
+    failures (shared.workflow_jobs): every workflow gets the same jobs, outcomes and
+    categories as the scope's job frame."""
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    filters = Filters(REPO, *shared.day_span(db, REPO), (), "default")
+    scope = shared.jobs(db, filters)
+    paths = scope["workflow_path"].unique()
+    assert len(paths) > 5 and scope["category"].notna().any()
+    for path in paths:
+        alone = shared.workflow_jobs(db, filters, path)
+        expected = scope[scope["workflow_path"] == path]
+        assert len(alone) == len(expected) > 0
+        pd.testing.assert_frame_equal(_rows(alone, JOB_KEYS), _rows(expected, JOB_KEYS))
+
+
 def test_migrations_basis_lines_equal_those_of_the_full_loads(db, reference):
     """The Migrations page's evidence lines come from the same red runs as the full loads."""
     runs, _, config = reference

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 import streamlit as st
 
@@ -47,5 +45,4 @@ def timeline(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
 def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.DataFrame:
     """Cells of the job x day grid of one workflow, the last ``days`` days of the range. Only
     that workflow's jobs are loaded: the overview needs no other job."""
-    where = replace(shared.sql_filter(filters), paths=(workflow_path,))
-    return shaping.job_day_cells(shared.in_range(shared.all_jobs(db_url, where), filters), days)
+    return shaping.job_day_cells(shared.workflow_jobs(db_url, filters, workflow_path), days)

@@ -6,6 +6,7 @@ up without a restart) and keyed on the database URL and the sidebar filters only
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import date, datetime
 from urllib.parse import urlparse
 
@@ -148,6 +149,23 @@ def all_jobs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
     return frames.logical_job_frame(
         engine(db_url), config, where, runs, lean=True, failures=failures
     )
+
+
+@st.cache_resource(ttl=TTL)
+def workflow_jobs(db_url: str, filters: Filters, workflow_path: str) -> pd.DataFrame:
+    """The logical jobs of one workflow of the scope, in the date range: only its jobs are
+    read; its runs and failures are those the scope's shared frames hold already."""
+    scope = sql_filter(filters)
+    runs = all_runs(db_url, scope)
+    frame = frames.logical_job_frame(
+        engine(db_url),
+        current_config(),
+        replace(scope, paths=(workflow_path,)),
+        runs[runs["workflow_path"] == workflow_path],
+        lean=True,
+        failures=all_failures(db_url, scope),
+    )
+    return in_range(frame, filters)
 
 
 @st.cache_resource(ttl=TTL)
