@@ -19,19 +19,20 @@ def failed_elsewhere(jobs: pd.DataFrame, where: str) -> pd.DataFrame:
     flaky) in the same ISO week under another value of ``where`` (runner_name, runner_pool).
     ``jobs``: logical jobs (analytics.outcomes.logical_jobs) with ``where``; the rows keep
     their columns and index."""
-    weekly = with_period(jobs, PERIOD)
+    # On a narrow frame: the period and every merge below copy each column they keep.
+    weekly = with_period(jobs[[*JOB_KEYS, where, "created_at"]], PERIOD)
     keys = [*JOB_KEYS, "period"]
-    green = weekly.loc[weekly["logical_outcome"].isin(GREEN_OUTCOMES), [*keys, where]]
+    outcome = jobs["logical_outcome"]
+    green = weekly.loc[outcome.isin(GREEN_OUTCOMES).to_numpy(), [*keys, where]]
     green = green.drop_duplicates()
-    green_places = green.groupby(keys).size().rename("_green_places")
-    failed = weekly[weekly["logical_outcome"] == "fail"]
-    # pandas maps by a Series too; the stubs take only a mapping or a function
-    places = pd.MultiIndex.from_frame(failed[keys]).map(green_places).fillna(0)  # type: ignore[arg-type]
-    here = pd.MultiIndex.from_frame(failed[[*keys, where]]).isin(
-        pd.MultiIndex.from_frame(green[[*keys, where]])
-    )
-    elsewhere = places.to_numpy() - here.astype(int) > 0
-    return failed.drop(columns="period").assign(works_elsewhere=elsewhere)
+    green_places = green.groupby(keys).size().rename("_green_places").reset_index()
+    is_fail = (outcome == "fail").to_numpy()
+    failed = weekly.loc[is_fail, [*keys, where]]
+    # Left merges keep the failed rows' order; a job with no runner (NaN) is one place too.
+    places = failed.merge(green_places, on=keys, how="left")["_green_places"].fillna(0)
+    here = failed.merge(green.assign(_here=1), on=[*keys, where], how="left")["_here"].fillna(0)
+    elsewhere = places.to_numpy() - here.to_numpy() > 0
+    return jobs[is_fail].assign(works_elsewhere=elsewhere)
 
 
 def works_elsewhere(failed: pd.DataFrame, by: str) -> pd.DataFrame:
