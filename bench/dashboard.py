@@ -40,9 +40,6 @@ COMMAND = "python -m bench.run dashboard"
 REPO = "verl-project/verl"
 ID_STEP = 10**12
 REPEATS = 3
-# Rounds against a baseline: cold runs of one page vary by 10-20% on this 2-core machine, so
-# three medians could not tell a 10% change from noise.
-ROUNDS = 7
 NOISE = 1.10  # now/then above this counts as slower: cold runs of one page vary by about that
 # Why a page misses its target, measured with cProfile (default scope).
 SLOW_SMALL = (
@@ -58,8 +55,15 @@ SLOW_BIG = (
     "0.6 s to collapse attempts, then the page's own work; logical jobs materialised by the "
     "collector (one row per run and logical job, strings dictionary-coded) would reach it"
 )
-# label -> (copies of scale 1, target seconds per page)
-DATABASES = {"scale 1": (1, 1.0), "10x": (10, 5.0), "16x, about a million jobs": (16, 5.0)}
+# label -> (copies of scale 1, target seconds per page, rounds against a baseline). One cold
+# run of a page varies by 10-20% from the next on this 2-core machine (more on the small
+# database, whose pages take half a second), so three medians could not tell a 10% change
+# from noise; the small database's rounds are cheap.
+DATABASES = {
+    "scale 1": (1, 1.0, 15),
+    "10x": (10, 5.0, 9),
+    "16x, about a million jobs": (16, 5.0, 7),
+}
 
 # The loader calls each page makes on its first view (dashboard/views/*.py): (module of
 # dashboard/loaders, loader, arguments after the database URL and filters).
@@ -218,15 +222,15 @@ def _measured(
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _interleaved(db_url: str, code: Path) -> tuple[dict, dict]:
-    """(now, then): ROUNDS cold measurements of every page on this code and on ``code``, the
+def _interleaved(db_url: str, code: Path, rounds: int) -> tuple[dict, dict]:
+    """(now, then): ``rounds`` cold measurements of every page on this code and on ``code``, the
     two sides taking turns page by page (which goes first alternates), so that the machine's
     speed, which drifts by 20% within a minute here, falls on both alike."""
     now: dict[str, list] = {}
     then: dict[str, list] = {}
     with _side(db_url, None) as measure_now, _side(db_url, code) as measure_then:
         sides = [(now, measure_now), (then, measure_then)]
-        for round_ in range(ROUNDS):
+        for round_ in range(rounds):
             for number, page in enumerate(PAGES):
                 turn = sides if (round_ + number) % 2 == 0 else sides[::-1]
                 for results, measure in turn:
@@ -295,7 +299,7 @@ def _baseline() -> Iterator[tuple[str, Path] | None]:
             subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=True)
 
 
-def _versus(page: str, label: str, now: float, then: float, revision: str) -> dict:
+def _versus(page: str, label: str, now: float, then: float, revision: str, rounds: int) -> dict:
     ratio = now / then
     return {
         "figure": f"Dashboard data, {page} page, {label}: now / at {revision[:7]}",
@@ -303,7 +307,7 @@ def _versus(page: str, label: str, now: float, then: float, revision: str) -> di
         "target": f"<= {NOISE:.2f}x",
         "met": ratio <= NOISE,
         "command": f"CIFLAKE_BENCH_BASELINE={revision[:7]} {COMMAND}",
-        "note": f"medians of {ROUNDS} cold runs each, the same database and the same loader "
+        "note": f"medians of {rounds} cold runs each, the same database and the same loader "
         "calls (this file's PAGES; a loader the older page did not have is not timed there), "
         f"the two sides taking turns page by page; above {NOISE:.2f}x counts as slower",
     }
@@ -322,18 +326,20 @@ def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
     upgrade(make_engine(f"sqlite:///{SCALE1_DB}"))  # the head schema, with its read indexes
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for label, (copies, target) in DATABASES.items():
+        for label, (copies, target, rounds) in DATABASES.items():
             path = SCALE1_DB
             if copies > 1:
                 path = Path(tmp) / f"copies-{copies}.db"
                 _copies(SCALE1_DB, path, copies)
             url, jobs, peak = f"sqlite:///{path}", _job_count(path), 0.0
-            now, before = _interleaved(url, baseline[1]) if baseline else (_measured(url), {})
+            now, before = (
+                _interleaved(url, baseline[1], rounds) if baseline else (_measured(url), {})
+            )
             for page, results in now.items():
                 seconds = statistics.median(s for s, _ in results)
                 if baseline and page in before:
                     then = statistics.median(s for s, _ in before[page])
-                    rows.append(_versus(page, label, seconds, then, baseline[0]))
+                    rows.append(_versus(page, label, seconds, then, baseline[0], rounds))
                 peak = max(peak, *(rss for _, rss in results))
                 rows.append(
                     {
@@ -342,7 +348,7 @@ def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
                         "target": f"< {target:.0f} s",
                         "met": seconds < target,
                         "command": COMMAND,
-                        "note": f"{jobs:,} jobs; median of {ROUNDS if baseline else REPEATS}"
+                        "note": f"{jobs:,} jobs; median of {rounds if baseline else REPEATS}"
                         + (
                             ""
                             if seconds < target
