@@ -103,26 +103,41 @@ def test_workflows_a_migration_removed_are_retired_with_their_successor():
     assert lineages.loc["alone", "successors"] == "" and lineages.loc["other", "status"] == "STALE"
 
 
-def test_both_levels_at_once_are_each_level_alone():
-    """tile_tables shares the sorted runs, the retirements and the workflows' staleness
-    between the levels: the Overview's tiles must not differ from one level at a time."""
+def test_both_levels_at_once_from_runs_in_no_order():
+    """tile_tables sorts the runs once and shares them, the retirements and the workflows'
+    staleness between the levels: shuffled runs give the hand-computed statuses, each name's
+    last run is its newest, and each level equals that level computed alone."""
     migration = START + pd.Timedelta(days=100)
     runs = _runs(
         _daily(OLD, range(0, 100), "pass")
         + _daily(NEW, range(98, 130), "fail")
         + _daily(LONE, range(0, 100), "flaky", lineage="alone")
         + _daily("stopped.yml", range(0, 40), "pass", lineage="other")
-    ).sample(frac=1, random_state=7)  # in no order: each level sorts what it reads
+    ).sample(frac=1, random_state=7)
     events = _events((str(migration.date()) + "T12:00Z", "migration", None))
     reference = runs["created_at"].max()
     both = tile_tables(runs, reference, events, recent_days=10, min_runs=3)
+    lineages = both[both["level"] == "lineage"].set_index("name")
+    workflows = both[both["level"] == "workflow"].set_index("name")
+    # "l" goes on in new.yml, which fails; "alone" lost its only workflow; "other" stopped
+    assert lineages["status"].to_dict() == {"alone": RETIRED, "l": "FAILING", "other": "STALE"}
+    assert workflows["status"].to_dict() == {
+        LONE: RETIRED,
+        NEW: "FAILING",
+        OLD: RETIRED,
+        "stopped.yml": "STALE",
+    }
+    assert workflows.loc[NEW, "runs"] == 10  # the last 10 days, the reference's included
+    newest = runs.groupby("workflow_path")["created_at"].max()
+    pd.testing.assert_series_equal(
+        workflows["last_run"], newest.rename("last_run"), check_names=False
+    )
+    assert lineages.loc["l", "last_run"] == newest[NEW]
     alone = [
         tile_table(runs, by, reference, events, recent_days=10, min_runs=3).assign(level=level)
         for by, level in (("lineage", "lineage"), ("workflow_path", "workflow"))
     ]
     pd.testing.assert_frame_equal(both, pd.concat(alone, ignore_index=True))
-    assert both["level"].tolist() == ["lineage"] * 3 + ["workflow"] * 4
-    assert set(both["status"]) == {RETIRED, "FAILING", "STALE"}
 
 
 def test_sparkline_is_the_red_share_per_span():
