@@ -234,21 +234,28 @@ def mark_invalid_windows(
     found ``ci_config`` (no jobs, startup_failure) keeps its own basis."""
     if windows.empty or runs.empty:
         return runs
-    red = runs["logical_outcome"].isin(RED_OUTCOMES)
-    inside = pd.Series(False, index=runs.index)
+    # Only the red rows of a listed workflow can be marked: the windows are tested on those.
+    candidate = (
+        runs["logical_outcome"].isin(RED_OUTCOMES)
+        & runs["workflow_path"].isin(set(windows["workflow_path"]))
+        & runs[category].ne("ci_config")  # decided already: kept
+    ).to_numpy()
+    rows = np.flatnonzero(candidate)
+    paths, created = runs["workflow_path"].iloc[rows], runs["created_at"].iloc[rows]
+    inside = np.zeros(len(rows), dtype=bool)
     spans = zip(
         windows["workflow_path"], windows["invalid_from"], windows["invalid_to"], strict=True
     )
     for path, start, end in spans:
-        created = runs["created_at"]
-        inside |= runs["workflow_path"].eq(str(path)) & (created >= start) & (created < end)
-    marked = red & inside & runs[category].ne("ci_config")  # decided already: kept
+        inside |= (paths.eq(str(path)) & (created >= start) & (created < end)).to_numpy()
+    marked = np.zeros(len(runs), dtype=bool)
+    marked[rows[inside]] = True
     if not marked.any():
         return runs
-    out = runs.copy()
-    out.loc[marked, category] = "ci_config"
+    # New columns, not a copy of the frame: the other columns stay shared (copy on write).
+    out = runs.assign(**{category: runs[category].mask(marked, "ci_config")})
     if "failure_basis" in out:
-        out.loc[marked, "failure_basis"] = CONFIG_BASIS
+        out["failure_basis"] = out["failure_basis"].mask(marked, CONFIG_BASIS)
     return out
 
 

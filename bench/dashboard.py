@@ -199,23 +199,21 @@ def _side(db_url: str, code: Path | None) -> Iterator[Callable[[str], tuple[floa
             seconds, rss = json.loads(answer())
             return float(seconds), float(rss)
 
-        answer()  # "ready": imported
+        if answer().strip() != "ready":  # imported; anything else is not a measurement
+            errors.seek(0)
+            raise RuntimeError(f"a measuring server did not start:\n{errors.read()[-3000:]}")
         try:
             yield measure
         finally:
             stdin.close()  # the server's loop ends; Popen's exit waits for it
 
 
-def _measured(
-    db_url: str, code: Path | None = None, repeats: int = REPEATS
-) -> dict[str, list[tuple[float, float]]]:
-    """Every page measured ``repeats`` times by the code in ``code`` (a checkout; default:
-    this one)."""
+def _measured(db_url: str, repeats: int = REPEATS) -> dict[str, list[tuple[float, float]]]:
+    """Every page measured ``repeats`` times by this checkout's code."""
     done = subprocess.run(
         [sys.executable, "-m", "bench.dashboard", db_url, str(repeats)],
         capture_output=True,
         text=True,
-        cwd=code,
     )
     if done.returncode != 0:
         raise RuntimeError(f"measuring the pages on {db_url} failed:\n{done.stderr[-3000:]}")
@@ -225,11 +223,16 @@ def _measured(
 def _interleaved(db_url: str, code: Path, rounds: int) -> tuple[dict, dict]:
     """(now, then): ``rounds`` cold measurements of every page on this code and on ``code``, the
     two sides taking turns page by page (which goes first alternates), so that the machine's
-    speed, which drifts by 20% within a minute here, falls on both alike."""
+    speed, which drifts by 20% within a minute here, falls on both alike. A first round, not
+    counted, reads the database into the OS's cache for both: "cold" is the dashboard's
+    caches, not the disk."""
     now: dict[str, list] = {}
     then: dict[str, list] = {}
     with _side(db_url, None) as measure_now, _side(db_url, code) as measure_then:
         sides = [(now, measure_now), (then, measure_then)]
+        for page in PAGES:
+            for _, measure in sides:
+                measure(page)
         for round_ in range(rounds):
             for number, page in enumerate(PAGES):
                 turn = sides if (round_ + number) % 2 == 0 else sides[::-1]

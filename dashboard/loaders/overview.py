@@ -45,4 +45,5 @@ def timeline(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
 def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.DataFrame:
     """Cells of the job x day grid of one workflow, the last ``days`` days of the range. Only
     that workflow's jobs are loaded: the overview needs no other job."""
-    return shaping.job_day_cells(shared.workflow_jobs(db_url, filters, workflow_path), days)
+    frame = shared.workflow_jobs(db_url, shared.sql_filter(filters), workflow_path)
+    return shaping.job_day_cells(shared.in_range(frame, filters), days)

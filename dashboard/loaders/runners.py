@@ -26,9 +26,10 @@ def _placed_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
 
 @st.cache_resource(ttl=shared.TTL)
 def _flagged(db_url: str, filters: Filters, where: str) -> pd.DataFrame:
-    """By runner_name from the jobs as stored, as the summary's environment table reads them
-    (a job that never ran has no runner; analytics.elsewhere counts it as one place, named or
-    not, so the runner table only names it)."""
+    """By runner_pool from the jobs with their pool; by runner_name from the jobs as stored,
+    as the summary's environment table reads them (a job that never ran has no runner:
+    analytics.elsewhere counts it as one place, named or not, so the runner table only names
+    it)."""
     if where == "runner_name":
         return elsewhere.failed_elsewhere(shared.jobs(db_url, filters), where)
     return elsewhere.failed_elsewhere(_placed_jobs(db_url, filters), where)

@@ -152,20 +152,19 @@ def all_jobs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
 
 
 @st.cache_resource(ttl=TTL)
-def workflow_jobs(db_url: str, filters: Filters, workflow_path: str) -> pd.DataFrame:
-    """The logical jobs of one workflow of the scope, in the date range: only its jobs are
-    read; its runs and failures are those the scope's shared frames hold already."""
-    scope = sql_filter(filters)
-    runs = all_runs(db_url, scope)
-    frame = frames.logical_job_frame(
+def workflow_jobs(db_url: str, where: runfilter.RunFilter, workflow_path: str) -> pd.DataFrame:
+    """The logical jobs of one workflow of ``where`` (every date; one per workflow, whatever
+    the range): only its jobs are read; its runs and failures are those the scope's shared
+    frames hold already."""
+    runs = all_runs(db_url, where)
+    return frames.logical_job_frame(
         engine(db_url),
         current_config(),
-        replace(scope, paths=(workflow_path,)),
+        replace(where, paths=(workflow_path,)),
         runs[runs["workflow_path"] == workflow_path],
         lean=True,
-        failures=all_failures(db_url, scope),
+        failures=all_failures(db_url, where),
     )
-    return in_range(frame, filters)
 
 
 @st.cache_resource(ttl=TTL)
