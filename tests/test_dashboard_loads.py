@@ -3,6 +3,9 @@ give the same logical runs and jobs as the full loads the export and summary use
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -194,3 +197,17 @@ def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
     assert step["event_title"] == "new NPU image"
     assert step["distance_days"] == pytest.approx(-(1 + 8 / 24))
     engine.dispose()
+
+
+@pytest.mark.parametrize(("setting", "backend"), [(None, "system"), ("jemalloc", "jemalloc")])
+def test_the_dashboard_takes_arrow_memory_from_the_c_heap_unless_told(setting, backend):
+    """dashboard.loaders switches pyarrow's allocator (why: its docstring), in a fresh
+    interpreter as the dashboard's own process starts; ARROW_DEFAULT_MEMORY_POOL still wins."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if setting is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = setting
+    code = "import dashboard.loaders, pyarrow; print(pyarrow.default_memory_pool().backend_name)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == [backend]
