@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, tuple_
 
 from store.models import (
     Base,
@@ -126,10 +126,24 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
     )
     if where.repo is not None:
         ever = ever.where(run.repo == where.repo)
+    # The newest failure of each signature is ranked on its key alone; only the winners'
+    # line, rule, runner and link are read: ranking the wide rows joined to their jobs took
+    # 2.0 s on the 16x benchmark database, against 1.0 s. Ties (a run's own failure in two
+    # attempts) go to the later attempt.
     newest = func.row_number().over(
-        partition_by=Failure.signature, order_by=(run.created_at.desc(), Failure.job_id.desc())
+        partition_by=Failure.signature,
+        order_by=(run.created_at.desc(), Failure.job_id.desc(), Failure.run_attempt.desc()),
     )
-    examples = filtered(
+    ranked = filtered(
+        select(Failure.run_id, Failure.run_attempt, Failure.job_id, newest.label("rank")).join(
+            run, run.id == Failure.run_id
+        ),
+        where,
+    ).subquery()
+    winners = select(ranked.c.run_id, ranked.c.run_attempt, ranked.c.job_id).where(
+        ranked.c.rank == 1
+    )
+    latest = (
         select(
             Failure.signature,
             Failure.category,
@@ -138,18 +152,16 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
             Failure.job_id,
             Job.runner_name,
             func.coalesce(Job.html_url, run.html_url).label("html_url"),
-            newest.label("rank"),
         )
         .join(run, run.id == Failure.run_id)
-        .outerjoin(Job, Job.id == Failure.job_id),
-        where,
-    ).subquery()
-    latest = select(examples).where(examples.c.rank == 1)
+        .outerjoin(Job, Job.id == Failure.job_id)
+        .where(tuple_(Failure.run_id, Failure.run_attempt, Failure.job_id).in_(winners))
+    )
     times = ("first_seen_here", "last_seen", "first_seen")
     frame = as_frame(engine, counted).merge(
         as_frame(engine, ever.group_by(Failure.signature)), on="signature", how="left"
     )
-    frame = frame.merge(as_frame(engine, latest).drop(columns="rank"), on="signature", how="left")
+    frame = frame.merge(as_frame(engine, latest), on="signature", how="left")
     for column in times:
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)

@@ -1,0 +1,153 @@
+"""store.page_queries.signature_summary on both backends: the counts of each signature and its
+newest failure (line, job, runner, link), worked out by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
+from store.page_queries import signature_summary
+from store.runfilter import RunFilter
+from store.upsert import upsert
+
+REPO = "verl-project/verl"
+WORKFLOW = ".github/workflows/e2e.yml"
+START = datetime(2026, 6, 1, 8, tzinfo=UTC)
+
+
+def _seed(engine) -> None:
+    """Run 1 (day 0, two attempts), run 2 (day 1) and run 3 (day 2, in another repository).
+    Signature "oom" fails in run 1 twice (jobs 11 and 12 of attempt 1) and in run 2 (job 21);
+    "net" fails run 1's attempt 2 (job 0: the run itself) and attempt 1 (job 13); "far" only in
+    the other repository, whose newer "oom" must not speak for this one."""
+    runs = [
+        {
+            "id": run_id,
+            "repo": repo,
+            "workflow_id": 1,
+            "workflow_path": WORKFLOW,
+            "event": "push",
+            "head_branch": "main",
+            "head_sha": f"{run_id:040x}",
+            "run_number": run_id,
+            "run_attempt": attempts,
+            "status": "completed",
+            "conclusion": "failure",
+            "created_at": START + timedelta(days=day),
+            "html_url": f"https://github.com/{repo}/actions/runs/{run_id}",
+        }
+        for run_id, day, attempts, repo in [(1, 0, 2, REPO), (2, 1, 1, REPO), (3, 2, 1, "o/r")]
+    ]
+    jobs = [
+        {
+            "id": job_id,
+            "run_id": job_id // 10,
+            "run_attempt": 1,
+            "name": f"job{job_id}",
+            "conclusion": "failure",
+            "runner_name": f"runner-{job_id}",
+            "html_url": f"https://github.com/{REPO}/actions/runs/{job_id // 10}/job/{job_id}",
+            "labels": [],
+            "steps": [],
+        }
+        for job_id in (11, 12, 13, 21, 31)
+    ]
+    failures = [
+        {
+            "run_id": run_id,
+            "run_attempt": attempt,
+            "job_id": job_id,
+            "category": category,
+            "rule": f"rule-{category}",
+            "signature": signature,
+            "line": f"line of {run_id}/{attempt}/{job_id}",
+            "classifier_version": "test",
+            "classified_at": START,
+        }
+        for run_id, attempt, job_id, signature, category in [
+            (1, 1, 11, "oom", "oom"),
+            (1, 1, 12, "oom", "oom"),
+            (2, 1, 21, "oom", "oom"),
+            (1, 1, 13, "net", "network"),
+            (1, 2, 0, "net", "network"),
+            (3, 1, 31, "oom", "oom"),
+            (3, 1, 0, "far", "unknown"),
+        ]
+    ]
+    with Session(engine) as session, session.begin():
+        upsert(
+            session,
+            Workflow,
+            [{"id": 1, "repo": REPO, "path": WORKFLOW, "name": "e2e", "state": "active"}],
+        )
+        upsert(session, WorkflowRun, runs)
+        upsert(
+            session,
+            RunAttempt,
+            [{"run_id": r["id"], "attempt": a + 1} for r in runs for a in range(r["run_attempt"])],
+        )
+        upsert(session, Job, jobs)
+        upsert(session, Failure, failures)
+
+
+def test_each_signature_counts_and_its_newest_failure(engine):
+    _seed(engine)
+    table = signature_summary(engine, RunFilter(repo=REPO)).set_index("signature")
+    assert sorted(table.index) == ["net", "oom"]
+    oom, net = table.loc["oom"], table.loc["net"]
+    assert (oom["failures"], oom["jobs"]) == (3, 3)
+    assert (oom["first_seen_here"], oom["last_seen"]) == (START, START + timedelta(days=1))
+    # The newest: run 2 (a day later than run 1), its job 21, with that job's runner and link.
+    assert (oom["job_id"], oom["line"], oom["runner_name"]) == (21, "line of 2/1/21", "runner-21")
+    assert oom["html_url"].endswith("/runs/2/job/21")
+    assert (oom["category"], oom["rule"]) == ("oom", "rule-oom")
+    # The same run: the higher job id first (13 over the run's own 0), a run failure has no
+    # job, so its link is the run's.
+    assert (net["job_id"], net["line"]) == (13, "line of 1/1/13")
+    # Dates narrow the selection, not the whole history's first_seen.
+    later = signature_summary(
+        engine, RunFilter(repo=REPO, since=START + timedelta(hours=12))
+    ).set_index("signature")
+    assert list(later.index) == ["oom"]
+    assert (later.loc["oom", "failures"], later.loc["oom", "job_id"]) == (1, 21)
+    assert later.loc["oom", "first_seen"] == START
+
+
+def test_a_run_failure_of_the_newest_attempt_wins_a_tie(engine):
+    """Run 1's own failures in attempts 1 and 2 share its time and job id 0: the later attempt,
+    the run as it stands, speaks for the signature, with the run's link."""
+    _seed(engine)
+    with Session(engine) as session, session.begin():
+        upsert(
+            session,
+            Failure,
+            [
+                {
+                    "run_id": 1,
+                    "run_attempt": 1,
+                    "job_id": 0,
+                    "category": "network",
+                    "rule": "rule-network",
+                    "signature": "tie",
+                    "line": "attempt 1",
+                    "classifier_version": "test",
+                    "classified_at": START,
+                },
+                {
+                    "run_id": 1,
+                    "run_attempt": 2,
+                    "job_id": 0,
+                    "category": "network",
+                    "rule": "rule-network",
+                    "signature": "tie",
+                    "line": "attempt 2",
+                    "classifier_version": "test",
+                    "classified_at": START,
+                },
+            ],
+        )
+    table = signature_summary(engine, RunFilter(repo=REPO)).set_index("signature")
+    assert table.loc["tie", "line"] == "attempt 2"
+    assert table.loc["tie", "html_url"] == f"https://github.com/{REPO}/actions/runs/1"
