@@ -26,6 +26,9 @@ def start_dashboard(
     """Launch ``streamlit run dashboard/app.py`` (headless, no usage statistics) with the
     database URL and config file in its environment; returns the process and its URL."""
     env = {**os.environ, "CIFLAKE_DB_URL": db_url}
+    # Arrow memory from the C heap from the start, C++ side included (why: dashboard.loaders,
+    # which does the same for a dashboard started without this launcher); a setting wins.
+    env.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if config_path is not None:
         env["CIFLAKE_CONFIG"] = str(Path(config_path).resolve())
     command = [

@@ -199,7 +199,7 @@ def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
     engine.dispose()
 
 
-@pytest.mark.parametrize(("setting", "backend"), [(None, "system"), ("jemalloc", "jemalloc")])
+@pytest.mark.parametrize(("setting", "backend"), [(None, "system"), ("mimalloc", "mimalloc")])
 def test_the_dashboard_takes_arrow_memory_from_the_c_heap_unless_told(setting, backend):
     """dashboard.loaders switches pyarrow's allocator (why: its docstring), in a fresh
     interpreter as the dashboard's own process starts; ARROW_DEFAULT_MEMORY_POOL still wins."""
@@ -211,3 +211,18 @@ def test_the_dashboard_takes_arrow_memory_from_the_c_heap_unless_told(setting, b
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == [backend]
+
+
+@pytest.mark.parametrize(("setting", "passed"), [(None, "system"), ("mimalloc", "mimalloc")])
+def test_the_launcher_passes_the_arrow_pool_to_streamlit(monkeypatch, setting, passed):
+    """``ciflake dashboard`` starts Streamlit with ARROW_DEFAULT_MEMORY_POOL=system, so Arrow's
+    C++ side takes the C heap too, unless the user's environment names a pool."""
+    from dashboard import launch
+
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    if setting is not None:
+        monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", setting)
+    started: dict = {}
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda command, env: started.update(env))
+    launch.start_dashboard(db_url="sqlite:///x.db", host="127.0.0.1", port=8501)
+    assert started["ARROW_DEFAULT_MEMORY_POOL"] == passed

@@ -95,7 +95,7 @@ def _seed(engine) -> None:
 def test_each_signature_counts_and_its_newest_failure(engine):
     _seed(engine)
     table = signature_summary(engine, RunFilter(repo=REPO)).set_index("signature")
-    assert sorted(table.index) == ["net", "oom"]
+    assert sorted(table.index) == ["net", "oom"] and table.index.is_unique
     oom, net = table.loc["oom"], table.loc["net"]
     assert (oom["failures"], oom["jobs"]) == (3, 3)
     assert (oom["first_seen_here"], oom["last_seen"]) == (START, START + timedelta(days=1))
@@ -103,9 +103,10 @@ def test_each_signature_counts_and_its_newest_failure(engine):
     assert (oom["job_id"], oom["line"], oom["runner_name"]) == (21, "line of 2/1/21", "runner-21")
     assert oom["html_url"].endswith("/runs/2/job/21")
     assert (oom["category"], oom["rule"]) == ("oom", "rule-oom")
-    # The same run: the higher job id first (13 over the run's own 0), a run failure has no
-    # job, so its link is the run's.
+    # Within one run the higher job id first: job 13 (attempt 1) over the run's own failure
+    # (job 0, attempt 2), with the job's link.
     assert (net["job_id"], net["line"]) == (13, "line of 1/1/13")
+    assert net["html_url"].endswith("/runs/1/job/13")
     # Dates narrow the selection, not the whole history's first_seen.
     later = signature_summary(
         engine, RunFilter(repo=REPO, since=START + timedelta(hours=12))
@@ -113,41 +114,64 @@ def test_each_signature_counts_and_its_newest_failure(engine):
     assert list(later.index) == ["oom"]
     assert (later.loc["oom", "failures"], later.loc["oom", "job_id"]) == (1, 21)
     assert later.loc["oom", "first_seen"] == START
+    # Before run 2: run 1's newest oom is its higher job, 12.
+    earlier = signature_summary(
+        engine, RunFilter(repo=REPO, until=START + timedelta(hours=12))
+    ).set_index("signature")
+    assert (earlier.loc["oom", "failures"], earlier.loc["oom", "job_id"]) == (2, 12)
+    assert earlier.loc["oom", "line"] == "line of 1/1/12"
 
 
-def test_a_run_failure_of_the_newest_attempt_wins_a_tie(engine):
-    """Run 1's own failures in attempts 1 and 2 share its time and job id 0: the later attempt,
-    the run as it stands, speaks for the signature, with the run's link."""
+def _run_failure(run_id: int, attempt: int, signature: str, line: str) -> dict:
+    return {
+        "run_id": run_id,
+        "run_attempt": attempt,
+        "job_id": 0,
+        "category": "network",
+        "rule": "rule-network",
+        "signature": signature,
+        "line": line,
+        "classifier_version": "test",
+        "classified_at": START,
+    }
+
+
+def test_ties_are_broken_by_attempt_then_run(engine):
+    """Run 1's own failures in attempts 1 and 2 share its time and job id 0: the later attempt
+    speaks for "tie". Run 4, created in the same second as run 1, and run 1 both fail on their
+    own with "twin": the higher run id. Each example links to its run."""
     _seed(engine)
     with Session(engine) as session, session.begin():
+        twin = {
+            "id": 4,
+            "repo": REPO,
+            "workflow_id": 1,
+            "workflow_path": WORKFLOW,
+            "event": "push",
+            "head_branch": "main",
+            "head_sha": f"{4:040x}",
+            "run_number": 4,
+            "run_attempt": 1,
+            "status": "completed",
+            "conclusion": "failure",
+            "created_at": START,
+            "html_url": f"https://github.com/{REPO}/actions/runs/4",
+        }
+        upsert(session, WorkflowRun, [twin])
+        upsert(session, RunAttempt, [{"run_id": 4, "attempt": 1}])
         upsert(
             session,
             Failure,
             [
-                {
-                    "run_id": 1,
-                    "run_attempt": 1,
-                    "job_id": 0,
-                    "category": "network",
-                    "rule": "rule-network",
-                    "signature": "tie",
-                    "line": "attempt 1",
-                    "classifier_version": "test",
-                    "classified_at": START,
-                },
-                {
-                    "run_id": 1,
-                    "run_attempt": 2,
-                    "job_id": 0,
-                    "category": "network",
-                    "rule": "rule-network",
-                    "signature": "tie",
-                    "line": "attempt 2",
-                    "classifier_version": "test",
-                    "classified_at": START,
-                },
+                _run_failure(1, 1, "tie", "attempt 1"),
+                _run_failure(1, 2, "tie", "attempt 2"),
+                _run_failure(4, 1, "twin", "run 4"),
+                _run_failure(1, 1, "twin", "run 1"),
             ],
         )
     table = signature_summary(engine, RunFilter(repo=REPO)).set_index("signature")
+    assert table.index.is_unique
     assert table.loc["tie", "line"] == "attempt 2"
     assert table.loc["tie", "html_url"] == f"https://github.com/{REPO}/actions/runs/1"
+    assert table.loc["twin", "line"] == "run 4"
+    assert table.loc["twin", "html_url"] == f"https://github.com/{REPO}/actions/runs/4"
