@@ -17,27 +17,49 @@ WORKFLOW = ".github/workflows/e2e.yml"
 START = datetime(2026, 6, 1, 8, tzinfo=UTC)
 
 
+def _run(run_id: int, created_at: datetime, attempts: int = 1, repo: str = REPO) -> dict:
+    """A red push run on main of WORKFLOW, ``attempts`` attempts, linked to its own page."""
+    return {
+        "id": run_id,
+        "repo": repo,
+        "workflow_id": 1,
+        "workflow_path": WORKFLOW,
+        "event": "push",
+        "head_branch": "main",
+        "head_sha": f"{run_id:040x}",
+        "run_number": run_id,
+        "run_attempt": attempts,
+        "status": "completed",
+        "conclusion": "failure",
+        "created_at": created_at,
+        "html_url": f"https://github.com/{repo}/actions/runs/{run_id}",
+    }
+
+
+def _failure(
+    run_id: int, attempt: int, job_id: int, signature: str, category: str, line: str | None = None
+) -> dict:
+    """A classified failure (job 0: the run itself); its line names its key unless given."""
+    return {
+        "run_id": run_id,
+        "run_attempt": attempt,
+        "job_id": job_id,
+        "category": category,
+        "rule": f"rule-{category}",
+        "signature": signature,
+        "line": line or f"line of {run_id}/{attempt}/{job_id}",
+        "classifier_version": "test",
+        "classified_at": START,
+    }
+
+
 def _seed(engine) -> None:
     """Run 1 (day 0, two attempts), run 2 (day 1) and run 3 (day 2, in another repository).
     Signature "oom" fails in run 1 twice (jobs 11 and 12 of attempt 1) and in run 2 (job 21);
     "net" fails run 1's attempt 2 (job 0: the run itself) and attempt 1 (job 13); "far" only in
     the other repository, whose newer "oom" must not speak for this one."""
     runs = [
-        {
-            "id": run_id,
-            "repo": repo,
-            "workflow_id": 1,
-            "workflow_path": WORKFLOW,
-            "event": "push",
-            "head_branch": "main",
-            "head_sha": f"{run_id:040x}",
-            "run_number": run_id,
-            "run_attempt": attempts,
-            "status": "completed",
-            "conclusion": "failure",
-            "created_at": START + timedelta(days=day),
-            "html_url": f"https://github.com/{repo}/actions/runs/{run_id}",
-        }
+        _run(run_id, START + timedelta(days=day), attempts, repo)
         for run_id, day, attempts, repo in [(1, 0, 2, REPO), (2, 1, 1, REPO), (3, 2, 1, "o/r")]
     ]
     jobs = [
@@ -55,17 +77,7 @@ def _seed(engine) -> None:
         for job_id in (11, 12, 13, 21, 31)
     ]
     failures = [
-        {
-            "run_id": run_id,
-            "run_attempt": attempt,
-            "job_id": job_id,
-            "category": category,
-            "rule": f"rule-{category}",
-            "signature": signature,
-            "line": f"line of {run_id}/{attempt}/{job_id}",
-            "classifier_version": "test",
-            "classified_at": START,
-        }
+        _failure(run_id, attempt, job_id, signature, category)
         for run_id, attempt, job_id, signature, category in [
             (1, 1, 11, "oom", "oom"),
             (1, 1, 12, "oom", "oom"),
@@ -122,51 +134,22 @@ def test_each_signature_counts_and_its_newest_failure(engine):
     assert earlier.loc["oom", "line"] == "line of 1/1/12"
 
 
-def _run_failure(run_id: int, attempt: int, signature: str, line: str) -> dict:
-    return {
-        "run_id": run_id,
-        "run_attempt": attempt,
-        "job_id": 0,
-        "category": "network",
-        "rule": "rule-network",
-        "signature": signature,
-        "line": line,
-        "classifier_version": "test",
-        "classified_at": START,
-    }
-
-
 def test_ties_are_broken_by_attempt_then_run(engine):
     """Run 1's own failures in attempts 1 and 2 share its time and job id 0: the later attempt
     speaks for "tie". Run 4, created in the same second as run 1, and run 1 both fail on their
     own with "twin": the higher run id. Each example links to its run."""
     _seed(engine)
     with Session(engine) as session, session.begin():
-        twin = {
-            "id": 4,
-            "repo": REPO,
-            "workflow_id": 1,
-            "workflow_path": WORKFLOW,
-            "event": "push",
-            "head_branch": "main",
-            "head_sha": f"{4:040x}",
-            "run_number": 4,
-            "run_attempt": 1,
-            "status": "completed",
-            "conclusion": "failure",
-            "created_at": START,
-            "html_url": f"https://github.com/{REPO}/actions/runs/4",
-        }
-        upsert(session, WorkflowRun, [twin])
+        upsert(session, WorkflowRun, [_run(4, START)])
         upsert(session, RunAttempt, [{"run_id": 4, "attempt": 1}])
         upsert(
             session,
             Failure,
             [
-                _run_failure(1, 1, "tie", "attempt 1"),
-                _run_failure(1, 2, "tie", "attempt 2"),
-                _run_failure(4, 1, "twin", "run 4"),
-                _run_failure(1, 1, "twin", "run 1"),
+                _failure(1, 1, 0, "tie", "network", "attempt 1"),
+                _failure(1, 2, 0, "tie", "network", "attempt 2"),
+                _failure(4, 1, 0, "twin", "network", "run 4"),
+                _failure(1, 1, 0, "twin", "network", "run 1"),
             ],
         )
     table = signature_summary(engine, RunFilter(repo=REPO)).set_index("signature")
