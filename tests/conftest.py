@@ -9,15 +9,13 @@ is unset. ``@pytest.mark.sqlite_only`` keeps a test that checks SQLite itself to
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 from store.engine import make_engine
+from tests.support.pg import fresh_pg_database
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -70,20 +68,6 @@ def db_url(backend: str, tmp_path) -> Iterator[str]:
     if server is None:
         pytest.fail("CI=true but CIFLAKE_TEST_PG_URL is unset: the PostgreSQL tests must run")
     yield from fresh_pg_database(server)
-
-
-def fresh_pg_database(server: str) -> Iterator[str]:
-    """A database of its own on the server, dropped afterwards with any connection left."""
-    name = f"ciflake_test_{uuid.uuid4().hex[:12]}"
-    admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(server).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture

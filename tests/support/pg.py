@@ -1,0 +1,46 @@
+"""A PostgreSQL database of a test's own, on the server that CIFLAKE_TEST_PG_URL names."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+
+from store.engine import make_engine
+
+
+def fresh_pg_database(server: str) -> Iterator[str]:
+    """A database of its own on the server, dropped afterwards with any connection left."""
+    name = f"ciflake_test_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(server).set(database=name).render_as_string(hide_password=False)
+    finally:
+        drop_pg_database(admin, name)
+        admin.dispose()
+
+
+def drop_pg_database(admin: Engine, name: str) -> None:
+    """Drop ``name`` even if a test left a connection open, without needing superuser.
+
+    ``DROP DATABASE ... WITH (FORCE)`` refuses unless the role may signal *every* backend on the
+    database, and an autovacuum worker is not ours: CI failed on exactly that
+    ("must be a member of the role whose process is being terminated or member of
+    pg_signal_backend"; PostgreSQL docs, DROP DATABASE). So end our own role's sessions
+    ourselves, then drop plainly: plain DROP DATABASE signals autovacuum workers itself and waits
+    up to 5 s for other backends to go (``CountOtherDBBackends`` in
+    src/backend/storage/ipc/procarray.c).
+    """
+    with admin.connect() as conn:
+        conn.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = :name AND usename = current_user AND pid <> pg_backend_pid()"
+            ),
+            {"name": name},
+        )
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))

@@ -1,0 +1,56 @@
+"""The PostgreSQL test database is dropped even when a test leaves a connection open.
+
+CI once failed at teardown: ``DROP DATABASE ... WITH (FORCE)`` refused because an autovacuum
+worker, not our role's, was connected. The fixture now ends our own sessions and drops plainly,
+which PostgreSQL itself does for autovacuum. The autovacuum race is not reproducible on demand;
+the leftover connection of our own role is, and is what this test holds open.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from store.engine import make_engine
+from tests.support.pg import fresh_pg_database
+
+
+def server_url() -> str:
+    url = os.environ.get("CIFLAKE_TEST_PG_URL")
+    if url:
+        return url
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true but CIFLAKE_TEST_PG_URL is unset: the PostgreSQL tests must run")
+    pytest.skip("CIFLAKE_TEST_PG_URL is unset")
+
+
+def exists(server: str, name: str) -> bool:
+    admin = make_engine(server)
+    try:
+        with admin.connect() as conn:
+            found = conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            )
+            return found.first() is not None
+    finally:
+        admin.dispose()
+
+
+def test_a_database_with_a_connection_left_open_is_still_dropped():
+    server = server_url()
+    lifetime = fresh_pg_database(server)
+    url = next(lifetime)
+    name = make_url(url).database
+    leftover = make_engine(url)
+    conn = leftover.connect()
+    conn.execute(text("SELECT 1"))
+    assert exists(server, name)
+
+    lifetime.close()
+
+    assert not exists(server, name)
+    conn.invalidate()
+    leftover.dispose()
