@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from store.engine import make_engine
-from tests.support.pg import fresh_pg_database
+from tests.support.pg import fresh_pg_database, pg_url, required_pg_url
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,10 +44,6 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def pg_url() -> str | None:
-    return os.environ.get("CIFLAKE_TEST_PG_URL")
-
-
 def backends() -> list[str]:
     on_ci = os.environ.get("CI") == "true"
     return ["sqlite", "postgresql"] if (pg_url() or on_ci) else ["sqlite"]
@@ -64,10 +60,7 @@ def db_url(backend: str, tmp_path) -> Iterator[str]:
     if backend == "sqlite":
         yield f"sqlite:///{tmp_path / 'ciflake.db'}"
         return
-    server = pg_url()
-    if server is None:
-        pytest.fail("CI=true but CIFLAKE_TEST_PG_URL is unset: the PostgreSQL tests must run")
-    yield from fresh_pg_database(server)
+    yield from fresh_pg_database(required_pg_url())
 
 
 @pytest.fixture

@@ -8,23 +8,11 @@ the leftover connection of our own role is, and is what this test holds open.
 
 from __future__ import annotations
 
-import os
-
-import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from store.engine import make_engine
-from tests.support.pg import fresh_pg_database
-
-
-def server_url() -> str:
-    url = os.environ.get("CIFLAKE_TEST_PG_URL")
-    if url:
-        return url
-    if os.environ.get("CI") == "true":
-        pytest.fail("CI=true but CIFLAKE_TEST_PG_URL is unset: the PostgreSQL tests must run")
-    pytest.skip("CIFLAKE_TEST_PG_URL is unset")
+from tests.support.pg import fresh_pg_database, required_pg_url
 
 
 def exists(server: str, name: str) -> bool:
@@ -40,7 +28,7 @@ def exists(server: str, name: str) -> bool:
 
 
 def test_a_database_with_a_connection_left_open_is_still_dropped():
-    server = server_url()
+    server = required_pg_url()
     lifetime = fresh_pg_database(server)
     url = next(lifetime)
     name = make_url(url).database

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
+import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
 from store.engine import make_engine
+
+
+def pg_url() -> str | None:
+    return os.environ.get("CIFLAKE_TEST_PG_URL")
+
+
+def required_pg_url() -> str:
+    """The server's URL; on CI (``CI=true``) a missing URL fails instead of skipping."""
+    url = pg_url()
+    if url:
+        return url
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true but CIFLAKE_TEST_PG_URL is unset: the PostgreSQL tests must run")
+    pytest.skip("CIFLAKE_TEST_PG_URL is unset")
 
 
 def fresh_pg_database(server: str) -> Iterator[str]:
