@@ -235,19 +235,25 @@ def mark_invalid_windows(
     if windows.empty or runs.empty:
         return runs
     # Only the red rows of a listed workflow can be marked: the windows are tested on those.
+    # On numpy arrays of the candidates: pandas comparisons of whole columns, one per window,
+    # cost more than the rest of the frame's assembly.
     candidate = (
-        runs["logical_outcome"].isin(RED_OUTCOMES)
-        & runs["workflow_path"].isin(set(windows["workflow_path"]))
-        & runs[category].ne("ci_config")  # decided already: kept
-    ).to_numpy()
+        np.isin(runs["logical_outcome"].to_numpy(), RED_OUTCOMES)
+        & runs["workflow_path"].isin(set(windows["workflow_path"])).to_numpy()
+    )
     rows = np.flatnonzero(candidate)
-    paths, created = runs["workflow_path"].iloc[rows], runs["created_at"].iloc[rows]
+    rows = rows[runs[category].iloc[rows].ne("ci_config").to_numpy()]  # decided already: kept
+    paths = runs["workflow_path"].iloc[rows].to_numpy(dtype=object)
+    created = runs["created_at"].iloc[rows].to_numpy(dtype="datetime64[ns]")
     inside = np.zeros(len(rows), dtype=bool)
     spans = zip(
-        windows["workflow_path"], windows["invalid_from"], windows["invalid_to"], strict=True
+        windows["workflow_path"],
+        windows["invalid_from"].to_numpy(dtype="datetime64[ns]"),
+        windows["invalid_to"].to_numpy(dtype="datetime64[ns]"),
+        strict=True,
     )
     for path, start, end in spans:
-        inside |= (paths.eq(str(path)) & (created >= start) & (created < end)).to_numpy()
+        inside |= (paths == str(path)) & (created >= start) & (created < end)
     marked = np.zeros(len(runs), dtype=bool)
     marked[rows[inside]] = True
     if not marked.any():

@@ -63,14 +63,17 @@ def outcome_counts(
 def add_rates(counts: pd.DataFrame, min_runs: int = 5) -> pd.DataFrame:
     """``counts`` (outcome_counts) with every rate, its Wilson interval (``<rate>_low``,
     ``<rate>_high``), and ``enough_data`` (runs >= min_runs); rates are NaN when undefined."""
-    out = counts.copy()
+    # Numpy columns, joined once: row sums and column inserts on a frame cost a millisecond
+    # each, and every page computes rates.
+    columns: dict[str, np.ndarray] = {}
     for name, (numerator, denominator) in RATES.items():
-        k = out[list(numerator)].sum(axis=1)
-        n = out[list(denominator)].sum(axis=1)
-        out[name] = (k / n.where(n > 0)).astype(float)
-        out[f"{name}_low"], out[f"{name}_high"] = wilson_interval(k, n)
-    out["enough_data"] = out["runs"] >= min_runs
-    return out
+        k = counts[list(numerator)].to_numpy(dtype=float).sum(axis=1)
+        n = counts[list(denominator)].to_numpy(dtype=float).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            columns[name] = np.where(n > 0, k / n, np.nan)
+        columns[f"{name}_low"], columns[f"{name}_high"] = wilson_interval(k, n)
+    columns["enough_data"] = (counts["runs"] >= min_runs).to_numpy()
+    return pd.concat([counts, pd.DataFrame(columns, index=counts.index)], axis=1)
 
 
 def stability(frame: pd.DataFrame, by: Sequence[str], min_runs: int = 5) -> pd.DataFrame:

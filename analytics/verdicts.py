@@ -15,12 +15,18 @@ job and so no verdict: they are never flakiness.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
+from analytics import sequences
 from store.vocabulary import GREEN_OUTCOMES, INFRA_CATEGORIES, RED_OUTCOMES
 
 SEQUENCE = ["workflow_path", "logical_job", "head_branch"]
+# The verdict of each rule of _decide, in its order.
+VERDICTS = ("flaky", "flaky", "infra", "persistent", "persistent", "one_off")
 
 
 def job_categories(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.Series:
@@ -34,88 +40,97 @@ def job_verdicts(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
     (analytics.outcomes.logical_jobs), with ``category``, ``verdict`` and ``evidence``, and
     the runs that gave it: ``prev_run_id``/``next_run_id`` (neighbours on the branch, NaN when
     none) and ``same_sha_run_id`` (a green run of the same commit)."""
-    # The neighbours are found on a narrow frame; the failed rows' other columns are taken at
-    # the end: sorting every column of a million jobs costs more than the rest.
-    columns = [*SEQUENCE, "created_at", "run_id", "head_sha", "logical_outcome"]
-    narrow = jobs[columns].set_axis(pd.RangeIndex(len(jobs)))
-    seq = narrow[narrow["logical_outcome"] != "excluded"]
-    seq = seq.sort_values([*SEQUENCE, "created_at", "run_id"], kind="stable")
-    grouped = seq.groupby(SEQUENCE, sort=False, dropna=False)
-    seq = seq.assign(
-        prev_run_id=grouped["run_id"].shift(1),
-        prev_outcome=grouped["logical_outcome"].shift(1),
-        next_run_id=grouped["run_id"].shift(-1),
-        next_outcome=grouped["logical_outcome"].shift(-1),
+    outcome = jobs["logical_outcome"].to_numpy()
+    kept = np.flatnonzero(outcome != "excluded")
+    rows, group = sequences.ordered(jobs, SEQUENCE, kept, ["created_at", "run_id"])
+    outcomes, run_ids = outcome[rows], jobs["run_id"].to_numpy()[rows]
+    continues = sequences.continues(group)
+    red = np.flatnonzero(np.isin(outcomes, RED_OUTCOMES))
+    has_prev, has_next = continues[red], np.r_[continues[1:], False][red]
+    prev, after = np.maximum(red - 1, 0), np.minimum(red + 1, max(len(rows) - 1, 0))
+    failed = jobs.iloc[rows[red]].reset_index(drop=True)
+    failed = failed.join(
+        pd.DataFrame(
+            {
+                "prev_run_id": np.where(has_prev, run_ids[prev], np.nan),
+                "prev_outcome": np.where(has_prev, outcomes[prev], None),
+                "next_run_id": np.where(has_next, run_ids[after], np.nan),
+                "next_outcome": np.where(has_next, outcomes[after], None),
+            }
+        )
     )
-    greens = seq[seq["logical_outcome"].isin(GREEN_OUTCOMES)]
-    same_sha = ["head_sha", "logical_job"]
-    green_by_sha = greens.groupby(same_sha, as_index=False)["run_id"].min()
-    found = seq[seq["logical_outcome"].isin(RED_OUTCOMES)]
-    found = found[["prev_run_id", "prev_outcome", "next_run_id", "next_outcome"]]
-    failed = jobs.iloc[found.index].reset_index(drop=True)
-    failed = failed.join(found.reset_index(drop=True))
     failed["category"] = job_categories(failed, failures)
-    # A left merge keeps the failed rows' order; mapping through a MultiIndex built a tuple
-    # per green row, a tenth of a second at a million jobs.
-    found_green = failed[same_sha].merge(green_by_sha, on=same_sha, how="left")
-    failed["same_sha_run_id"] = found_green["run_id"].to_numpy()
-    failed["same_sha_run_id"] = failed["same_sha_run_id"].where(
-        failed["same_sha_run_id"] != failed["run_id"]
-    )
+    same_sha = _green_on_same_commit(jobs, rows, outcomes, run_ids)[red]
+    failed["same_sha_run_id"] = np.where(same_sha != run_ids[red], same_sha, np.nan)
     failed["verdict"], failed["evidence"] = _decide(failed)
-    return failed.drop(columns=["prev_outcome", "next_outcome"]).reset_index(drop=True)
+    return failed.drop(columns=["prev_outcome", "next_outcome"])
 
 
-def _run(ids: pd.Series) -> pd.Series:
-    return "run " + ids.astype("Int64").astype(str)
+def _green_on_same_commit(
+    jobs: pd.DataFrame, rows: np.ndarray, outcomes: np.ndarray, run_ids: np.ndarray
+) -> np.ndarray:
+    """For each of ``rows`` (positions in ``jobs``, with their outcomes and run ids): the
+    smallest run id where the same logical job went green on the same commit; NaN if none."""
+    sha = jobs["head_sha"].iloc[rows].factorize()[0]
+    name = jobs["logical_job"].iloc[rows].factorize()[0]
+    pair = np.where((sha < 0) | (name < 0), -1, sha * (int(name.max(initial=0)) + 1) + name)
+    greens = np.flatnonzero(np.isin(outcomes, GREEN_OUTCOMES) & (pair >= 0))
+    first_green = pd.Series(run_ids[greens]).groupby(pair[greens]).min()
+    return pd.Series(pair).map(first_green).to_numpy(dtype=float)
 
 
-def _decide(failed: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    prev_fail = failed["prev_outcome"] == "fail"
-    next_fail = failed["next_outcome"] == "fail"
-    prev_green = failed["prev_outcome"].isin(GREEN_OUTCOMES)
-    next_green = failed["next_outcome"].isin(GREEN_OUTCOMES)
-    attempts = failed["red_attempt"].astype("Int64").astype(str)
-    rules = [
-        (
-            failed["logical_outcome"] == "flaky",
-            "flaky",
-            "failed on attempt "
-            + attempts
-            + ", passed on attempt "
-            + failed["last_attempt"].astype(str)
-            + " of "
-            + _run(failed["run_id"]),
-        ),
-        (
-            failed["same_sha_run_id"].notna(),
-            "flaky",
-            "passed in " + _run(failed["same_sha_run_id"]) + " on the same commit",
-        ),
-        (
-            failed["category"].isin(INFRA_CATEGORIES),
-            "infra",
-            "category " + failed["category"].astype(str),
-        ),
-        (prev_fail, "persistent", "previous " + _run(failed["prev_run_id"]) + " also failed"),
-        (next_fail, "persistent", "next " + _run(failed["next_run_id"]) + " also failed"),
-        (
-            prev_green & next_green,
-            "one_off",
-            "isolated: previous "
-            + _run(failed["prev_run_id"])
-            + " and next "
-            + _run(failed["next_run_id"])
-            + " passed",
-        ),
+class _Row(NamedTuple):
+    """What the evidence of a failed job quotes."""
+
+    red_attempt: float
+    last_attempt: int
+    run_id: int
+    same_sha_run_id: float
+    category: str
+    prev_run_id: float
+    next_run_id: float
+
+
+def _number(value: float) -> str:
+    return "<NA>" if pd.isna(value) else str(int(value))
+
+
+def _run(run_id: float) -> str:
+    return f"run {_number(run_id)}"
+
+
+# The evidence of each rule of _decide, in its order, then of the two kinds of unclassified;
+# written for the chosen rows only: building every rule's text for every row cost more.
+EVIDENCE: tuple[Callable[[_Row], str], ...] = (
+    lambda r: (
+        f"failed on attempt {_number(r.red_attempt)}, passed on attempt "
+        f"{r.last_attempt} of {_run(r.run_id)}"
+    ),
+    lambda r: f"passed in {_run(r.same_sha_run_id)} on the same commit",
+    lambda r: f"category {r.category}",
+    lambda r: f"previous {_run(r.prev_run_id)} also failed",
+    lambda r: f"next {_run(r.next_run_id)} also failed",
+    lambda r: f"isolated: previous {_run(r.prev_run_id)} and next {_run(r.next_run_id)} passed",
+    lambda r: "no run on one side to compare with",
+    lambda r: "no neighbour run",
+)
+
+
+def _decide(failed: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    prev_green = failed["prev_outcome"].isin(GREEN_OUTCOMES).to_numpy()
+    next_green = failed["next_outcome"].isin(GREEN_OUTCOMES).to_numpy()
+    conditions = [
+        (failed["logical_outcome"] == "flaky").to_numpy(),
+        failed["same_sha_run_id"].notna().to_numpy(),
+        failed["category"].isin(INFRA_CATEGORIES).to_numpy(),
+        (failed["prev_outcome"] == "fail").to_numpy(),
+        (failed["next_outcome"] == "fail").to_numpy(),
+        prev_green & next_green,
     ]
-    conditions = [rule[0].to_numpy() for rule in rules]
-    verdict = np.select(conditions, [rule[1] for rule in rules], default="unclassified")
-    evidence = np.select(
-        conditions,
-        [rule[2].to_numpy() for rule in rules],
-        default=np.where(
-            prev_green | next_green, "no run on one side to compare with", "no neighbour run"
-        ),
-    )
-    return verdict, evidence
+    unclassified = np.where(prev_green | next_green, len(conditions), len(conditions) + 1)
+    rule = np.select(conditions, list(range(len(conditions))), default=unclassified)
+    verdict = np.array([*VERDICTS, "unclassified", "unclassified"])[rule]
+    # Rows as plain tuples of numpy values: itertuples would iterate Arrow strings one by one.
+    values = zip(*(failed[c].to_numpy(dtype=object) for c in _Row._fields), strict=True)
+    rows = map(_Row._make, values)
+    return verdict, [EVIDENCE[r](row) for r, row in zip(rule, rows, strict=True)]

@@ -1,0 +1,35 @@
+"""Rows ordered into sequences (one per combination of key values, in time order), on numpy
+positions: what time to repair and job verdicts walk. The same steps in pandas (a sort on
+several columns, a group number, a shift or a backward fill per group) cost milliseconds each
+in fixed overhead, which added up to a tenth of a second on the Flaky jobs page."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def ordered(
+    frame: pd.DataFrame, keys: Sequence[str], rows: np.ndarray, within: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, group): ``rows`` (positions in ``frame``) sorted by the ``keys`` (each in
+    value order, missing values last, as ``sort_values`` puts them) and then by the ``within``
+    columns (numbers or times), stably; and the number of each row's key combination."""
+    group = np.zeros(len(rows), dtype=np.int64)
+    codes = []
+    for key in keys:
+        code = frame[key].iloc[rows].factorize(sort=True, use_na_sentinel=False)[0]
+        group = group * (int(code.max(initial=0)) + 1) + code
+        codes.append(code)
+    times = [np.asarray(frame[column].iloc[rows].values) for column in within]
+    order = np.lexsort([*reversed(times), *reversed(codes)])
+    return rows[order], group[order]
+
+
+def continues(group: np.ndarray) -> np.ndarray:
+    """Whether each row of an ``ordered`` sequence has the same key as the row before it."""
+    same = np.zeros(len(group), dtype=bool)
+    same[1:] = group[1:] == group[:-1]
+    return same
