@@ -23,9 +23,16 @@ def ordered(
         code = frame[key].iloc[rows].factorize(sort=True, use_na_sentinel=False)[0]
         group = group * (int(code.max(initial=0)) + 1) + code
         codes.append(code)
-    times = [np.asarray(frame[column].iloc[rows].values) for column in within]
+    times = [_sortable(frame[column].iloc[rows]) for column in within]
     order = np.lexsort([*reversed(times), *reversed(codes)])
     return rows[order], group[order]
+
+
+def _sortable(values: pd.Series) -> np.ndarray:
+    """Numbers as they are; times with a zone as numpy's UTC times, which sort alike."""
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        values = values.dt.tz_convert(None)
+    return values.to_numpy()
 
 
 def continues(group: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from analytics.health import repair_times
 from analytics.sequences import continues, ordered
@@ -12,6 +13,7 @@ from analytics.verdicts import job_verdicts
 from tests.support.analytics_frames import day, failures_frame, runs_frame
 
 
+@pytest.mark.filterwarnings("error")  # no deprecated conversion of times with a zone
 def test_ordered_sorts_by_key_values_missing_last_then_time_stably():
     frame = pd.DataFrame(
         {
