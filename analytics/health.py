@@ -26,7 +26,8 @@ def repair_times(
     kept = np.flatnonzero(outcome != "excluded")
     rows, group = sequences.ordered(runs, keys, kept, ["created_at"])
     red = outcome[rows] == "fail"
-    starts = np.flatnonzero(red & ~(np.r_[False, red[:-1]] & sequences.continues(group)))
+    previous, _ = sequences.neighbours(group)
+    starts = np.flatnonzero(red & ~((previous >= 0) & red[previous]))
     # The next green at or after each row: a running minimum of green positions, from the end.
     positions = np.where(red, len(rows), np.arange(len(rows)))
     next_green = np.minimum.accumulate(positions[::-1])[::-1][starts]

@@ -40,3 +40,14 @@ def continues(group: np.ndarray) -> np.ndarray:
     same = np.zeros(len(group), dtype=bool)
     same[1:] = group[1:] == group[:-1]
     return same
+
+
+def neighbours(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(previous, next): the position of each row's neighbour in its own sequence of an
+    ``ordered`` result; -1 where there is none."""
+    same = continues(group)
+    positions = np.arange(len(group))
+    previous = np.where(same, positions - 1, -1)
+    following = np.full(len(group), -1)
+    following[:-1] = np.where(same[1:], positions[1:], -1)
+    return previous, following

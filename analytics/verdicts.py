@@ -44,10 +44,10 @@ def job_verdicts(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
     kept = np.flatnonzero(outcome != "excluded")
     rows, group = sequences.ordered(jobs, SEQUENCE, kept, ["created_at", "run_id"])
     outcomes, run_ids = outcome[rows], jobs["run_id"].to_numpy()[rows]
-    continues = sequences.continues(group)
     red = np.flatnonzero(np.isin(outcomes, RED_OUTCOMES))
-    has_prev, has_next = continues[red], np.r_[continues[1:], False][red]
-    prev, after = np.maximum(red - 1, 0), np.minimum(red + 1, max(len(rows) - 1, 0))
+    previous, following = sequences.neighbours(group)
+    prev, after = previous[red], following[red]
+    has_prev, has_next = prev >= 0, after >= 0
     failed = jobs.iloc[rows[red]].reset_index(drop=True)
     failed = failed.join(
         pd.DataFrame(

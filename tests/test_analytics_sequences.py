@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analytics.health import repair_times
-from analytics.sequences import continues, ordered
+from analytics.sequences import continues, neighbours, ordered
 from analytics.verdicts import job_verdicts
 from tests.support.analytics_frames import day, failures_frame, runs_frame
 
@@ -30,8 +30,15 @@ def test_ordered_sorts_by_key_values_missing_last_then_time_stably():
     assert subset.tolist() == [5, 3, 0]
 
 
-def test_continues_on_nothing():
+def test_neighbours_stay_in_their_sequence():
+    previous, following = neighbours(np.array([0, 0, 1, 2, 2, 2]))
+    assert previous.tolist() == [-1, 0, -1, -1, 3, 4]
+    assert following.tolist() == [1, -1, -1, 4, 5, -1]
+
+
+def test_continues_and_neighbours_on_nothing():
     assert continues(np.array([], dtype=np.int64)).tolist() == []
+    assert [side.tolist() for side in neighbours(np.array([], dtype=np.int64))] == [[], []]
 
 
 SEQUENCE = [
