@@ -4,35 +4,62 @@ dashboard's Runners page and the environment table (docs/vocabulary.md)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from analytics.rates import with_period
 from store.vocabulary import GREEN_OUTCOMES
 
-PERIOD = "W"  # "at about the same time": the same ISO week (analytics.rates.with_period)
 JOB_KEYS = ["workflow_path", "logical_job"]
+_MAX_CODE = 2**31
 
 
 def failed_elsewhere(jobs: pd.DataFrame, where: str) -> pd.DataFrame:
     """The hard-failed logical jobs of ``jobs`` (logical_outcome ``fail``), each with
     ``works_elsewhere``: the same logical job (workflow_path, logical_job) went green (pass or
-    flaky) in the same ISO week under another value of ``where`` (runner_name, runner_pool).
+    flaky) in the same ISO week under another value of ``where`` (runner_name, runner_pool; no
+    runner, NaN, is one place too). A row without its workflow, name or time is never flagged.
     ``jobs``: logical jobs (analytics.outcomes.logical_jobs) with ``where``; the rows keep
     their columns and index."""
-    # On a narrow frame: the period and every merge below copy each column they keep.
-    weekly = with_period(jobs[[*JOB_KEYS, where, "created_at"]], PERIOD)
-    keys = [*JOB_KEYS, "period"]
+    # On integer codes rather than merges of string keys: this runs over every job in scope,
+    # twice per Runners page, and the merges cost more than the rest of the page's own work.
+    job, known = _job_week_codes(jobs)
+    place = pd.factorize(jobs[where], use_na_sentinel=False)[0].astype(np.int64)
+    width = int(place.max(initial=0)) + 1
+    pair = job * width + place
     outcome = jobs["logical_outcome"]
-    green = weekly.loc[outcome.isin(GREEN_OUTCOMES).to_numpy(), [*keys, where]]
-    green = green.drop_duplicates()
-    green_places = green.groupby(keys).size().rename("_green_places").reset_index()
+    green = outcome.isin(GREEN_OUTCOMES).to_numpy() & known
     is_fail = (outcome == "fail").to_numpy()
-    failed = weekly.loc[is_fail, [*keys, where]]
-    # Left merges keep the failed rows' order; a job with no runner (NaN) is one place too.
-    places = failed.merge(green_places, on=keys, how="left")["_green_places"].fillna(0)
-    here = failed.merge(green.assign(_here=1), on=[*keys, where], how="left")["_here"].fillna(0)
-    elsewhere = places.to_numpy() - here.to_numpy() > 0
+    green_pairs = np.unique(pair[green])
+    green_jobs, places = np.unique(green_pairs // width, return_counts=True)
+    failed_job = job[is_fail]
+    at = np.searchsorted(green_jobs, failed_job)
+    found = at < len(green_jobs)
+    found[found] = green_jobs[at[found]] == failed_job[found]
+    green_places = np.zeros(len(failed_job), dtype=np.int64)
+    green_places[found] = places[at[found]]
+    here = np.isin(pair[is_fail], green_pairs)
+    elsewhere = (green_places - here > 0) & known[is_fail]
     return jobs[is_fail].assign(works_elsewhere=elsewhere)
+
+
+def _job_week_codes(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(code, known): one int64 code per (workflow_path, logical_job, ISO week) of each row,
+    at most _MAX_CODE or len(jobs), and whether the row has all three (the codes of the others are
+    meaningless)."""
+    created = jobs["created_at"].dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
+    days = created.astype("datetime64[D]")
+    known = ~np.isnat(days)
+    # 1970-01-01 was a Thursday: the Monday starting its ISO week is day -3.
+    week = np.where(known, (days.astype(np.int64) + 3) // 7, 0)
+    code, bound = np.zeros(len(jobs), dtype=np.int64), 1
+    for column in (jobs[JOB_KEYS[0]], jobs[JOB_KEYS[1]], week):
+        values, distinct = pd.factorize(column)
+        known &= values >= 0
+        code, bound = code * (len(distinct) + 1) + values, bound * (len(distinct) + 1)
+        if bound > _MAX_CODE:  # renumber densely, so that pairs with places fit in int64
+            code = pd.factorize(code)[0].astype(np.int64)
+            bound = int(code.max(initial=0)) + 1
+    return code, known
 
 
 def works_elsewhere(failed: pd.DataFrame, by: str) -> pd.DataFrame:

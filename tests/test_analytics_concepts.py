@@ -6,9 +6,11 @@ summary give the same answers through them."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
+import analytics.elsewhere
 from analytics.elsewhere import failed_elsewhere, works_elsewhere
 from analytics.environments import environment_failures
 from analytics.newness import NEW_DAYS, is_new
@@ -139,6 +141,60 @@ def test_a_job_with_no_runner_is_one_place_named_or_not():
     assert flags.to_dict() == unnamed.to_dict()
 
 
+def _flags_by_definition(jobs: pd.DataFrame) -> dict[int, bool]:
+    """works_elsewhere row by row, straight from docs/vocabulary.md: another runner (no runner
+    is one place) went green on the same job in the same Monday-to-Sunday UTC week."""
+
+    def week(at: pd.Timestamp) -> object:
+        return None if pd.isna(at) else (at.normalize() - pd.Timedelta(days=at.weekday()))
+
+    def place(row: pd.Series) -> object:
+        return None if pd.isna(row["runner_name"]) else row["runner_name"]
+
+    def job(row: pd.Series) -> object:
+        keys = (row["workflow_path"], row["logical_job"], week(row["created_at"]))
+        return None if any(k is None or pd.isna(k) for k in keys) else keys
+
+    rows = [row for _, row in jobs.iterrows()]
+    green = {(job(r), place(r)) for r in rows if r["logical_outcome"] in ("pass", "flaky")}
+    return {
+        int(r["run_id"]): job(r) is not None
+        and any(j == job(r) and p != place(r) for j, p in green)
+        for r in rows
+        if r["logical_outcome"] == "fail"
+    }
+
+
+@pytest.mark.parametrize("renumbered", [False, True])
+def test_works_elsewhere_matches_its_definition_on_random_jobs(monkeypatch, renumbered):
+    """Random jobs with missing names, runners and times, across week boundaries and before
+    1970, against the definition written as a loop; ``renumbered`` forces the dense
+    renumbering of the job codes that very large scopes take."""
+    if renumbered:
+        monkeypatch.setattr(analytics.elsewhere, "_MAX_CODE", 1)
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        n = int(rng.integers(1, 40))
+        seconds = rng.integers(-20 * 86400, 40 * 86400, n)
+        jobs = pd.DataFrame(
+            {
+                "run_id": np.arange(n),
+                "workflow_path": pd.Series(rng.choice(["a.yml", "b.yml", None], n), dtype="str"),
+                "logical_job": pd.Series(rng.choice(["e2e", "solo", None], n), dtype="str"),
+                "runner_name": pd.Series(rng.choice(["r1", "r2", "r3", None], n), dtype="str"),
+                "created_at": pd.Series(pd.to_datetime(seconds, unit="s", utc=True)).mask(
+                    rng.random(n) < 0.1
+                ),
+                "logical_outcome": rng.choice(["pass", "flaky", "fail", "skipped"], n),
+            },
+            index=rng.permutation(n) + 3,
+        )
+        flagged = failed_elsewhere(jobs, "runner_name")
+        assert flagged.index.tolist() == jobs.index[jobs["logical_outcome"] == "fail"].tolist()
+        flags = dict(zip(flagged["run_id"], flagged["works_elsewhere"], strict=True))
+        assert flags == _flags_by_definition(jobs)
+
+
 def test_environment_failures_count_hard_failed_jobs_per_version():
     jobs = _logical(
         [
@@ -156,6 +212,7 @@ def test_environment_failures_count_hard_failed_jobs_per_version():
             (4, 1, 14, "oom", {"cann": "9.0.0"}),
             (5, 1, 15, "oom", {"cann": "9.0.0"}),
             (6, 1, 99, "oom", {}),
+            (6, 1, 98, "oom", None),  # no fingerprint at all
         ]
     )
     flagged = failed_elsewhere(jobs, "runner_name")
