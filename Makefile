@@ -19,13 +19,14 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/ciflake demo
 
+# Every test, on every core (pytest-xdist; tests of one xdist_group share a worker), then the
+# 15 slowest with their times.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadgroup --durations=15
 
-# The unit tests: no fakehub, no browser, nothing marked slow (about 30 s, always under 90 s;
-# make test runs everything).
+# The unit tests: no fakehub, no browser, nothing marked slow (make test runs everything).
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not browser and not hub" --ignore=tests/reliability
+	$(PY) -m pytest -n auto -m "not slow and not browser and not hub" --ignore=tests/reliability
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

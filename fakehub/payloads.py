@@ -92,9 +92,12 @@ def node_id(prefix: str, number: int) -> str:
 
 
 class Shapes:
-    """Builds payloads for one repository served at `base` (e.g. http://127.0.0.1:PORT)."""
+    """Builds payloads for one repository served at `base` (e.g. http://127.0.0.1:PORT), whose
+    web pages (every `html_url`) are at `web`, by default `base` too."""
 
-    def __init__(self, base: str, owner: str, name: str, repo_id: int, created: str) -> None:
+    def __init__(
+        self, base: str, owner: str, name: str, repo_id: int, created: str, web: str | None = None
+    ) -> None:
         self.base, self.owner, self.name, self.repo_id, self.created = (
             base,
             owner,
@@ -104,7 +107,8 @@ class Shapes:
         )
         self.full = f"{owner}/{name}"
         self.api = f"{base}/repos/{owner}/{name}"
-        self.html = f"{base}/{owner}/{name}"
+        self.web = web or base
+        self.html = f"{self.web}/{owner}/{name}"
 
     def user(self, login: str, user_id: int) -> dict[str, Any]:
         url = f"{self.base}/users/{login}"
@@ -115,7 +119,7 @@ class Shapes:
             "avatar_url": f"{self.base}/avatars/u/{user_id}?v=4",
             "gravatar_id": "",
             "url": url,
-            "html_url": f"{self.base}/{login}",
+            "html_url": f"{self.web}/{login}",
             "followers_url": f"{url}/followers",
             "following_url": f"{url}/following{{/other_user}}",
             "gists_url": f"{url}/gists{{/gist_id}}",
@@ -139,7 +143,7 @@ class Shapes:
             return self.user(BOT_LOGIN, 190_000_001)
         if login == ACTIONS_BOT:
             bot = self.user(ACTIONS_BOT, ACTIONS_BOT_ID)
-            return {**bot, "html_url": f"{self.base}/apps/github-actions", "type": "Bot"}
+            return {**bot, "html_url": f"{self.web}/apps/github-actions", "type": "Bot"}
         return self.actor(login)
 
     def authenticated_user(self, login: str) -> dict[str, Any]:
@@ -399,7 +403,7 @@ class Shapes:
             "name": "GitHub Actions",
             "description": "Automate your workflow from idea to production",
             "external_url": "https://help.github.com/en/actions",
-            "html_url": f"{self.base}/apps/github-actions",
+            "html_url": f"{self.web}/apps/github-actions",
             "created_at": "2018-07-30T09:30:17Z",
             "updated_at": "2024-04-10T20:33:16Z",
             "permissions": dict(ACTIONS_APP_PERMISSIONS),

@@ -3,6 +3,10 @@
     with fakehub.running(seed=7, scale=0.1, token="t") as hub:
         hub.base_url, hub.token, hub.admin("GET", "inventory")
 
+`web_url` is where every `html_url` points, as github.com's pages are on another host than
+api.github.com: by default fakehub's own address, which serves them; a fixed one makes the
+stored links of one hub's collect equal to another's.
+
 `users={"token2": "mallory"}` accepts more tokens, each writing as its login; the login
 "github-actions[bot]" makes a token a workflow's GITHUB_TOKEN. `hub.app.users` changes them later.
 
@@ -79,6 +83,7 @@ class Hub:
         repos: tuple[str, ...] = DEFAULT_REPOS,
         users: dict[str, str] | None = None,
         checks_retention_days: int = CHECKS_RETENTION_DAYS,
+        web_url: str | None = None,
     ) -> None:
         self.token = token
         secret = secrets.token_hex(8)
@@ -101,6 +106,7 @@ class Hub:
                 name,
                 catalog.repository["id"] + index,
                 catalog.repository["created_at"],
+                web_url,
             )
             api = RepoApi(history, shapes, self.blob_url, secret)
             api.checks_retention = timedelta(days=checks_retention_days)

@@ -1,21 +1,59 @@
 """Shared fixtures: every test gets its own database and a clean environment.
 
-Tests that take ``db_url`` (or ``engine``) run on SQLite and, when ``CIFLAKE_TEST_PG_URL`` names
-a PostgreSQL server (a role that may create databases), on PostgreSQL too, each in a database
-of its own. On CI (``CI=true``) the PostgreSQL variant fails instead of vanishing when the URL
-is unset. ``@pytest.mark.sqlite_only`` keeps a test that checks SQLite itself to SQLite.
+Tests that take ``db_url``, ``engine`` or ``collected_db`` run on SQLite and, when
+``CIFLAKE_TEST_PG_URL`` names a PostgreSQL server (a role that may create databases), on
+PostgreSQL too, each in a database of its own. On CI (``CI=true``) the PostgreSQL variant fails
+instead of vanishing when the URL is unset. ``@pytest.mark.sqlite_only`` keeps a test that checks
+SQLite itself to SQLite.
+
+``make test`` runs on every core with pytest-xdist. What a collect makes is built once per session
+and shared by the workers (``tests/support/collected.py``), and the tests that take longest
+start first, so that no worker is left alone with a long test at the end.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 
 import pytest
 from click.testing import CliRunner
 
 from store.engine import make_engine
+from tests.support.collected import (
+    DEFAULT,
+    SHARED_ENV,
+    Collected,
+    Scenario,
+    built_once,
+    collected,
+    collected_pg,
+    drop_templates,
+)
 from tests.support.pg import fresh_pg_database, pg_url, required_pg_url
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller makes the session's shared folder; its workers inherit the variable."""
+    if not _is_worker(config):
+        os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="ciflake-shared-")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Once every worker is done: drop the PostgreSQL templates, remove the shared folder."""
+    if _is_worker(session.config) or SHARED_ENV not in os.environ:
+        return
+    try:
+        drop_templates(pg_url())
+    finally:
+        shutil.rmtree(os.environ.pop(SHARED_ENV), ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -50,7 +88,7 @@ def backends() -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "db_url" in metafunc.fixturenames:
+    if {"db_url", "collected_db"} & set(metafunc.fixturenames):
         sqlite_only = metafunc.definition.get_closest_marker("sqlite_only") is not None
         metafunc.parametrize("backend", ["sqlite"] if sqlite_only else backends())
 
@@ -61,6 +99,21 @@ def db_url(backend: str, tmp_path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'ciflake.db'}"
         return
     yield from fresh_pg_database(required_pg_url())
+
+
+@pytest.fixture
+def collected_db(backend: str, tmp_path) -> Iterator[Callable[..., Collected]]:
+    """``collected_db(scenario)``: the test's own copy of the scenario's collected database on
+    the test's backend, and the report of the one collect that made it."""
+    with ExitStack() as stack:
+
+        def copy(scenario: Scenario = DEFAULT) -> Collected:
+            if backend == "sqlite":
+                return collected(scenario, tmp_path)
+            server = required_pg_url()
+            return stack.enter_context(contextmanager(collected_pg)(scenario, server))
+
+        yield copy
 
 
 @pytest.fixture
@@ -80,10 +133,24 @@ def runner() -> CliRunner:
 
 # A test module that names one of these starts fakehub (or shares the demo's collect): its
 # tests are marked ``hub`` and left out of ``make test-fast``, which keeps the rest under 90 s.
-HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import")
+HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import", "collected_db")
+
+
+# The modules whose tests take longest (the acceptances at scale 1): run first, so that the two
+# workers finish together rather than one alone on a long test at the end.
+LONGEST_FIRST = (
+    "test_collect_budget.py",
+    "test_evidence_acceptance.py",
+    "test_analytics_acceptance.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def weight(item: pytest.Item) -> int:
+        slow = item.get_closest_marker("slow") is not None
+        return -2 if slow and item.path.name in LONGEST_FIRST else -int(slow)
+
+    items.sort(key=weight)  # stable: the order within each weight is kept
     seen: dict[str, bool] = {}
     for item in items:
         path = str(item.path)
@@ -95,9 +162,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+def demo_db() -> str:
     """The demo's database, made as ``ciflake demo`` makes it: fakehub's simulated verl history
-    (seed 1, demo scale) collected through PyGithub. Shared by the dashboard tests."""
+    (seed 1, demo scale) collected through PyGithub, once per session for every worker. Shared
+    by the dashboard tests, which only read it."""
     from ciflake.demo import demo_database
 
-    return demo_database(tmp_path_factory.mktemp("demo"))
+    def build(path):
+        path.mkdir()
+        return demo_database(path)
+
+    return built_once("demo", build)[1]

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fakehub
 from analytics.before_after import category_shift
 from analytics.changepoints import (
     daily_failures,
@@ -27,9 +26,10 @@ from fakehub.history import DEFAULT_END, History
 from store.frame_queries import load_jobs
 from store.page_queries import daily_job_presence
 from store.runfilter import RunFilter
-from store.settings import Config, load_config
+from store.settings import load_config
 from tests.support.changepoint_seeds import search
-from tests.support.hubtools import collect, migrated
+from tests.support.collected import Scenario, collected
+from tests.support.hubtools import migrated
 from tests.support.simulated_truth import (
     BIG_SHIFT,
     LINEAGE,
@@ -49,37 +49,38 @@ SEED = 7
 SCALE = 0.3
 
 
-def _logical_runs(hub: fakehub.Hub, db_url: str) -> tuple[object, Config, pd.DataFrame]:
-    report = collect(hub, db_url)
-    assert report.runs_new > 0 and report.log_errors == 0
-    engine, config = migrated(db_url), load_config()
-    return engine, config, logical_run_frame(engine, config, RunFilter())
+FULL = Scenario(seed=SEED, scale=SCALE, rate_limit=1_000_000)
+# A collect made on 2026-07-01 of the runs since 2026-05-01.
+JUNE = Scenario(
+    seed=SEED,
+    scale=SCALE,
+    end=datetime(2026, 7, 1, tzinfo=UTC),
+    since=datetime(2026, 5, 1, tzinfo=UTC),
+    rate_limit=1_000_000,
+)
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     """A full collect of the whole simulated history (now = 2026-11-28)."""
-    db_url = f"sqlite:///{tmp_path_factory.mktemp('accept') / 'ciflake.db'}"
-    with fakehub.running(seed=SEED, scale=SCALE, rate_limit=1_000_000) as hub:
-        engine, config, runs = _logical_runs(hub, db_url)
-    yield engine, config, runs
+    db = collected(FULL, tmp_path_factory.mktemp("accept"))
+    assert db.report.runs_new > 0 and db.report.log_errors == 0
+    engine, config = migrated(db.url), load_config()
+    yield engine, config, logical_run_frame(engine, config, RunFilter())
     engine.dispose()
 
 
 @pytest.fixture(scope="module")
 def june(tmp_path_factory):
-    """A collect made on 2026-07-01 of the runs since 2026-05-01.
+    """The JUNE collect.
 
     GitHub keeps job logs for 90 days, so the full collect above (now = 2026-11-28) finds every
     June log expired and can only call those failures ``unknown``: the OOM share of #6568/#6649
     is measurable only from logs collected while they existed, which is why ciflake archives them.
     """
-    db_url = f"sqlite:///{tmp_path_factory.mktemp('june') / 'ciflake.db'}"
-    end = datetime(2026, 7, 1, tzinfo=UTC)
-    with fakehub.running(seed=SEED, scale=SCALE, end=end, rate_limit=1_000_000) as hub:
-        report = collect(hub, db_url, since=datetime(2026, 5, 1, tzinfo=UTC))
-    assert report.logs_expired == 0
-    engine, config = migrated(db_url), load_config()
+    db = collected(JUNE, tmp_path_factory.mktemp("june"))
+    assert db.report.logs_expired == 0
+    engine, config = migrated(db.url), load_config()
     yield logical_run_frame(engine, config, RunFilter()), config
     engine.dispose()
 

@@ -22,6 +22,10 @@ CHART_POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
     div => (div._fullData || []).reduce(
         (n, t) => n + (t._length || (t.z ? t.z.length : 0) || 0), 0))"""
 
+# Every chart on the page has been drawn: Plotly.js sets ``_fullData`` when it has.
+CHARTS_DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).every(
+    div => Array.isArray(div._fullData))"""
+
 # The Migrations page's line per side of an event (analytics.evidence.describe after the label).
 EVIDENCE_LABEL = re.compile(r"^Failure causes (before|after): ")
 EVIDENCE_LINE = re.compile(
@@ -30,6 +34,7 @@ EVIDENCE_LINE = re.compile(
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.xdist_group("browser"),  # one worker, so one dashboard server for them all
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not installed (apt chromium)"),
 ]
 
@@ -54,7 +59,7 @@ def test_every_page_in_chromium(dashboard_url: str) -> None:
             page.get_by_role("heading", name=title).first.wait_for(timeout=180_000)
             page.locator(ready).first.wait_for(timeout=180_000)
             page.wait_for_load_state("networkidle")
-            page.wait_for_timeout(1_000)  # Plotly draws after the element appears
+            page.wait_for_function(CHARTS_DRAWN)  # Plotly draws after the element appears
             page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
             errors = page.locator('[data-testid="stException"]')
             assert errors.count() == 0, f"{name}: {errors.first.inner_text()}"

@@ -9,23 +9,25 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-import fakehub
 from analytics.outcomes import logical_runs
 from ciflake.cli import cli
 from store.frame_queries import load_attempts, load_runs
 from store.models import Failure, Job, JobLog, RunAttempt, WorkflowRun
 from store.runfilter import RunFilter
-from tests.support.hubtools import TEST_SCALE, collect, migrated
+from tests.support.collected import SEVEN
+from tests.support.hubtools import collect, migrated
 
 
 @pytest.fixture
 def hub():
-    with fakehub.running(seed=7, scale=TEST_SCALE) as running:
+    """fakehub serving the history that ``collected_db(SEVEN)`` collected."""
+    with SEVEN.hub() as running:
         yield running
 
 
-def test_full_collect_stores_exactly_what_fakehub_serves(hub, db_url):
-    report = collect(hub, db_url)
+def test_full_collect_stores_exactly_what_fakehub_serves(hub, collected_db):
+    first = collected_db(SEVEN)
+    report, db_url = first.report, first.url
     inventory = hub.admin("GET", "inventory")
     failed = {f["job_id"] for f in hub.admin("GET", "truth")["failures"]}
     engine = migrated(db_url)
@@ -51,6 +53,7 @@ def test_full_collect_stores_exactly_what_fakehub_serves(hub, db_url):
 
 
 def test_second_collect_adds_nothing_and_spends_no_rate_limit(hub, db_url):
+    """Its own first collect: the listings' ETags hold the address of the hub that served them."""
     collect(hub, db_url)
     hub.admin("POST", "counters/reset")
     report = collect(hub, db_url)
@@ -61,8 +64,8 @@ def test_second_collect_adds_nothing_and_spends_no_rate_limit(hub, db_url):
     assert report.requests_304 == report.requests
 
 
-def test_rerun_of_a_ten_day_old_run_is_picked_up_and_becomes_flaky(hub, db_url):
-    collect(hub, db_url)
+def test_rerun_of_a_ten_day_old_run_is_picked_up_and_becomes_flaky(hub, collected_db):
+    db_url = collected_db(SEVEN).url
     engine = migrated(db_url)
     now = pd.Timestamp(hub.admin("GET", "inventory")["now"])
     with Session(engine) as s:
@@ -89,8 +92,8 @@ def test_rerun_of_a_ten_day_old_run_is_picked_up_and_becomes_flaky(hub, db_url):
     assert outcome.loc[run.id, "logical_outcome"] == "flaky"
 
 
-def test_expired_and_missing_logs_are_recorded_and_not_asked_again(hub, db_url):
-    collect(hub, db_url)
+def test_expired_and_missing_logs_are_recorded_and_not_asked_again(hub, collected_db):
+    db_url = collected_db(SEVEN).url
     engine = migrated(db_url)
     with Session(engine) as s:
         statuses = Counter(s.scalars(select(JobLog.status)))
@@ -102,8 +105,8 @@ def test_expired_and_missing_logs_are_recorded_and_not_asked_again(hub, db_url):
     assert counters["by_route"].get("job_logs", 0) == 0, counters["by_route"]
 
 
-def test_runs_with_no_jobs_are_ci_config(hub, db_url):
-    collect(hub, db_url)
+def test_runs_with_no_jobs_are_ci_config(hub, collected_db):
+    db_url = collected_db(SEVEN).url
     truth = hub.admin("GET", "truth")
     engine = migrated(db_url)
     with Session(engine) as s:
@@ -116,8 +119,8 @@ def test_runs_with_no_jobs_are_ci_config(hub, db_url):
     assert {run_level[r] for r in invalid} == {"ci_config"}
 
 
-def test_classifier_agreement_with_fakehub_ground_truth(hub, db_url, capsys):
-    collect(hub, db_url)
+def test_classifier_agreement_with_fakehub_ground_truth(hub, collected_db, capsys):
+    db_url = collected_db(SEVEN).url
     truth = {f["job_id"]: f for f in hub.admin("GET", "truth")["failures"]}
     engine = migrated(db_url)
     with Session(engine) as s:

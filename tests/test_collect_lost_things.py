@@ -14,13 +14,16 @@ from sqlalchemy.orm import Session
 import collector.sync_batch
 import fakehub
 from collector.client import GitHubClient, NotFound
+from fakehub.blob import BLOB_TTL
 from store.models import Failure, Job, JobAnnotations, JobLog, WorkflowRun
-from tests.support.hubtools import TEST_SCALE, collect, migrated
+from tests.support.collected import SEVEN
+from tests.support.hubtools import collect, migrated
 
 
 @pytest.fixture
 def hub() -> Iterator[fakehub.Hub]:
-    with fakehub.running(seed=7, scale=TEST_SCALE) as running:
+    """fakehub serving the history that ``collected_db(SEVEN)`` collected."""
+    with SEVEN.hub() as running:
         yield running
 
 
@@ -54,9 +57,9 @@ def test_a_run_deleted_between_listing_and_its_jobs_is_marked_and_the_rest_kept(
         )
 
 
-def test_an_unfinished_run_deleted_later_is_asked_for_no_more(hub, db_url):
+def test_an_unfinished_run_deleted_later_is_asked_for_no_more(hub, collected_db):
     history = hub.history()
-    collect(hub, db_url)
+    db_url = collected_db(SEVEN).url
     old = history.runs[3].id  # far older than the trailing window the listing covers
     engine = migrated(db_url)
     with Session(engine) as s, s.begin():  # as stored by a collect that saw it running
@@ -75,17 +78,19 @@ def test_an_unfinished_run_deleted_later_is_asked_for_no_more(hub, db_url):
 
 
 def test_a_log_url_that_expired_is_asked_for_again(hub, db_url, monkeypatch):
-    hub.admin("POST", "blob_ttl", {"seconds": 1.0})
     real, seen = GitHubClient.download, Counter()
 
     def late_first_time(self, url, *args, **kwargs):
         key = url.split("?")[0]
         seen[key] += 1
-        if seen[key] == 1:
-            import time
-
-            time.sleep(1.2)  # the URL expires while it waits, as in a long download queue
-        return real(self, url, *args, **kwargs)
+        if seen[key] > 1:
+            return real(self, url, *args, **kwargs)
+        # every URL handed out is past its time, as after a long wait in a download queue
+        hub.admin("POST", "blob_ttl", {"seconds": -1})
+        try:
+            return real(self, url, *args, **kwargs)
+        finally:
+            hub.admin("POST", "blob_ttl", {"seconds": BLOB_TTL})
 
     monkeypatch.setattr(GitHubClient, "download", late_first_time)
     report = collect(hub, db_url)
@@ -101,8 +106,8 @@ def test_a_log_url_that_expired_is_asked_for_again(hub, db_url, monkeypatch):
     assert counters["job_logs"] == sum(seen.values()) + len(expired)
 
 
-def test_invalid_workflow_windows_in_both_forms_are_ci_config(hub, db_url):
-    collect(hub, db_url)
+def test_invalid_workflow_windows_in_both_forms_are_ci_config(hub, collected_db):
+    db_url = collected_db(SEVEN).url
     invalid = set(hub.admin("GET", "truth")["invalid_runs"])
     with Session(migrated(db_url)) as s:
         forms = dict(
@@ -118,11 +123,12 @@ def test_invalid_workflow_windows_in_both_forms_are_ci_config(hub, db_url):
     assert {run_level[r] for r in invalid} == {("ci_config", "job")}
 
 
-def test_annotations_are_asked_for_once_per_job(hub, db_url):
-    collect(hub, db_url)
+def test_annotations_are_asked_for_once_per_job(hub, collected_db):
+    first = collected_db(SEVEN)
+    db_url = first.url
     with Session(migrated(db_url)) as s:
         noted = s.scalar(select(func.count()).select_from(JobAnnotations))
-    assert noted > 0 and hub.admin("GET", "counters")["by_route"]["check_run_annotations"] == noted
+    assert noted > 0 and first.counters["by_route"]["check_run_annotations"] == noted
     hub.admin("POST", "counters/reset")
     collect(hub, db_url, full=True)  # every run and its jobs again
     routes = hub.admin("GET", "counters")["by_route"]

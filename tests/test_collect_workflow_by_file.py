@@ -8,17 +8,21 @@ import pytest
 
 import collector.sync
 import fakehub
-from tests.support.hubtools import TEST_SCALE, collect, hub_config, migrated, snapshot
+from tests.support.collected import DEFAULT
+from tests.support.hubtools import collect, hub_config, migrated, snapshot
 
 
 @pytest.fixture()
 def hub() -> Iterator[fakehub.Hub]:
-    with fakehub.running(seed=11, scale=TEST_SCALE) as running:
+    """fakehub serving the history that ``collected_db()`` collected."""
+    with DEFAULT.hub() as running:
         yield running
 
 
-def test_a_workflow_missing_from_the_list_is_found_by_file_name(hub, db_url, monkeypatch, tmp_path):
-    collect(hub, db_url)
+def test_a_workflow_missing_from_the_list_is_found_by_file_name(
+    hub, collected_db, monkeypatch, tmp_path
+):
+    db_url = collected_db().url
     expected = snapshot(migrated(db_url))
     dropped = hub_config(hub, db_url).workflows[0].path
     real = collector.sync.fetch_workflows

@@ -1,30 +1,213 @@
-"""One fakehub history collected once per test session, copied for each test that needs it."""
+"""Collected databases shared by a test session: one collect per fakehub scenario.
+
+A scenario is what fakehub serves (seed, scale, end, rate limit...) and what the collect asks
+for (since). The first test that needs a scenario's database collects it; every pytest-xdist
+worker of the session sees the same build, under a file lock in the session's shared folder
+(``SHARED_ENV``, made by ``tests/conftest.py``). Each test then gets a fresh copy that it may
+change freely: SQLite's backup API for SQLite, ``CREATE DATABASE ... TEMPLATE`` for PostgreSQL.
+The report of the one collect comes along, so tests still assert what it said.
+"""
 
 from __future__ import annotations
 
-import functools
+import fcntl
+import hashlib
+import os
+import pickle
 import sqlite3
 import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 import fakehub
-from tests.support.hubtools import TEST_SCALE, collect
+from collector.sync_report import CollectReport
+from fakehub.history import DEFAULT_END
+from store.engine import make_engine
+from tests.support.hubtools import SINCE, TEST_SCALE, collect
+from tests.support.pg import drop_pg_database
 
+SHARED_ENV = "CIFLAKE_TEST_SHARED"
+TEMPLATES = "pg-templates.txt"  # the PostgreSQL templates made, dropped when the session ends
 SEED = 11
+# Where the scenarios' html_url point: one address for every hub of the session, so that a test's
+# own hub serves what the shared collect stored, links included (a hub's port changes).
+WEB_URL = "http://fakehub.invalid"
 
 
-@functools.cache
-def _collected() -> Path:
-    path = Path(tempfile.mkdtemp(prefix="ciflake-collected-")) / "collected.db"
-    with fakehub.running(seed=SEED, scale=TEST_SCALE) as hub:
-        collect(hub, f"sqlite:///{path}")
-    return path
+@dataclass(frozen=True)
+class Scenario:
+    """One simulated history and the collect of it that tests share."""
+
+    seed: int = SEED
+    scale: float = TEST_SCALE
+    end: datetime = DEFAULT_END
+    rate_limit: int = 5000
+    checks_retention_days: int | None = None
+    since: datetime = SINCE
+
+    @property
+    def key(self) -> str:
+        text_ = repr(sorted(asdict(self).items()))
+        return f"seed{self.seed}-scale{self.scale}-{hashlib.sha1(text_.encode()).hexdigest()[:8]}"
+
+    def hub_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "seed": self.seed,
+            "scale": self.scale,
+            "end": self.end,
+            "rate_limit": self.rate_limit,
+            "web_url": WEB_URL,
+        }
+        if self.checks_retention_days is not None:
+            options["checks_retention_days"] = self.checks_retention_days
+        return options
+
+    @contextmanager
+    def hub(self) -> Iterator[fakehub.Hub]:
+        """A fresh fakehub serving this scenario, for the test's own requests."""
+        with fakehub.running(**self.hub_options()) as running:
+            yield running
 
 
-def collected_copy(directory: Path) -> str:
-    """The URL of a fresh copy of the collected database in ``directory`` (SQLite's backup
-    API, so the pages still in the write-ahead log come along)."""
-    target = directory / "collected.db"
-    with sqlite3.connect(_collected()) as source, sqlite3.connect(target) as copy:
-        source.backup(copy)
-    return f"sqlite:///{target}"
+DEFAULT = Scenario()
+SEVEN = Scenario(seed=7)  # the collector tests' history
+
+
+@dataclass(frozen=True)
+class Collected:
+    """A test's own copy of a scenario's collected database, the report of the collect that
+    made it and fakehub's request counters after it (``GET /_admin/counters``)."""
+
+    url: str
+    report: CollectReport
+    counters: dict[str, Any]
+
+
+def _collect_and_count(scenario: Scenario, url: str) -> tuple[CollectReport, dict[str, Any]]:
+    with scenario.hub() as hub:
+        report = collect(hub, url, since=scenario.since)
+        return report, hub.admin("GET", "counters")
+
+
+def shared_dir() -> Path:
+    """The session's folder shared by its workers (a private one outside pytest)."""
+    path = os.environ.get(SHARED_ENV)
+    if not path:
+        path = tempfile.mkdtemp(prefix="ciflake-shared-")
+        os.environ[SHARED_ENV] = path
+    return Path(path)
+
+
+@contextmanager
+def _locked(name: str) -> Iterator[Path]:
+    root = shared_dir()
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield root
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def built_once(name: str, build: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """``build(path)`` run once per session for ``name`` whichever worker asks first; the path
+    of what it made and what it returned (pickled beside it for the other workers)."""
+    with _locked(name) as root:
+        path, result = root / name, root / f"{name}.result"
+        if not result.exists():
+            value = build(path)
+            result.write_bytes(pickle.dumps(value))
+        return path, pickle.loads(result.read_bytes())
+
+
+def _sqlite_build(scenario: Scenario) -> Callable[[Path], tuple[CollectReport, dict[str, Any]]]:
+    return lambda path: _collect_and_count(scenario, f"sqlite:///{path}")
+
+
+def collected(scenario: Scenario, directory: Path) -> Collected:
+    """A fresh SQLite copy of ``scenario``'s collected database in ``directory``."""
+    source, (report, counters) = built_once(f"{scenario.key}.db", _sqlite_build(scenario))
+    target = directory / f"{scenario.key}.db"
+    with sqlite3.connect(source) as original, sqlite3.connect(target) as copy:
+        original.backup(copy)  # the pages still in the write-ahead log come along
+    return Collected(f"sqlite:///{target}", report, counters)
+
+
+def collected_copy(directory: Path, scenario: Scenario = DEFAULT) -> str:
+    """The URL of a fresh copy of ``scenario``'s collected database in ``directory``."""
+    return collected(scenario, directory).url
+
+
+def _pg_build(scenario: Scenario, server: str) -> Callable[[Path], tuple[str, Any, Any]]:
+    def build(path: Path) -> tuple[str, CollectReport, dict[str, Any]]:
+        name = f"ciflake_tmpl_{uuid.uuid4().hex[:12]}"
+        with (shared_dir() / TEMPLATES).open("a") as made:
+            made.write(name + "\n")
+        _admin_sql(server, f'CREATE DATABASE "{name}"')
+        url = make_url(server).set(database=name).render_as_string(hide_password=False)
+        report, counters = _collect_and_count(scenario, url)
+        _admin_sql(server, f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false')
+        return name, report, counters
+
+    return build
+
+
+def collected_pg(scenario: Scenario, server: str) -> Iterator[Collected]:
+    """A database of its own on ``server`` made from ``scenario``'s collected template; dropped
+    afterwards (a generator, as ``tests.support.pg.fresh_pg_database``)."""
+    _, (template, report, counters) = built_once(f"{scenario.key}.pg", _pg_build(scenario, server))
+    name = f"ciflake_test_{uuid.uuid4().hex[:12]}"
+    _create_from(server, name, template)
+    admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        url = make_url(server).set(database=name).render_as_string(hide_password=False)
+        yield Collected(url, report, counters)
+    finally:
+        drop_pg_database(admin, name)
+        admin.dispose()
+
+
+def drop_templates(server: str | None) -> None:
+    """Drop the session's PostgreSQL templates (run once, when every worker is done)."""
+    listed = shared_dir() / TEMPLATES
+    if not server or not listed.exists():
+        return
+    for name in listed.read_text().split():
+        _admin_sql(server, f'ALTER DATABASE "{name}" WITH IS_TEMPLATE false')
+        admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
+        drop_pg_database(admin, name)
+        admin.dispose()
+
+
+def _create_from(server: str, name: str, template: str, tries: int = 50) -> None:
+    """``CREATE DATABASE name TEMPLATE template``, asked again while another backend is briefly
+    on the template (PostgreSQL refuses the copy then: "source database ... is being accessed by
+    other users"; its docs, Template Databases). Connections to the template are off, so only a
+    concurrent copy's or autovacuum's short visit can be in the way."""
+    for attempt in range(tries):
+        try:
+            _admin_sql(server, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+            return
+        except OperationalError as error:
+            if "being accessed by other users" not in str(error) or attempt == tries - 1:
+                raise
+            time.sleep(0.1)
+
+
+def _admin_sql(server: str, statement: str) -> None:
+    admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(statement))
+    finally:
+        admin.dispose()

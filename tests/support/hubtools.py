@@ -36,7 +36,11 @@ def migrated(db_url: str) -> Engine:
 def collect(hub: Hub, db_url: str, **options: Any) -> CollectReport:
     options.setdefault("since", SINCE)
     options.setdefault("quiet", True)
-    return collect_once(hub_config(hub, db_url), migrated(db_url), CollectOptions(**options))
+    engine = migrated(db_url)
+    try:
+        return collect_once(hub_config(hub, db_url), engine, CollectOptions(**options))
+    finally:
+        engine.dispose()  # no connection left behind: a PostgreSQL template must have none
 
 
 def snapshot(engine: Engine) -> dict[str, list[tuple]]:
