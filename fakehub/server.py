@@ -1,5 +1,9 @@
 """Serving fakehub: two threaded wsgiref servers (API host, blob host) and a Python API.
 
+Both speak HTTP/1.1 and keep connections alive between requests, as github.com does: a client's
+connection pool then reuses one connection instead of opening one (and fakehub a thread) for
+every request.
+
     with fakehub.running(seed=7, scale=0.1, token="t") as hub:
         hub.base_url, hub.token, hub.admin("GET", "inventory")
 
@@ -15,6 +19,7 @@ Port 0 picks a free port. The servers run in daemon threads; `stop()` shuts both
 
 from __future__ import annotations
 
+import io
 import secrets
 import socketserver
 import threading
@@ -22,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 import requests
 
@@ -39,6 +44,7 @@ from fakehub.ratelimit import RateLimit
 DEFAULT_SCALE = 0.1  # a small history that collects in seconds: the tests' and the CLI's
 DEFAULT_TOKEN = "fakehub-token"
 DEFAULT_REPOS = ("verl-project/verl",)
+IDLE_SECONDS = 60  # a kept-alive connection with no request for this long is closed
 
 
 class _Server(socketserver.ThreadingMixIn, WSGIServer):
@@ -49,7 +55,38 @@ class _Server(socketserver.ThreadingMixIn, WSGIServer):
         """Dropped connections are on purpose (faults) or the client's business."""
 
 
+class _Http11(ServerHandler):
+    """wsgiref's response writer, answering HTTP/1.1. A response of known length leaves the
+    connection open for the next request, as github.com's do; one without (a streamed log) or
+    one the client asked to end closes it."""
+
+    http_version = "1.1"
+
+    def cleanup_headers(self) -> None:
+        super().cleanup_headers()
+        if "Content-Length" not in self.headers:
+            self.request_handler.close_connection = True
+        if self.request_handler.close_connection:
+            self.headers["Connection"] = "close"
+
+    def close(self) -> None:
+        """A body cut short (the truncate fault) ends the connection, as a proxy's cut does:
+        the client then sees the short read instead of waiting for the rest."""
+        length = self.headers.get("Content-Length") if self.headers is not None else None
+        if length is not None and int(length) != self.bytes_sent:
+            self.request_handler.close_connection = True
+        super().close()
+
+
 class _Handler(WSGIRequestHandler):
+    """Serves requests one after another on a kept-alive connection (wsgiref serves one)."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = IDLE_SECONDS
+    # Headers and body go out in separate writes: with Nagle's algorithm on, the body of every
+    # response on a kept-alive connection would wait for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
         """Quiet: tests and the demo keep their output."""
 
@@ -59,10 +96,31 @@ class _Handler(WSGIRequestHandler):
         return environ
 
     def handle(self) -> None:
+        self.close_connection = True
         try:
-            super().handle()
+            self._one_request()
+            while not self.close_connection:
+                self._one_request()
         except (DropConnection, ConnectionError, OSError):
             self.close_connection = True
+
+    def _one_request(self) -> None:
+        self.close_connection = True
+        self.raw_requestline = self.rfile.readline(65537)
+        if not self.raw_requestline:
+            return  # the client closed the connection
+        if len(self.raw_requestline) > 65536:
+            self.requestline = self.request_version = self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():  # an error was sent; parse_request decided on closing
+            return
+        # The whole body is read first, so what the app leaves unread cannot pass for the next
+        # request on this connection.
+        body = io.BytesIO(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        handler = _Http11(body, self.wfile, self.get_stderr(), self.get_environ())
+        handler.request_handler = self
+        handler.run(self.server.get_app())
 
 
 class Hub:
