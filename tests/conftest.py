@@ -136,8 +136,9 @@ def runner() -> CliRunner:
 HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import", "collected_db")
 
 
-# The modules whose tests take longest (the acceptances at scale 1): run first, so that the two
-# workers finish together rather than one alone on a long test at the end.
+# The modules whose tests take longest (the acceptances at scale 1) run first, then every other
+# module with a slow test, so that the workers finish together rather than one alone on a long
+# test at the end. A module's tests stay together: its module-scoped fixtures are made once.
 LONGEST_FIRST = (
     "test_collect_budget.py",
     "test_evidence_acceptance.py",
@@ -146,9 +147,12 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+
     def weight(item: pytest.Item) -> int:
-        slow = item.get_closest_marker("slow") is not None
-        return -2 if slow and item.path.name in LONGEST_FIRST else -int(slow)
+        if item.path.name in LONGEST_FIRST:
+            return -2
+        return -1 if item.path in slow_modules else 0
 
     items.sort(key=weight)  # stable: the order within each weight is kept
     seen: dict[str, bool] = {}

@@ -1,5 +1,8 @@
 """Acceptance on fakehub's simulated verl history, stored by a real collect (PyGithub over HTTP):
-the OOM share across #6568/#6649, coverage lost at #7357, changepoints near true change dates."""
+the OOM share across #6568/#6649, coverage lost at #7357, changepoints near true change dates.
+
+The first test to run waits for the two collects below (about 25 s and 20 s here), made once for
+the session; every other reads a copy."""
 
 from __future__ import annotations
 

@@ -47,6 +47,8 @@ def dashboard_url(demo_db: str) -> Iterator[str]:
 
 
 def test_every_page_in_chromium(dashboard_url: str) -> None:
+    """About 20 s: every page drawn in Chromium. The first browser test also waits for the
+    demo's collect (about 30 s, made once for the session) and the dashboard's start."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)

@@ -4,6 +4,7 @@ both forms GitHub has shown, annotations asked for once."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
 
@@ -78,19 +79,21 @@ def test_an_unfinished_run_deleted_later_is_asked_for_no_more(hub, collected_db)
 
 
 def test_a_log_url_that_expired_is_asked_for_again(hub, db_url, monkeypatch):
-    real, seen = GitHubClient.download, Counter()
+    real, seen, first_downloads = GitHubClient.download, Counter(), threading.Lock()
 
     def late_first_time(self, url, *args, **kwargs):
         key = url.split("?")[0]
         seen[key] += 1
         if seen[key] > 1:
             return real(self, url, *args, **kwargs)
-        # every URL handed out is past its time, as after a long wait in a download queue
-        hub.admin("POST", "blob_ttl", {"seconds": -1})
-        try:
-            return real(self, url, *args, **kwargs)
-        finally:
-            hub.admin("POST", "blob_ttl", {"seconds": BLOB_TTL})
+        # every URL handed out is past its time, as after a long wait in a download queue;
+        # one first download at a time, so that none meets a TTL another one restored
+        with first_downloads:
+            hub.admin("POST", "blob_ttl", {"seconds": -1})
+            try:
+                return real(self, url, *args, **kwargs)
+            finally:
+                hub.admin("POST", "blob_ttl", {"seconds": BLOB_TTL})
 
     monkeypatch.setattr(GitHubClient, "download", late_first_time)
     report = collect(hub, db_url)

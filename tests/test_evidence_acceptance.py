@@ -56,10 +56,13 @@ def _check(result) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_evidence_at_the_default_scale(seed, tmp_path, capsys):
+    """About 10 s: a collect of its seed's history at fakehub's default scale."""
     _check(_scored(seed, DEFAULT_SCALE, tmp_path, capsys))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_evidence_at_scale_1(seed, tmp_path, capsys):
+    """Over 60 s: a collect of verl's whole simulated history at scale 1 (about 90 s here).
+    The scale is the acceptance (#15), and no other test collects these seeds at it."""
     _check(_scored(seed, 1.0, tmp_path, capsys))

@@ -87,6 +87,8 @@ def _finished_collects(db_path) -> int:
 
 @pytest.mark.slow
 def test_sigterm_mid_collect_finishes_it_and_exits_zero(tmp_path):
+    """About 30 s: a collect slowed on purpose (so that the signal lands mid-collect), then a
+    follow-up collect and a clean one to compare with."""
     config_file = tmp_path / "ciflake.toml"
     config_file.write_text('[collect]\ninterval_minutes = 1\n[summary]\nnightly_at = "02:30"\n')
     db_path = tmp_path / "scheduled.db"

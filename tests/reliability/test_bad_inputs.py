@@ -107,6 +107,7 @@ def _check(runner, args: list[str], url: str, before: dict) -> None:
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_hostile_config_file(name, collected, tmp_path, runner, fast_cli, monkeypatch):
+    """Up to about 20 s ("many workflows": a collect asks GitHub for each of them)."""
     hub, url, before = collected
     monkeypatch.setenv("GITHUB_TOKEN", CANARY)
     content = CONFIGS[name]

@@ -52,6 +52,8 @@ def _timed_clean_collect(hub: fakehub.Hub, db_url: str) -> float:
 
 @pytest.mark.slow
 def test_killed_collects_resume_to_the_clean_database(tmp_path):
+    """About 35 s: a timed clean collect, then a collect killed at a random moment and resumed,
+    four times; each kill needs a collect of its own in a process of its own."""
     with canary_hub(seed=11, scale=TEST_SCALE) as hub:
         clean_url = f"sqlite:///{tmp_path / 'clean.db'}"
         duration = _timed_clean_collect(hub, clean_url)
