@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fakehub
-from tests.support.collected import DEFAULT, Scenario, built_once
+from tests.support.collected import AT_SCALE_1, DEFAULT, built_once
 from tests.support.hubtools import TEST_SCALE, collect, snapshot
 from tests.support.hubtools import migrated as migrated_engine
 
@@ -185,7 +185,7 @@ def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
     assert post().startswith("created the summary comment on #")
 
 
-SCALE_1 = Scenario(seed=5, scale=1.0, rate_limit=1_000_000)
+SCALE_1 = AT_SCALE_1
 
 
 def _nights_of_500(path: Path) -> list[int]:
@@ -217,7 +217,8 @@ def test_500_request_nights_at_scale_1_equal_one_full_collect(collected_db):
     most 5% more requests.
 
     Over 60 s: one full collect of verl's history at scale 1 on this test's backend, about a
-    minute and a half here; shared with nothing else, so it cannot be smaller."""
+    minute and a half here (on SQLite shared with the evidence acceptance of seed 1), and the
+    nights' if the test above has not made them yet."""
     full = collected_db(SCALE_1)
     assert not full.report.stopped
     expected = snapshot(migrated_engine(full.url))

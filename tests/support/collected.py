@@ -81,6 +81,8 @@ class Scenario:
 
 DEFAULT = Scenario()
 SEVEN = Scenario(seed=7)  # the collector tests' history
+# verl's volume: the evidence acceptance of #15 (seed 1) and the budgeted nights of #17 share it
+AT_SCALE_1 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000)
 
 
 @dataclass(frozen=True)
