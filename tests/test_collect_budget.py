@@ -201,6 +201,7 @@ def _nights_of_500(path: Path) -> list[int]:
 
 
 @pytest.mark.slow
+@AT_SCALE_1_GROUP
 def test_500_request_nights_at_scale_1_keep_their_budget():
     """The acceptance run of #17, verl's volume at 500 counted requests a collect: its nights.
 

@@ -26,11 +26,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
-
-import pytest
 
 import fakehub
 from collector.sync_report import CollectReport
@@ -85,7 +84,8 @@ class Scenario:
 DEFAULT = Scenario()
 SEVEN = Scenario(seed=7)  # the collector tests' history
 # verl's volume: the evidence acceptance of #15 (seed 1) and the budgeted nights of #17 share it.
-# Their tests are one xdist group, so that none waits idle for the other worker to collect it.
+# Their tests (and the nights') are one xdist group on one worker, one after another, so that
+# none waits idle for another worker's collect while the rest of the suite fills the other.
 AT_SCALE_1 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000)
 AT_SCALE_1_GROUP = pytest.mark.xdist_group("at-scale-1")
 
