@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fakehub
-from tests.support.collected import AT_SCALE_1, AT_SCALE_1_GROUP, DEFAULT, built_once
+from tests.support.collected import AT_SCALE_1, DEFAULT, built_once
 from tests.support.hubtools import TEST_SCALE, collect, snapshot
 from tests.support.hubtools import migrated as migrated_engine
 
@@ -201,7 +201,6 @@ def _nights_of_500(path: Path) -> list[int]:
 
 
 @pytest.mark.slow
-@AT_SCALE_1_GROUP
 def test_500_request_nights_at_scale_1_keep_their_budget():
     """The acceptance run of #17, verl's volume at 500 counted requests a collect: its nights.
 
@@ -213,7 +212,6 @@ def test_500_request_nights_at_scale_1_keep_their_budget():
 
 
 @pytest.mark.slow
-@AT_SCALE_1_GROUP
 def test_500_request_nights_at_scale_1_equal_one_full_collect(collected_db):
     """The acceptance run of #17: the nights above store what one full collect stores, for at
     most 5% more requests.
