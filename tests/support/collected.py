@@ -196,10 +196,14 @@ def drop_templates(server: str | None) -> None:
     listed = shared_dir() / TEMPLATES
     if not server or not listed.exists():
         return
-    for name in listed.read_text().split():
-        _admin_sql(server, f'ALTER DATABASE "{name}" WITH IS_TEMPLATE false')
-        admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
-        drop_pg_database(admin, name)
+    admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            made = set(conn.scalars(text("SELECT datname FROM pg_database")))
+        for name in set(listed.read_text().split()) & made:  # a failed build made none
+            _admin_sql(server, f'ALTER DATABASE "{name}" WITH IS_TEMPLATE false')
+            drop_pg_database(admin, name)
+    finally:
         admin.dispose()
 
 
