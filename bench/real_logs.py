@@ -1,7 +1,7 @@
 """The classifier on real failure logs: exact-label accuracy, per-category recall and precision,
 a confusion matrix and every miss (``python -m bench.real_logs [FILE.jsonl]``).
 
-FILE is JSONL in the format of ``../shared/real-logs/README.md`` (``id``, ``label``,
+FILE is JSONL, one labelled excerpt a line (``id``, ``label``,
 ``secondary_label``, ``text``...); its label ``other`` is ciflake's ``unknown``. The default is
 the development set beside the repository; without it the benchmark says so and scores nothing.
 The excerpts are third-party text: misses are listed by id, never quoted into RESULTS.md.

@@ -4,7 +4,7 @@ GitHub keeps a job's annotations (its id is its check run's id) for 400 days, lo
 log has expired: "Process completed with exit code 137.", "...has exceeded the maximum
 execution time of N minutes.", "...lost communication with the server", a step's `::error::`
 lines. They are fetched once per job that failed, timed out, or was cancelled after it started,
-and never asked for again (../shared/reference/github-real-behaviour.md).
+and never asked for again (docs/github-behaviour.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One line per check, ``ok`` / ``warn`` / ``fail`` (``skip`` when an earlier failure leaves
 nothing to check it with), each with what to do, then the estimated cost of the first backfill
 from the listings' ``total_count``, at the rate budget found. Every request goes through the
-collector's ``GitHubClient``. What GitHub does is in ../shared/reference/github-real-behaviour.md:
+collector's ``GitHubClient``. What GitHub does is in docs/github-behaviour.md:
 5,000 requests an hour for a user token, 1,000 per repository for a workflow's ``GITHUB_TOKEN``,
 logs that answer 410 after the retention period (90 days by default), GitHub Enterprise Server's
 API under ``https://HOST/api/v3``.

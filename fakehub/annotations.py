@@ -3,7 +3,7 @@
 Actions writes an annotation for every `##[error]`/`##[warning]` line a step's log shows (the
 runner's own messages and a step's `::error::` commands), at most 10 of each level per step,
 plus the messages of jobs that never ran a step (no runner online) or were cancelled.
-Source: ../shared/reference/github-real-behaviour.md ("Check-run annotations outlive the logs").
+Source: docs/github-behaviour.md (annotations are checks data, kept 400 days; logs 90).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """fakehub behaves like github.com where a replica is easy to get wrong: check-run annotations
 that outlive the logs, time limits GitHub calls `cancelled`, log URLs that expire, deleted runs,
-404s that cost budget (../shared/reference/github-real-behaviour.md)."""
+404s that cost budget (docs/github-behaviour.md)."""
 
 from __future__ import annotations
 
