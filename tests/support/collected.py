@@ -53,7 +53,6 @@ class Scenario:
     scale: float = TEST_SCALE
     end: datetime = DEFAULT_END
     rate_limit: int = 5000
-    checks_retention_days: int | None = None
     since: datetime = SINCE
 
     @property
@@ -62,16 +61,13 @@ class Scenario:
         return f"seed{self.seed}-scale{self.scale}-{hashlib.sha1(described).hexdigest()[:8]}"
 
     def hub_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {
+        return {
             "seed": self.seed,
             "scale": self.scale,
             "end": self.end,
             "rate_limit": self.rate_limit,
             "web_url": WEB_URL,
         }
-        if self.checks_retention_days is not None:
-            options["checks_retention_days"] = self.checks_retention_days
-        return options
 
     @contextmanager
     def hub(self) -> Iterator[fakehub.Hub]:
