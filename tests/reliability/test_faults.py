@@ -121,9 +121,9 @@ def _reset(hub: fakehub.Hub) -> None:
 def test_collect_under_faults_ends_with_the_clean_database(
     scenario: Scenario, clean, tmp_path, runner, fast_cli, monkeypatch
 ):
-    """Over 20 s where the collect waits as GitHub tells it to: Retry-After of 1 s, primary
-    resets of 2 s, answers slowed by 0.4 s. "everything at once" meets them all in one collect,
-    about 80 s: those waits are what it checks, so it cannot be shorter."""
+    """Over 20 s where answers are slow on fakehub's side (0.4 s for one request in 20), and
+    for "everything at once", which meets every fault in one collect (about 25 s). The client's
+    own waits run on the harness's compressed clock; tests/test_client_waits.py checks them."""
     hub, expected, clean_requests = clean
     _reset(hub)
     monkeypatch.setenv("GITHUB_TOKEN", CANARY)
