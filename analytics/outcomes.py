@@ -18,6 +18,22 @@ from analytics.evidence import CONFIG_BASIS, failure_basis
 from store.vocabulary import CATEGORIES, GREEN_CONCLUSIONS, RED_CONCLUSIONS, RED_OUTCOMES
 
 GREEN, RED = GREEN_CONCLUSIONS, RED_CONCLUSIONS
+# logical_jobs' own columns, in the order it gives them (after its runs' columns)
+LOGICAL_JOB_COLUMNS = (
+    "logical_job",
+    "last_attempt",
+    "runner_name",
+    "labels",
+    "started_at",
+    "completed_at",
+    "conclusion",
+    "attempts",
+    "first_conclusion",
+    "red_attempts",
+    "red_attempt",
+    "red_job_id",
+    "logical_outcome",
+)
 
 # Failure categories by priority when one attempt failed for several reasons: the vocabulary's
 # order, which puts the specific causes before ``test_failure`` and ``unknown``.

@@ -256,11 +256,17 @@ def _copies(source: Path, target: Path, copies: int) -> None:
         "jobs": ("id", "run_id"),
         "job_logs": ("job_id",),
         "failures": ("run_id", "job_id"),
+        # the derived tables (a database of this version): a copy's rows are its runs' rows
+        "logical_runs": ("run_id",),
+        "logical_jobs": ("run_id", "red_job_id"),
     }
     with engine.begin() as conn:
+        tables = {row[0] for row in conn.execute(text("SELECT name FROM sqlite_master"))}
         for copy in range(1, copies):
             offset = copy * ID_STEP
             for table, keys in shifted.items():
+                if table not in tables:
+                    continue
                 columns = [row[1] for row in conn.execute(text(f"PRAGMA table_info({table})"))]
                 values = [
                     f"CASE WHEN {c} = 0 THEN 0 ELSE {c} + {offset} END"
@@ -325,12 +331,27 @@ def measure() -> list[dict]:
         return _measure(baseline)
 
 
-def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
+def scale1_ready() -> Path:
+    """The scale-1 database, collected if missing, at the head schema (with its read indexes)
+    and with its derived tables current, as a collect of this version leaves them."""
+    from analytics import derived
+    from store.settings import load_config
+
     if not SCALE1_DB.exists():
         from bench.collector import build_scale1
 
         build_scale1(SCALE1_DB)
-    upgrade(make_engine(f"sqlite:///{SCALE1_DB}"))  # the head schema, with its read indexes
+    url = f"sqlite:///{SCALE1_DB}"
+    engine = make_engine(url)
+    upgrade(engine)
+    config = load_config(env={}, db_url=url)
+    derived.ensure_current(engine, config.repo, config.job_name_strip)
+    engine.dispose()
+    return SCALE1_DB
+
+
+def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
+    scale1_ready()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for label, (copies, target, rounds) in DATABASES.items():

@@ -1,4 +1,5 @@
 """``make bench``: run every benchmark, print one row per figure, write bench/RESULTS.md.
+``python -m bench.run NAME...`` runs some of them and updates their rows, keeping the others.
 
 Each benchmark module exposes ``measure() -> list[dict]`` with keys figure, value, target,
 met (bool or None when there is no target), command and note (why a target is missed and what
@@ -44,6 +45,32 @@ def _met(row: dict) -> str:
     return {True: "met", False: "NOT met", None: "-"}[row.get("met")]
 
 
+def _kept_rows(ran: list[str]) -> tuple[list[str], list[str], str]:
+    """(table lines, note lines, header line) of RESULTS.md's rows that the benchmarks in
+    ``ran`` did not make: a run of some benchmarks updates their rows and keeps the others."""
+    if not RESULTS.exists():
+        return [], [], ""
+    text = RESULTS.read_text(encoding="utf-8").splitlines()
+    table_at = next((i for i, line in enumerate(text) if line.startswith("| figure")), len(text))
+    header = " ".join(line for line in text[1:table_at] if line.strip())
+    ran_commands = tuple(f"bench.run {name.removeprefix('bench.')}`" for name in ran)
+    ran_modules = tuple(
+        f"m {name}`" if name.startswith("bench.") else f"m bench.{name}`" for name in ran
+    )
+    table, notes, kept_figures = [], [], set()
+    for line in text:
+        if line.startswith("| ") and not line.startswith(("| figure", "| ---")):
+            if not line.endswith(" |") or line.rstrip(" |").endswith(ran_commands + ran_modules):
+                continue
+            table.append(line)
+            kept_figures.add(line.split(" | ")[0].removeprefix("| "))
+        elif line.startswith("- **"):
+            figure = line.removeprefix("- **").split("**:", 1)[0]
+            if figure in kept_figures:
+                notes.append(line)
+    return table, notes, header
+
+
 def main() -> int:
     selected = sys.argv[1:] or list(BENCHMARKS)
     rows: list[dict] = []
@@ -57,23 +84,32 @@ def main() -> int:
                 f"{row['figure']}: {row['value']} (target {row['target']}, {_met(row)})", flush=True
             )
     elapsed = time.monotonic() - started
+    partial = set(selected) != set(BENCHMARKS)
+    kept, kept_notes, before = _kept_rows(selected) if partial else ([], [], "")
+    run = f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}; {elapsed:.0f} s in all."
+    if kept:
+        run = (
+            f"Rows of {', '.join(selected)}: run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on "
+            f"{_machine()}, {elapsed:.0f} s. The other rows are from earlier runs, which said: "
+            f"{before}"
+        )
     lines = [
         "# Benchmark results",
         "",
-        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}; {elapsed:.0f} s in all.",
+        run,
         "Reproduce everything with `make bench`; each row names its own command.",
         "",
         "| figure | value | target | met | command |",
         "| --- | --- | --- | --- | --- |",
+        *kept,
     ]
     lines += [
         f"| {r['figure']} | {r['value']} | {r['target']} | {_met(r)} | `{r['command']}` |"
         for r in rows
     ]
-    notes = [r for r in rows if r.get("note")]
-    if notes:
-        lines += ["", "## Notes", ""]
-        lines += [f"- **{r['figure']}**: {r['note']}" for r in notes]
+    notes = [f"- **{r['figure']}**: {r['note']}" for r in rows if r.get("note")]
+    if notes or kept_notes:
+        lines += ["", "## Notes", "", *kept_notes, *notes]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {RESULTS} ({elapsed:.0f} s)")
     return 0

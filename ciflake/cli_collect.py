@@ -99,7 +99,8 @@ def reclassify(state: State) -> None:
     download needed)."""
     from collector.reclassify import reclassify_all
 
-    changed, total, version = reclassify_all(state.migrated_engine())
+    engine = state.migrated_engine()
+    changed, total, version = reclassify_all(engine, state.config.job_name_strip)
     click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from ciflake.cli import State
 
 
@@ -21,7 +23,9 @@ def db() -> None:
 @db.command("upgrade")
 @click.pass_obj
 def db_upgrade(state: State) -> None:
-    """Migrate the database to the newest schema (safe to run again: then it does nothing)."""
+    """Migrate the database to the newest schema, then fill the derived tables of any
+    repository whose tables are missing or were made by another version or job-name rule
+    (safe to run again: then it does nothing)."""
     from store.engine import safe_url
     from store.migrate import current_revision, head_revision, upgrade
 
@@ -34,6 +38,63 @@ def db_upgrade(state: State) -> None:
         click.echo(f"{where}: already at {head}")
     else:
         click.echo(f"{where}: migrated {before or 'empty'} -> {head}")
+    _rebuild(state, engine, only_stale=True)
+
+
+@db.command("rebuild")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Compare the derived tables with a fresh computation and change nothing; exit "
+    "status 1 when they differ.",
+)
+@click.pass_obj
+def db_rebuild(state: State, check: bool) -> None:
+    """Recompute the derived tables (logical runs and jobs) from the stored runs, jobs and
+    failures, then check them against a fresh computation. The collector keeps them current;
+    run this after editing `[analytics] job_name_strip` (the dashboard reads the raw rows, more
+    slowly, until then) or to verify a database."""
+    from analytics import derived
+
+    engine = state.engine() if check else state.migrated_engine()
+    strip = state.config.job_name_strip
+    if not check:
+        _rebuild(state, engine, only_stale=False)
+    found = {repo: derived.differences(engine, repo, strip) for repo in _repositories(engine)}
+    bad = {repo: diff for repo, diff in found.items() if diff}
+    for repo, diff in bad.items():
+        rows = ", ".join(f"{table} {count} rows" for table, count in diff.items())
+        click.echo(f"{repo}: derived tables differ from a fresh computation: {rows}")
+    if bad:
+        raise SystemExit(1)
+    click.echo(f"derived tables match a fresh computation ({len(found)} repositories)")
+
+
+def _repositories(engine: Engine) -> list[str]:
+    from store.derived import repositories
+
+    return repositories(engine)
+
+
+def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
+    """Rebuild each repository's derived tables (``only_stale``: those not current), with a
+    progress bar over its runs."""
+    from functools import partial
+
+    from rich.progress import Progress
+
+    from analytics import derived
+    from store.derived import run_ids
+
+    strip = state.config.job_name_strip
+    for repo in _repositories(engine):
+        if only_stale and derived.is_current(engine, repo, strip):
+            continue
+        total = len(run_ids(engine, repo))
+        with Progress(transient=True) as progress:
+            task = progress.add_task(f"derived tables of {repo}", total=total)
+            runs = derived.rebuild(engine, repo, strip, partial(progress.advance, task))
+        click.echo(f"{repo}: derived tables rebuilt from {runs} runs")
 
 
 @db.command("stats")

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from analytics import derived
 from collector.annotations import messages
 from collector.classify import RULES_VERSION
 from collector.logs import LogResult, failure_row, job_payload
@@ -28,9 +29,17 @@ def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None]]:
         yield job, None
 
 
-def reclassify_all(engine: Engine) -> tuple[int, int, str]:
-    """Classify every failed job again. Returns (failures whose category, rule or signature
-    changed, total, rules version)."""
+def _save(writer: Session, rows: list[dict[str, Any]], job_name_strip: str) -> None:
+    with writer.begin():
+        upsert(writer, Failure, rows)
+        run_ids = sorted({row["run_id"] for row in rows})
+        derived.refresh(writer.connection(), run_ids, job_name_strip)
+
+
+def reclassify_all(engine: Engine, job_name_strip: str) -> tuple[int, int, str]:
+    """Classify every failed job again, and the derived rows of their runs in the same
+    transactions. Returns (failures whose category, rule or signature changed, total, rules
+    version)."""
     changed = total = 0
     now = datetime.now(UTC)
     pending: list[dict[str, Any]] = []
@@ -49,9 +58,7 @@ def reclassify_all(engine: Engine) -> tuple[int, int, str]:
             pending.append(failure_row(job.run_id, job.run_attempt, job.id, result, now))
             total += 1
             if len(pending) >= FLUSH_EVERY:
-                with writer.begin():
-                    upsert(writer, Failure, pending)
+                _save(writer, pending, job_name_strip)
                 pending = []
-        with writer.begin():
-            upsert(writer, Failure, pending)
+        _save(writer, pending, job_name_strip)
     return changed, total, RULES_VERSION

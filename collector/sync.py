@@ -18,6 +18,7 @@ shares the watermark and the spans listed so far.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from analytics import derived
 from collector import backfill
 from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound
 from collector.logs import LogFetcher
@@ -74,7 +76,14 @@ class Collector:
         self.report = CollectReport()
         self.fetcher = LogFetcher(client, config.repo, config.log_workers)
         self.batches = BatchStage(
-            config.repo, engine, client, options, progress, self.report, self.fetcher
+            config.repo,
+            engine,
+            client,
+            options,
+            progress,
+            self.report,
+            self.fetcher,
+            config.job_name_strip,
         )
         self._done: dict[int, list[backfill.Span]] = {}  # spans each backfill has listed
         self._tracked: list[int] = []  # ids of the tracked workflows GitHub knows
@@ -91,13 +100,19 @@ class Collector:
             self._collect()
         except BaseException as exc:
             self._close_sync_log(log_id, started, "error", _reason(exc))
+            with contextlib.suppress(Exception):  # what it says matters more; next time then
+                self.batches.flush_derived()
             raise
         finally:
             self.fetcher.close()
+        self.batches.flush_derived()  # the runs the batches left pending
         self._close_sync_log(log_id, started, "ok", None)
         return self.report
 
     def _collect(self) -> None:
+        # a new database, a new version of ciflake or a new job-name rule: derived tables
+        # computed before any batch adds its rows to them
+        derived.ensure_current(self.engine, self.repo, self.config.job_name_strip)
         try:
             with self._session() as session:
                 states = bookkeeping.sync_states(session, self.repo)

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from analytics import derived
 from collector.annotations import (
     fetch_annotations,
     hit_time_limit,
@@ -47,8 +48,10 @@ class BatchStage:
         progress: CollectProgress,
         report: CollectReport,
         fetcher: LogFetcher,
+        job_name_strip: str,
     ) -> None:
         self.repo = repo
+        self.job_name_strip = job_name_strip
         self.engine = engine
         self.client = client
         self.options = options
@@ -122,6 +125,7 @@ class BatchStage:
                 startup = run.get("conclusion") == "startup_failure"
                 if run["id"] not in deleted and (no_jobs or startup):
                     save_run_failure(session, run)
+            self._derive(session, [run["id"] for run in runs])
             save_state(session, self.repo, workflow["id"], watermark, None)
         self.progress.spent(self.client.counted, self.client.max_requests)
         self.report.runs_deleted += len(deleted)
@@ -190,7 +194,19 @@ class BatchStage:
         results = self.fetcher.fetch(payloads, self.progress.advance_logs)
         with self._session() as session, session.begin():
             save_logs_and_failures(session, results)
+            self._derive(session, sorted({job.run_id for job in jobs}))
         self._count_logs(results)
+
+    def _derive(self, session: Session, run_ids: list[int]) -> None:
+        """``run_ids`` marked pending in the transaction that stored their raw rows (with every
+        pending run recomputed there once enough are)."""
+        session.flush()
+        derived.note(session.connection(), self.repo, run_ids, self.job_name_strip)
+
+    def flush_derived(self) -> None:
+        """Recompute the runs still pending: the collect's last act."""
+        with self._session() as session, session.begin():
+            derived.flush(session.connection(), self.repo, self.job_name_strip)
 
     def _count_logs(self, results: Sequence[Any]) -> None:
         for result in results:

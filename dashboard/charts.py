@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from store.vocabulary import CATEGORIES
 
 OUTCOME_COLOURS = {"pass": "#2e7d32", "flaky": "#9ccc65", "fail": "#c62828", "excluded": "#bdbdbd"}
-# Red-to-orange shades, one per failure category, in the vocabulary's order.
+# Red-to-orange shades, one per failure category, in the vocabulary's order; ``unknown`` grey.
 CATEGORY_COLOURS = dict(
     zip(
         CATEGORIES,
@@ -27,7 +27,7 @@ CATEGORY_COLOURS = dict(
             "#283593",
             "#d32f2f",
             "#455a64",
-            "#880e4f",
+            "#9e9e9e",  # unknown: the largest slice, and no alarm: a neutral grey
         ],
         strict=True,
     )

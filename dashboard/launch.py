@@ -21,10 +21,11 @@ class DashboardError(RuntimeError):
 
 
 def start_dashboard(
-    *, db_url: str, host: str, port: int, config_path: str | None = None
+    *, db_url: str, host: str, port: int, config_path: str | None = None, app: Path = APP
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Launch ``streamlit run dashboard/app.py`` (headless, no usage statistics) with the
-    database URL and config file in its environment; returns the process and its URL."""
+    database URL and config file in its environment; returns the process and its URL. ``app``:
+    another script served the same way (the benchmark's blank page)."""
     env = {**os.environ, "CIFLAKE_DB_URL": db_url}
     # Arrow memory from the C heap from the start, C++ side included (why: dashboard.loaders,
     # which does the same for a dashboard started without this launcher); a setting wins.
@@ -36,11 +37,13 @@ def start_dashboard(
         "-m",
         "streamlit",
         "run",
-        str(APP),
+        str(app),
         "--server.headless",
         "true",
         "--browser.gatherUsageStats",
         "false",
+        "--client.toolbarMode",
+        "viewer",  # no Deploy button: a maintainer's dashboard, not an app to publish
         "--server.address",
         host,
         "--server.port",

@@ -8,72 +8,81 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, String, func, select, type_coerce
+from sqlalchemy import String, func, select, type_coerce
 
 from store.models import (
     Failure,
     Job,
     JobLog,
+    LogicalJob,
+    LogicalRun,
     RunAttempt,
     Workflow,
     WorkflowRun,
 )
-from store.runfilter import RunFilter, conclusion, filtered, raw_frame
+from store.runfilter import Bind, RunFilter, conclusion, filtered, raw_frame
 
 if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
     import pandas as pd
 
 
-def load_runs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+def load_runs(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """One row per run as GitHub reports it now (its latest attempt), with the workflow's name.
 
     Columns: run_id, repo, workflow_id, workflow_path, workflow_name, event, head_branch,
     head_sha, run_number, run_attempt, status, conclusion, created_at, html_url."""
     run = WorkflowRun
     stmt = (
-        select(
-            run.id.label("run_id"),
-            run.repo,
-            run.workflow_id,
-            run.workflow_path,
-            func.coalesce(Workflow.name, run.name).label("workflow_name"),
-            run.event,
-            run.head_branch,
-            run.head_sha,
-            run.run_number,
-            run.run_attempt,
-            run.status,
-            conclusion(run),
-            run.created_at,
-            run.html_url,
-        )
+        select(*_run_columns(lean=False))
         .outerjoin(Workflow, Workflow.id == run.workflow_id)
         .order_by(run.created_at, run.id)
     )
     return raw_frame(engine, filtered(stmt, where), ("created_at",))
 
 
-def run_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
-    """The selected runs with only what logical outcomes and the dashboard's pages read, in no
-    particular order: run_id, workflow_path, event, head_branch, head_sha, run_attempt,
-    conclusion, created_at, html_url."""
+def _run_columns(*, lean: bool) -> list[Any]:
+    """The columns of ``load_runs`` or, ``lean``, of ``run_outcomes``."""
     run = WorkflowRun
-    stmt = select(
+    if lean:
+        return [
+            run.id.label("run_id"),
+            run.workflow_path,
+            run.event,
+            run.head_branch,
+            run.head_sha,
+            run.run_attempt,
+            conclusion(run),
+            run.created_at,
+            run.html_url,
+        ]
+    return [
         run.id.label("run_id"),
+        run.repo,
+        run.workflow_id,
         run.workflow_path,
+        func.coalesce(Workflow.name, run.name).label("workflow_name"),
         run.event,
         run.head_branch,
         run.head_sha,
+        run.run_number,
         run.run_attempt,
+        run.status,
         conclusion(run),
         run.created_at,
         run.html_url,
-    )
+    ]
+
+
+def run_outcomes(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
+    """The selected runs with only what logical outcomes and the dashboard's pages read, in no
+    particular order: run_id, workflow_path, event, head_branch, head_sha, run_attempt,
+    conclusion, created_at, html_url."""
+    stmt = select(*_run_columns(lean=True))
     return raw_frame(engine, filtered(stmt, where), ("created_at",))
 
 
 def load_attempts(
-    engine: Engine, where: RunFilter = RunFilter(), *, reruns_only: bool = False
+    engine: Bind, where: RunFilter = RunFilter(), *, reruns_only: bool = False
 ) -> pd.DataFrame:
     """Every stored attempt of the selected runs. Columns: run_id, attempt, status, conclusion.
     ``reruns_only``: only of runs with more than one attempt, the only ones whose logical
@@ -89,7 +98,7 @@ def load_attempts(
     return raw_frame(engine, filtered(stmt, where))
 
 
-def load_jobs(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+def load_jobs(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """Every job of every attempt of the selected runs.
 
     Columns: job_id, run_id, run_attempt, name, status, conclusion, created_at, started_at,
@@ -122,7 +131,7 @@ FAILURE_DETAIL = ("rule", "signature", "line", "env")
 
 
 def load_failures(
-    engine: Engine, where: RunFilter = RunFilter(), *, detail: tuple[str, ...] = FAILURE_DETAIL
+    engine: Bind, where: RunFilter = RunFilter(), *, detail: tuple[str, ...] = FAILURE_DETAIL
 ) -> pd.DataFrame:
     """The classified failures of the selected runs (``job_id`` 0: the run itself).
 
@@ -182,7 +191,7 @@ def _label_tuples(column: pd.Series) -> pd.Series:
     return _json_values(column, tuple)
 
 
-def job_times(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+def job_times(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """Every job of every attempt of the selected runs, only what repair time, retry tax and
     percentiles read (analytics.health.health_table), in no particular order: run_id,
     run_attempt, created_at, started_at, completed_at, runner_name, labels (a tuple of str)."""
@@ -199,7 +208,7 @@ def job_times(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     return frame.assign(labels=_label_tuples(frame["labels"]))
 
 
-def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+def job_outcomes(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """Every job of every attempt of the selected runs, only what outcomes need: job_id,
     run_id, run_attempt, name, conclusion, runner_name, labels (a tuple of str)."""
     stmt = select(
@@ -212,4 +221,69 @@ def job_outcomes(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame
         type_coerce(Job.labels, String).label("labels"),
     ).join(WorkflowRun, WorkflowRun.id == Job.run_id)
     frame = raw_frame(engine, filtered(stmt, where))
+    return frame.assign(labels=_label_tuples(frame["labels"]))
+
+
+# ---- the derived tables (analytics.derived keeps them) -----------------------------------------
+
+DERIVED_RUN_COLUMNS = (
+    "red_attempts",
+    "first_attempt_conclusion",
+    "logical_outcome",
+    "failure_category",
+    "failure_basis",
+)
+
+
+def derived_runs(engine: Bind, where: RunFilter = RunFilter(), *, lean: bool) -> pd.DataFrame:
+    """The selected runs as ``run_outcomes`` (``lean``) or ``load_runs`` give them, with their
+    logical outcome and failure from ``logical_runs``: DERIVED_RUN_COLUMNS. A run the derived
+    table lacks (none in a database the collector keeps) is left out."""
+    derived = [getattr(LogicalRun, name) for name in DERIVED_RUN_COLUMNS]
+    stmt = select(*_run_columns(lean=lean), *derived).join(
+        LogicalRun, LogicalRun.run_id == WorkflowRun.id
+    )
+    if not lean:
+        stmt = stmt.outerjoin(Workflow, Workflow.id == WorkflowRun.workflow_id).order_by(
+            WorkflowRun.created_at, WorkflowRun.id
+        )
+    return raw_frame(engine, filtered(stmt, where), ("created_at",))
+
+
+DERIVED_JOB_COLUMNS = (
+    "run_id",
+    "logical_job",
+    "attempts",
+    "last_attempt",
+    "first_conclusion",
+    "conclusion",
+    "logical_outcome",
+    "runner_name",
+    "labels",
+    "started_at",
+    "completed_at",
+    "red_attempts",
+    "red_attempt",
+    "red_job_id",
+    "category",
+)
+
+
+JOB_TIMES = ("started_at", "completed_at")
+
+
+def derived_jobs(
+    engine: Bind, where: RunFilter = RunFilter(), *, lean: bool = False
+) -> pd.DataFrame:
+    """The logical jobs of the selected runs from ``logical_jobs``: DERIVED_JOB_COLUMNS (but
+    the times when ``lean``), labels as tuples of str, times tz-aware UTC, in no particular
+    order."""
+    job = LogicalJob
+    names = [n for n in DERIVED_JOB_COLUMNS if not (lean and n in JOB_TIMES)]
+    columns = [
+        type_coerce(job.labels, String).label("labels") if name == "labels" else getattr(job, name)
+        for name in names
+    ]
+    stmt = select(*columns).join(WorkflowRun, WorkflowRun.id == job.run_id)
+    frame = raw_frame(engine, filtered(stmt, where), () if lean else JOB_TIMES)
     return frame.assign(labels=_label_tuples(frame["labels"]))

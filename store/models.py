@@ -310,3 +310,79 @@ class PostedComment(Base):
     html_url: Mapped[str | None] = mapped_column(String(1000))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+# ---- derived tables: facts of completed runs, kept by the collector -----------------------------
+# The transaction that stores a batch's raw rows marks its runs pending; the derived rows are
+# recomputed for many runs at once (analytics.derived), so they are never out of step unknown
+# to readers; ``ciflake db rebuild`` recomputes them all from the raw rows. What depends on
+# configuration (lineages, tags, scope, events, invalid windows) is not stored here.
+
+
+class LogicalRun(Base):
+    """A run's attempts collapsed (analytics.outcomes.logical_runs) and the failure that speaks
+    for it (analytics.outcomes.with_run_categories)."""
+
+    __tablename__ = "logical_runs"
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    red_attempts: Mapped[int] = mapped_column(Integer)
+    first_attempt_conclusion: Mapped[str | None] = mapped_column(String(50))
+    logical_outcome: Mapped[str] = mapped_column(String(20))
+    failure_category: Mapped[str | None] = mapped_column(String(50))
+    failure_basis: Mapped[str | None] = mapped_column(String(50))
+
+
+class LogicalJob(Base):
+    """A logical job of a run: its shards and attempts collapsed under the job-name rule of
+    ``DerivedState.job_name_strip`` (analytics.outcomes.logical_jobs), with the category of
+    its last red shard."""
+
+    __tablename__ = "logical_jobs"
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    logical_job: Mapped[str] = mapped_column(String(500), primary_key=True)
+    attempts: Mapped[int] = mapped_column(Integer)
+    last_attempt: Mapped[int] = mapped_column(Integer)
+    first_conclusion: Mapped[str] = mapped_column(String(20))
+    conclusion: Mapped[str] = mapped_column(String(20))
+    logical_outcome: Mapped[str] = mapped_column(String(20))
+    runner_name: Mapped[str | None] = mapped_column(String(500))
+    labels: Mapped[list[Any]] = mapped_column(default=list)
+    started_at: Mapped[datetime | None]
+    completed_at: Mapped[datetime | None]
+    red_attempts: Mapped[int] = mapped_column(Integer)
+    red_attempt: Mapped[int | None] = mapped_column(Integer)
+    red_job_id: Mapped[int | None] = mapped_column(BigInteger)
+    category: Mapped[str | None] = mapped_column(String(50))
+
+
+class DerivedPending(Base):
+    """A run whose derived rows are out of date: marked in the transaction that stores its raw
+    rows, cleared in the one that recomputes them (analytics.derived.flush). A collect
+    recomputes its runs a thousand at a time, not batch by batch, and a kill in between leaves
+    the marks, never a stale row that no one knows of."""
+
+    __tablename__ = "derived_pending"
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+
+
+class DerivedState(Base):
+    """What a repository's derived tables were computed with: readers use them only while the
+    derivation's version and the configured job-name rule are these, and no run of the
+    repository is pending."""
+
+    __tablename__ = "derived_state"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    job_name_strip: Mapped[str] = mapped_column(Text)
+    built_at: Mapped[datetime]

@@ -3,11 +3,13 @@ filtered select becomes a DataFrame; shared by store.frame_queries and store.pag
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVarTuple
 
-from sqlalchemy import Engine, Select, case
+from sqlalchemy import Connection, Engine, Select, case
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
@@ -49,7 +51,7 @@ def conclusion(model: Any) -> Any:
 class RunFilter:
     """Which runs to load: ``since`` inclusive, ``until`` exclusive, ``paths`` = workflow files,
     ``events`` = trigger events, ``branch`` = head branch (a scope, pushed into SQL so a page
-    never loads the runs it would drop)."""
+    never loads the runs it would drop), ``run_ids`` = these runs only (the collector's batch)."""
 
     repo: str | None = None
     since: datetime | None = None
@@ -57,6 +59,7 @@ class RunFilter:
     paths: tuple[str, ...] = ()
     events: tuple[str, ...] = ()
     branch: str | None = None
+    run_ids: tuple[int, ...] = ()
 
 
 _Columns = TypeVarTuple("_Columns")
@@ -76,15 +79,31 @@ def filtered(stmt: Select[*_Columns], where: RunFilter) -> Select[*_Columns]:
         stmt = stmt.where(run.event.in_(where.events))
     if where.branch is not None:
         stmt = stmt.where(run.head_branch == where.branch)
+    if where.run_ids:
+        stmt = stmt.where(run.id.in_(where.run_ids))
     return stmt
 
 
+Bind = Engine | Connection
+
+
+@contextmanager
+def connected(bind: Bind) -> Iterator[Connection]:
+    """A connection of ``bind``: itself when it is one (the collector reads its own batch in
+    the transaction that writes it), else a new one of the engine."""
+    if isinstance(bind, Connection):
+        yield bind
+    else:
+        with bind.connect() as conn:
+            yield conn
+
+
 def as_frame(
-    engine: Engine, stmt: Select[*tuple[Any, ...]], times: tuple[str, ...] = ()
+    engine: Bind, stmt: Select[*tuple[Any, ...]], times: tuple[str, ...] = ()
 ) -> pd.DataFrame:
     import pandas as pd
 
-    with engine.connect() as conn:
+    with connected(engine) as conn:
         result = conn.execute(stmt)
         frame = pd.DataFrame(result.all(), columns=list(result.keys()))
     for column in times:
@@ -100,13 +119,13 @@ def utc(value: datetime | str | None) -> datetime | None:
 
 
 def raw_frame(
-    engine: Engine, stmt: Select[*tuple[Any, ...]], times: tuple[str, ...] = ()
+    engine: Bind, stmt: Select[*tuple[Any, ...]], times: tuple[str, ...] = ()
 ) -> pd.DataFrame:
     """Like ``as_frame`` for big results, fetched from the DBAPI cursor: SQLAlchemy's per-row
     type processing costs more than the query here, and pandas parses times in one go."""
     import pandas as pd
 
-    with engine.connect() as conn:
+    with connected(engine) as conn:
         result = conn.execute(stmt)
         frame = pd.DataFrame(result.cursor.fetchall(), columns=list(result.keys()))
     for column in times:

@@ -160,10 +160,14 @@ def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -
         overview, _ = open_page(context, dashboard_url, "overview")
         overview_text = overview.locator('[data-testid="stMain"]').inner_text()
         tables = overview.locator('[data-testid="stDataFrame"]').count()
+        sidebar = overview.locator('[data-testid="stSidebar"]').inner_text()
+        if "No shift in the range" in overview_text or tables < 2:  # what it showed, to read
+            ARTIFACTS.mkdir(exist_ok=True)
+            overview.screenshot(path=str(ARTIFACTS / "story-overview.png"), full_page=True)
         page, _ = open_page(context, dashboard_url, "migrations")
         sentences = page.locator('[data-testid="stMain"]').inner_text().splitlines()
         browser.close()
-    assert "No shift in the range" not in overview_text and tables >= 2
+    assert "No shift in the range" not in overview_text and tables >= 2, (sidebar, tables)
     sentence = next(line for line in sentences if line.startswith("#7357"))
     after, before = map(int, HEADLINE_N.search(sentence).groups())
     assert after >= 30 and before >= 30, sentence

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from analytics.outcomes import logical_runs
 from ciflake.cli import cli
 from store.frame_queries import load_attempts, load_runs
-from store.models import Failure, Job, JobLog, RunAttempt, WorkflowRun
+from store.models import Failure, Job, JobLog, LogicalRun, RunAttempt, WorkflowRun
 from store.runfilter import RunFilter
 from tests.support.collected import SEVEN
 from tests.support.hubtools import collect, migrated
@@ -90,6 +90,10 @@ def test_rerun_of_a_ten_day_old_run_is_picked_up_and_becomes_flaky(hub, collecte
     assert list(mine.conclusion) == ["failure", "success"]
     outcome = logical_runs(runs, attempts).set_index("run_id")
     assert outcome.loc[run.id, "logical_outcome"] == "flaky"
+    with Session(engine) as s:  # the derived row, updated in place by the re-collect
+        derived = s.get(LogicalRun, run.id)
+    assert derived is not None
+    assert (derived.logical_outcome, derived.red_attempts) == ("flaky", 1)
 
 
 def test_expired_and_missing_logs_are_recorded_and_not_asked_again(hub, collected_db):

@@ -89,30 +89,54 @@ def test_tag_filter_changes_the_tiles(app: AppTest, history_db: str) -> None:
     assert all("ascend" in tile for tile in ascend)
 
 
-def test_migrations_show_6568_and_7357_with_successor_strip(app: AppTest) -> None:
+def _choose_event(app: AppTest, pr: str) -> AppTest:
+    """The Migrations page on the change event of PR ``pr`` ("#7357")."""
+    chooser = app.selectbox(key="migration-event")
+    (index,) = [i for i, label in enumerate(chooser.options) if pr in label]
+    chooser.select(chooser.options[index]).run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def test_migrations_show_one_event_at_a_time_the_newest_migration_first(app: AppTest) -> None:
     _visit(app, "migrations")
-    titles = [e.label for e in app.expander]
-    assert any("#6568" in t for t in titles) and any("#7357" in t for t in titles)
+    assert not app.expander  # one event drawn, not every event's tables and charts
+    chooser = app.selectbox(key="migration-event")
+    assert any("#6568" in t for t in chooser.options) and "#7357" in chooser.value
+    migrations = [t for t in chooser.options if t.endswith("(migration)")]
+    assert chooser.value == migrations[0]  # newest first: the default is the newest migration
+    dates = [t.split()[0] for t in chooser.options]
+    assert dates == sorted(dates, reverse=True)
+    answers = [m.value for m in app.markdown if m.value.startswith("#")]
+    assert len(answers) == 1 and answers[0].startswith("#7357")
+    _choose_event(app, "#6568")
+    answers = [m.value for m in app.markdown if m.value.startswith("#")]
+    assert len(answers) == 1 and answers[0].startswith("#6568"), answers
+
+
+def test_migrations_show_7357_with_successor_strip(app: AppTest) -> None:
+    _choose_event(_visit(app, "migrations"), "#7357")
     assert all(len(frame.value) for frame in app.dataframe[:2])
     axes = [f["layout"].get("xaxis", {}).get("title", {}).get("text") for f in _plotted(app)]
     strips = [axis for axis in axes if axis == "run after the event"]
     assert strips, "no first-runs strip for the workflows #7357 created"
-    (expander,) = [e for e in app.expander if "#7357" in e.label]
-    first = next(iter(expander.children.values()))  # the answer leads, above every table
-    assert first.type == "markdown", first.type
+    main = app.main
+    first = next(
+        e for e in main if e.type == "markdown" and str(e.value).startswith("#")
+    )  # the answer leads, above every table
     assert first.value.startswith("#7357") and " vs predecessors " in first.value
     assert len(re.findall(r" n=\d+ in the \d+ days (?:after|before)", first.value)) == 2
     assert re.search(
         r"; (no significant change|significant change, (better|worse)) \(p", first.value
     )
-    tables = [frame.value for frame in expander.dataframe]
+    tables = [frame.value for frame in app.dataframe]
     (lost,) = [t for t in tables if "logical_job" in t.columns]
     assert "successor_job" not in lost.columns
     assert {"last_workflow_path", "before_runs", "last_run_url", "successor"} <= set(lost.columns)
     assert "trtllm_async_unit_tests" in set(lost["logical_job"])
     assert (lost["successor"].str.startswith("no successor")).all()
     assert lost["last_run_url"].str.contains("/actions/runs/").all()
-    known = [c.value for c in expander.caption if c.value.startswith("How much of this mix")]
+    known = [c.value for c in app.caption if c.value.startswith("How much of this mix")]
     assert known and all(" n=" in line or "no failures" in line for line in known)
 
 

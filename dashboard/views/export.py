@@ -1,5 +1,7 @@
 """Export: every table the dashboard shows, as CSV for retrospectives."""
 
+from functools import partial
+
 import streamlit as st
 
 from analytics.spreadsheet import csv_bytes
@@ -25,7 +27,8 @@ for name, load in TABLES.items():
     table = load()
     st.download_button(
         f"{name}.csv ({len(table)} rows)",
-        data=csv_bytes(table),
+        data=partial(csv_bytes, table),  # written when clicked, not on every page load
+        on_click="ignore",
         file_name=f"{filters.repo.replace('/', '_')}-{name}.csv",
         mime="text/csv",
         key=f"export-{name}",

@@ -1,11 +1,12 @@
 """Failures: categories over time with how much of them is known, the signature table, and a
 drill-down into one failure's log."""
 
+import pandas as pd
 import streamlit as st
 
 from analytics.evidence import PHRASES, describe, unknown_reason
 from analytics.newness import NEW_DAYS
-from dashboard import charts
+from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import failures, shared
 from dashboard.shaping import unknown_by_stage
@@ -27,7 +28,7 @@ st.caption(f"How much of this is known: {describe(bases['basis'])}")
 by_stage = unknown_by_stage(bases)
 if len(by_stage):
     st.markdown("**Unknown failures by stage** (where the job stopped, from its failed step)")
-    st.dataframe(by_stage, hide_index=True)
+    tables.show(by_stage, "by-stage", hide_index=True)
 
 st.subheader("Signatures")
 signatures = failures.signatures(view.db_url, view.filters)
@@ -35,7 +36,7 @@ st.caption(
     f"NEW: first seen (in the whole history) within the {NEW_DAYS} days that end with the "
     "range (docs/vocabulary.md)."
 )
-st.dataframe(
+tables.show(
     signatures[
         [
             "new",
@@ -48,6 +49,7 @@ st.dataframe(
             "html_url",
         ]
     ],
+    "signatures",
     hide_index=True,
     column_config={
         "new": st.column_config.CheckboxColumn("NEW"),
@@ -84,7 +86,9 @@ choice = st.selectbox(
     key="drill_failure",
 )
 failure = occurrences.loc[choice]
-st.markdown(f"[Open the job]({failure['html_url']}) · matched line {failure['line_number']}")
+line_number = failure["line_number"]
+matched = f"matched line {line_number:.0f}" if pd.notna(line_number) else "no line"
+st.markdown(f"[Open the job]({failure['html_url']}) · {matched}")
 has_basis = isinstance(failure["basis"], str)
 reason = unknown_reason(failure["stage"], failure["basis"]) if has_basis else ""
 if reason:
@@ -92,7 +96,7 @@ if reason:
 excerpt = failures.log_excerpt(view.db_url, int(failure["job_id"]), failure["line_number"])
 if excerpt is not None:
     first, text = excerpt
-    st.caption(f"Archived log from line {first}; the matched line is {failure['line_number']}.")
+    st.caption(f"Archived log from line {first}; {matched}.")
     st.code(text, language=None)
 elif failure["line"] or len(failure["context"]):
     st.caption(f"No archived log ({failure['log_status'] or 'no job'}): the stored context.")

@@ -5,7 +5,7 @@ percentiles."""
 
 import streamlit as st
 
-from dashboard import charts
+from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import flaky_jobs
 
@@ -18,7 +18,7 @@ st.caption(
     "lower bound of its 95% Wilson interval, jobs with fewer than the minimum runs last."
 )
 st.plotly_chart(charts.rate_bars(ranked, "logical_job", "flake_rate"))
-st.dataframe(
+tables.show(
     ranked[
         [
             "lineage",
@@ -34,6 +34,7 @@ st.dataframe(
             "enough_data",
         ]
     ],
+    "flaky-jobs",
     hide_index=True,
     column_config={
         c: st.column_config.NumberColumn(format="percent")
@@ -45,12 +46,14 @@ st.subheader("Verdicts and evidence")
 verdicts = flaky_jobs.job_verdicts(view.db_url, view.filters)
 job = st.selectbox("Logical job", ranked["logical_job"], key="verdict_job")
 mine = verdicts[verdicts["logical_job"] == job].sort_values("created_at", ascending=False)
-st.dataframe(
+tables.show(
     mine["verdict"].value_counts().rename_axis("verdict").reset_index(name="failures"),
+    "verdict-counts",
     hide_index=True,
 )
-st.dataframe(
+tables.show(
     mine[["created_at", "verdict", "evidence", "category", "runner_name", "html_url"]],
+    "job-failures",
     hide_index=True,
     column_config={"html_url": st.column_config.LinkColumn("run", display_text="open")},
 )
@@ -68,10 +71,11 @@ with_jobs = st.toggle(
     key="health_jobs",
 )
 health = flaky_jobs.repair_and_cost(view.db_url, view.filters, with_jobs)
-st.dataframe(
+tables.show(
     health.assign(workflow=health["workflow_path"].str.rsplit("/", n=1).str[-1]).drop(
         columns="workflow_path"
     ),
+    "repair-and-cost",
     hide_index=True,
     column_order=["workflow", *health.columns.drop("workflow_path")],  # the columns it has
     column_config={

@@ -1,17 +1,16 @@
-"""Migrations: per change event, first the answer in one sentence (analytics.before_after.
-headline), then before/after per lineage with intervals and p-values, the first runs of the
-workflows it created, the coverage it lost, and the failure-category mix either side with how
-much of it is known."""
+"""Migrations: one change event at a time (the newest migration first), first the answer in
+one sentence (analytics.before_after.headline), then before/after per lineage with intervals
+and p-values, the first runs of the workflows it created, the coverage it lost, and the
+failure-category mix either side with how much of it is known."""
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts
+from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import migrations, shared
 
 view = current_view()
-SIGNIFICANT = 0.05  # an event whose before/after p-value is below this opens by itself
 
 
 def interval(table: pd.DataFrame, side: str) -> pd.Series:
@@ -41,77 +40,90 @@ config = shared.current_config()
 strips = migrations.successor_first_runs(view.db_url, view.filters)
 lost = migrations.coverage_lost(view.db_url, view.filters)
 events = table.drop_duplicates("event_date").sort_values("event_date", ascending=False)
-for event in events.itertuples():
-    rows = table[table["event_date"] == event.event_date]
-    rows = rows[rows["before_runs"] + rows["after_runs"] > 0]
-    label = f"#{event.event_pr} " if pd.notna(event.event_pr) else ""
-    with st.expander(
-        f"{event.event_date:%Y-%m-%d} {label}{event.event_title} ({event.event_kind})",
-        expanded=event.event_kind == "migration" or bool((rows["p_value"] < SIGNIFICANT).any()),
-    ):
-        st.markdown(sentences[event.event_date])
-        for row in known[known["event_title"] == event.event_title].head(1).to_dict("records"):
-            st.caption(f"Failure causes before: {row['before_basis']}")
-            st.caption(f"Failure causes after: {row['after_basis']}")
-        if rows.empty:  # an event outside the collected dates: nothing more to show
-            continue
-        st.dataframe(
-            pd.DataFrame(
-                {
-                    "lineage": rows["lineage"],
-                    "before": interval(rows, "before"),
-                    "after": interval(rows, "after"),
-                    "first runs after": interval(rows, "first"),
-                    "p (before/after)": rows["p_value"].round(3),
-                    "p (before/first)": rows["first_p_value"].round(3),
-                }
+if events.empty:
+    st.info(
+        "No change event: add one to `[[events]]` in ciflake.toml or with `ciflake events add`."
+    )
+    st.stop()
+
+
+def _label(event: pd.Series) -> str:
+    pr = f"#{event['event_pr']:.0f} " if pd.notna(event["event_pr"]) else ""
+    return f"{event['event_date']:%Y-%m-%d} {pr}{event['event_title']} ({event['event_kind']})"
+
+
+labels = [_label(event) for _, event in events.iterrows()]
+migrations_first = events["event_kind"].eq("migration").to_numpy().nonzero()[0]
+chosen = st.selectbox(
+    f"Change event ({len(events)}, newest first)",
+    labels,
+    index=int(migrations_first[0]) if len(migrations_first) else 0,
+    key="migration-event",
+)
+event = events.iloc[labels.index(chosen)]
+rows = table[table["event_date"] == event["event_date"]]
+rows = rows[rows["before_runs"] + rows["after_runs"] > 0]
+st.markdown(sentences[event["event_date"]])
+for row in known[known["event_title"] == event["event_title"]].head(1).to_dict("records"):
+    st.caption(f"Failure causes before: {row['before_basis']}")
+    st.caption(f"Failure causes after: {row['after_basis']}")
+if rows.empty:  # an event outside the collected dates: nothing more to show
+    st.stop()
+tables.show(
+    pd.DataFrame(
+        {
+            "lineage": rows["lineage"],
+            "before": interval(rows, "before"),
+            "after": interval(rows, "after"),
+            "first runs after": interval(rows, "first"),
+            "p (before/after)": rows["p_value"].round(3),
+            "p (before/first)": rows["first_p_value"].round(3),
+        }
+    ),
+    "before-after",
+    hide_index=True,
+)
+strip = strips[strips["event_title"] == event["event_title"]]
+if len(strip):
+    st.markdown("**First runs of the workflows it created**")
+    st.caption(
+        "Workflows first run from a day before the event to the window after it; "
+        "their first counted runs in order (docs/vocabulary.md)."
+    )
+    st.plotly_chart(charts.first_runs_strip(strip), key="strip")
+gone = lost[lost["event_title"] == event["event_title"]]
+st.markdown("**Coverage lost**")
+if gone.empty:
+    st.caption("Every logical job of the window before ran again after it.")
+else:
+    tables.show(
+        gone.drop(columns=["event_pr", "event_title"]),
+        "coverage-lost",
+        hide_index=True,
+        column_config={
+            "logical_job": "lost job",
+            "last_workflow_path": "workflow",
+            "before_runs": st.column_config.NumberColumn(
+                f"runs in the {config.window_days} days before"
             ),
-            hide_index=True,
+            "last_run_at": st.column_config.DatetimeColumn("last run at"),
+            "last_run_url": st.column_config.LinkColumn("last run", display_text=r"/runs/(\d+)"),
+        },
+    )
+mix = shift[shift["event_title"] == event["event_title"]]
+if len(mix):
+    lineage = st.selectbox(
+        "Failure-category mix of lineage",
+        sorted(mix["lineage"].unique()),
+        key="mix",
+    )
+    st.plotly_chart(charts.category_mix(mix[mix["lineage"] == lineage]), key="mix-chart")
+    basis = known_by_lineage[
+        (known_by_lineage["event_title"] == event["event_title"])
+        & (known_by_lineage["lineage"] == lineage)
+    ]
+    for row in basis.head(1).to_dict("records"):
+        st.caption(
+            f"How much of this mix is known: before, {row['before_basis']}; "
+            f"after, {row['after_basis']}"
         )
-        strip = strips[strips["event_title"] == event.event_title]
-        if len(strip):
-            st.markdown("**First runs of the workflows it created**")
-            st.caption(
-                "Workflows first run from a day before the event to the window after it; "
-                "their first counted runs in order (docs/vocabulary.md)."
-            )
-            st.plotly_chart(charts.first_runs_strip(strip), key=f"strip-{event.Index}")
-        gone = lost[lost["event_title"] == event.event_title]
-        st.markdown("**Coverage lost**")
-        if gone.empty:
-            st.caption("Every logical job of the window before ran again after it.")
-        else:
-            st.dataframe(
-                gone.drop(columns=["event_pr", "event_title"]),
-                hide_index=True,
-                column_config={
-                    "logical_job": "lost job",
-                    "last_workflow_path": "workflow",
-                    "before_runs": st.column_config.NumberColumn(
-                        f"runs in the {config.window_days} days before"
-                    ),
-                    "last_run_at": st.column_config.DatetimeColumn("last run at"),
-                    "last_run_url": st.column_config.LinkColumn(
-                        "last run", display_text=r"/runs/(\d+)"
-                    ),
-                },
-            )
-        mix = shift[shift["event_title"] == event.event_title]
-        if len(mix):
-            lineage = st.selectbox(
-                "Failure-category mix of lineage",
-                sorted(mix["lineage"].unique()),
-                key=f"mix-{event.Index}",
-            )
-            st.plotly_chart(
-                charts.category_mix(mix[mix["lineage"] == lineage]), key=f"mix-chart-{event.Index}"
-            )
-            basis = known_by_lineage[
-                (known_by_lineage["event_title"] == event.event_title)
-                & (known_by_lineage["lineage"] == lineage)
-            ]
-            for row in basis.head(1).to_dict("records"):
-                st.caption(
-                    f"How much of this mix is known: before, {row['before_basis']}; "
-                    f"after, {row['after_basis']}"
-                )

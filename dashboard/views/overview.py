@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.recent import STATUSES, TREND_P
-from dashboard import charts
+from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import migrations, overview, shared
 
@@ -83,7 +83,7 @@ st.caption(
 )
 legend = charts.timeline_events(timeline, events)
 if not legend.empty:
-    st.dataframe(legend.assign(date=legend["date"].dt.date), hide_index=True)
+    tables.show(legend.assign(date=legend["date"].dt.date), "events", hide_index=True)
 
 st.subheader("Changepoints")
 st.caption(
@@ -98,7 +98,7 @@ found = migrations.changepoints(view.db_url, view.filters)
 if found.empty:
     st.caption("No shift in the range that the data can date.")
 else:
-    st.dataframe(
+    tables.show(
         pd.DataFrame(
             {
                 "lineage": found["lineage"],
@@ -120,6 +120,7 @@ else:
                 "days from it": found["distance_days"].round(1),
             }
         ),
+        "changepoints",
         hide_index=True,
     )
 

@@ -3,7 +3,7 @@ and the environment versions (CANN, driver, torch...) found in failed logs."""
 
 import streamlit as st
 
-from dashboard import charts
+from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import runners
 
@@ -33,11 +33,13 @@ for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners"))
     st.subheader(heading)
     table = runners.runner_rates(view.db_url, view.filters, by)
     st.plotly_chart(charts.rate_bars(table, by, "fail_rate"), key=f"bars-{by}")
-    st.dataframe(table[[by, *COLUMNS]], hide_index=True, column_config=PERCENT)
+    tables.show(table[[by, *COLUMNS]], "runner-rates", hide_index=True, column_config=PERCENT)
 
 st.subheader("Environment versions in failed logs")
 st.caption(
     "Hard-failed logical jobs per version printed in their logs: read from failed jobs' logs "
     "only, so these are failure counts, not rates; works elsewhere by runner."
 )
-st.dataframe(runners.environment_failures(view.db_url, view.filters), hide_index=True)
+tables.show(
+    runners.environment_failures(view.db_url, view.filters), "environments", hide_index=True
+)

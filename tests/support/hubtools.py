@@ -13,7 +13,16 @@ from collector.sync_report import CollectOptions, CollectReport
 from fakehub import Hub
 from store.engine import make_engine
 from store.migrate import upgrade
-from store.models import Failure, Job, JobLog, RunAttempt, Workflow, WorkflowRun
+from store.models import (
+    Failure,
+    Job,
+    JobLog,
+    LogicalJob,
+    LogicalRun,
+    RunAttempt,
+    Workflow,
+    WorkflowRun,
+)
 from store.settings import Config, load_config
 
 TEST_SCALE = 0.03
@@ -44,10 +53,20 @@ def collect(hub: Hub, db_url: str, **options: Any) -> CollectReport:
 
 
 def snapshot(engine: Engine) -> dict[str, list[tuple]]:
-    """Everything the collect stored about GitHub's data, in a comparable form."""
+    """Everything the collect stored about GitHub's data, and the derived tables it kept, in a
+    comparable form."""
     out: dict[str, list[tuple]] = {}
     with Session(engine) as session:
-        for model in (Workflow, WorkflowRun, RunAttempt, Job, JobLog, Failure):
+        for model in (
+            Workflow,
+            WorkflowRun,
+            RunAttempt,
+            Job,
+            JobLog,
+            Failure,
+            LogicalRun,
+            LogicalJob,
+        ):
             columns = [c for c in model.__table__.columns if c.name not in VOLATILE]
             keys = list(model.__table__.primary_key.columns)
             rows = session.execute(select(*columns).order_by(*keys)).all()

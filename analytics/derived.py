@@ -1,0 +1,177 @@
+"""The derived tables' rows: logical runs and logical jobs computed once, when the collector
+stores a run, by the very functions every reader used to run on each page load
+(analytics.outcomes, analytics.verdicts.job_categories). Readers (analytics.frames) take them
+while ``store.derived.is_current`` says they were made by this version of the code and the
+configured job-name rule, with no run pending; otherwise they compute from the raw rows.
+
+The collector marks each batch's runs pending in the transaction that stores them (``note``)
+and recomputes the pending runs FLUSH_RUNS at a time, in the transaction of the batch that
+reaches that many, and once more when the collect ends (``flush``): computing a few runs at a
+time costs a fixed 50 ms in pandas, more than collecting them. A kill leaves raw rows, derived
+rows and marks in step: every run whose rows are out of date is marked.
+
+Bump ``VERSION`` whenever a change here, or in a function used here, changes a derived value:
+the collector and ``ciflake db upgrade`` then rebuild the tables, and until they do, readers
+use the raw rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Connection, Engine
+
+from analytics.outcomes import logical_jobs, logical_runs, with_run_categories
+from analytics.verdicts import job_categories
+from store import derived
+from store.frame_queries import (
+    DERIVED_JOB_COLUMNS,
+    DERIVED_RUN_COLUMNS,
+    derived_jobs,
+    derived_runs,
+    load_attempts,
+    load_failures,
+    load_jobs,
+    run_outcomes,
+)
+from store.runfilter import Bind, RunFilter
+
+VERSION = 1
+REBUILD_CHUNK = 2_000  # runs per transaction of a rebuild
+FLUSH_RUNS = 1_000  # pending runs that a collect's batch recomputes in its own transaction
+
+
+def compute(bind: Bind, run_ids: Sequence[int], strip: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(logical runs, logical jobs) of ``run_ids`` from their raw rows: the derived tables'
+    columns, ``run_id`` first."""
+    where = RunFilter(run_ids=tuple(run_ids))
+    failures = load_failures(bind, where, detail=())
+    runs = logical_runs(run_outcomes(bind, where), load_attempts(bind, where, reruns_only=True))
+    runs = with_run_categories(runs, failures)
+    jobs = logical_jobs(load_jobs(bind, where), runs[["run_id"]], strip)
+    jobs = jobs.assign(category=job_categories(jobs, failures))
+    return runs[["run_id", *DERIVED_RUN_COLUMNS]], jobs[list(DERIVED_JOB_COLUMNS)]
+
+
+def _value(value: Any) -> Any:
+    """A frame's cell as the database takes it: None for NaN and NaT, ints for the integer
+    columns pandas holds as floats, lists for label tuples."""
+    if value is None or value is pd.NaT:
+        return None
+    if isinstance(value, float):
+        return None if math.isnan(value) else int(value)
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    return value.item() if hasattr(value, "item") else value
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    columns = list(frame.columns)
+    return [
+        dict(zip(columns, map(_value, row), strict=True))
+        for row in frame.itertuples(index=False, name=None)
+    ]
+
+
+def refresh(conn: Connection, run_ids: Sequence[int], strip: str) -> None:
+    """Recompute the derived rows of ``run_ids`` in ``conn``'s transaction: the collector calls
+    it in the transaction that stores their raw rows, so a kill never leaves them apart."""
+    if not run_ids:
+        return
+    runs, jobs = compute(conn, run_ids, strip)
+    derived.replace_rows(conn, run_ids, _records(runs), _records(jobs))
+
+
+def note(conn: Connection, repo: str, run_ids: Sequence[int], strip: str) -> None:
+    """Mark ``run_ids`` pending in ``conn``'s transaction (the one that stores their raw rows);
+    recompute every pending run there when FLUSH_RUNS are pending."""
+    if run_ids and derived.mark_pending(conn, repo, run_ids) >= FLUSH_RUNS:
+        flush(conn, repo, strip)
+
+
+def flush(conn: Connection, repo: str, strip: str) -> int:
+    """Recompute the pending runs of ``repo`` and clear their marks, in ``conn``'s transaction;
+    returns how many there were."""
+    ids = derived.pending(conn, repo)
+    for start in range(0, len(ids), REBUILD_CHUNK):
+        chunk = ids[start : start + REBUILD_CHUNK]
+        refresh(conn, chunk, strip)
+        derived.clear_pending(conn, chunk)
+    return len(ids)
+
+
+def rebuild(
+    engine: Engine, repo: str, strip: str, advance: Callable[[int], None] | None = None
+) -> int:
+    """Recompute every derived row of ``repo``, REBUILD_CHUNK runs per transaction, then mark
+    the tables current; returns the number of runs. ``advance``: called with each chunk's size.
+    Stopped midway, the tables stay marked stale and readers keep using the raw rows."""
+    ids = derived.run_ids(engine, repo)
+    for start in range(0, len(ids), REBUILD_CHUNK):
+        chunk = ids[start : start + REBUILD_CHUNK]
+        with engine.begin() as conn:
+            refresh(conn, chunk, strip)
+        if advance is not None:
+            advance(len(chunk))
+    with engine.begin() as conn:
+        derived.clear_pending(conn, derived.pending(conn, repo))
+        derived.mark_current(conn, repo, VERSION, strip)
+    return len(ids)
+
+
+def is_current(bind: Bind, repo: str | None, strip: str) -> bool:
+    return derived.is_current(bind, repo, VERSION, strip)
+
+
+def ensure_current(engine: Engine, repo: str, strip: str) -> bool:
+    """Rebuild ``repo``'s derived tables unless they were made by this version with ``strip``
+    (then only recompute the runs a stopped collect left pending); True when it rebuilt."""
+    if derived.is_current(engine, repo, VERSION, strip):
+        return False
+    with engine.connect() as conn:  # made right, but runs pending: only those
+        made_right = derived.is_current(conn, repo, VERSION, strip, ignore_pending=True)
+    if made_right:
+        with engine.begin() as conn:
+            flush(conn, repo, strip)
+        return False
+    rebuild(engine, repo, strip)
+    return True
+
+
+def differences(engine: Engine, repo: str, strip: str) -> dict[str, int]:
+    """Rows of the stored derived tables of ``repo`` that differ from a fresh computation from
+    the raw rows, per table (missing, extra or changed rows): empty when they agree. Runs
+    marked pending are known to be out of date and left out."""
+    waiting = set(derived.pending(engine, repo))
+    ids = [run_id for run_id in derived.run_ids(engine, repo) if run_id not in waiting]
+    found: dict[str, int] = {}
+    where = RunFilter(repo=repo)
+    stored_runs = derived_runs(engine, where, lean=True)[["run_id", *DERIVED_RUN_COLUMNS]]
+    stored_jobs = derived_jobs(engine, where)
+    stored_runs = stored_runs[~stored_runs["run_id"].isin(waiting)]
+    stored_jobs = stored_jobs[~stored_jobs["run_id"].isin(waiting)]
+    fresh = [
+        compute(engine, ids[s : s + REBUILD_CHUNK], strip)
+        for s in range(0, len(ids), REBUILD_CHUNK)
+    ]
+    fresh_runs = pd.concat([runs for runs, _ in fresh]) if fresh else stored_runs.iloc[:0]
+    fresh_jobs = pd.concat([jobs for _, jobs in fresh]) if fresh else stored_jobs.iloc[:0]
+    for table, stored, computed in (
+        ("logical_runs", stored_runs, fresh_runs),
+        ("logical_jobs", stored_jobs, fresh_jobs),
+    ):
+        count = len(_rows(stored) ^ _rows(computed))
+        if count:
+            found[table] = count
+    return found
+
+
+def _rows(frame: pd.DataFrame) -> set[tuple[Any, ...]]:
+    """The rows of ``frame`` as the database stores them, hashable, columns in name order."""
+    records = _records(frame[sorted(frame.columns)])
+    return {tuple(tuple(v) if isinstance(v, list) else v for v in r.values()) for r in records}

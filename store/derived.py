@@ -1,0 +1,110 @@
+"""SQL of the derived tables (``logical_runs``, ``logical_jobs``, ``derived_pending``,
+``derived_state``): replace a set of runs' rows, mark and list the runs pending, say whether
+a repository's tables are current, list the runs to rebuild. What goes in the rows is computed
+by analytics.derived."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, select
+
+from store.models import DerivedPending, DerivedState, LogicalJob, LogicalRun, WorkflowRun
+from store.runfilter import Bind, connected
+from store.upsert import upsert
+
+CHUNK = 500  # run ids per IN (...): far below SQLite's limit of bound parameters
+
+
+def _chunks(ids: Sequence[int]) -> list[Sequence[int]]:
+    return [ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)]
+
+
+def replace_rows(
+    conn: Connection,
+    run_ids: Sequence[int],
+    runs: Sequence[Mapping[str, Any]],
+    jobs: Sequence[Mapping[str, Any]],
+) -> None:
+    """The derived rows of ``run_ids`` become ``runs`` and ``jobs``: a logical job that is no
+    more (a job renamed by a rerun, a new job-name rule) does not linger."""
+    for chunk in _chunks(list(run_ids)):
+        conn.execute(delete(LogicalJob).where(LogicalJob.run_id.in_(chunk)))
+        conn.execute(delete(LogicalRun).where(LogicalRun.run_id.in_(chunk)))
+    upsert(conn, LogicalRun, runs)
+    upsert(conn, LogicalJob, jobs)
+
+
+def mark_pending(conn: Connection, repo: str, run_ids: Sequence[int]) -> int:
+    """Mark ``run_ids`` pending; returns how many runs of ``repo`` are pending now."""
+    rows = [{"run_id": run_id, "repo": repo} for run_id in run_ids]
+    upsert(conn, DerivedPending, rows, update=())
+    stmt = select(func.count()).select_from(DerivedPending).where(DerivedPending.repo == repo)
+    return int(conn.scalar(stmt) or 0)
+
+
+def pending(bind: Bind, repo: str | None) -> list[int]:
+    """The runs of ``repo`` (None: of every repository) whose derived rows are out of date."""
+    stmt = select(DerivedPending.run_id).order_by(DerivedPending.run_id)
+    if repo is not None:
+        stmt = stmt.where(DerivedPending.repo == repo)
+    with connected(bind) as conn:
+        return list(conn.scalars(stmt))
+
+
+def clear_pending(conn: Connection, run_ids: Sequence[int]) -> None:
+    for chunk in _chunks(list(run_ids)):
+        conn.execute(delete(DerivedPending).where(DerivedPending.run_id.in_(chunk)))
+
+
+def mark_current(conn: Connection, repo: str, version: int, job_name_strip: str) -> None:
+    row = {
+        "repo": repo,
+        "version": version,
+        "job_name_strip": job_name_strip,
+        "built_at": datetime.now(UTC),
+    }
+    upsert(conn, DerivedState, [row])
+
+
+def is_current(
+    bind: Bind,
+    repo: str | None,
+    version: int,
+    job_name_strip: str,
+    *,
+    ignore_pending: bool = False,
+) -> bool:
+    """Whether the derived rows of ``repo`` (None: every repository with runs) were computed
+    by this version of the derivation with this job-name rule, and (unless
+    ``ignore_pending``) none is pending."""
+    with connected(bind) as conn:
+        states = {
+            row.repo: (row.version, row.job_name_strip)
+            for row in conn.execute(
+                select(DerivedState.repo, DerivedState.version, DerivedState.job_name_strip)
+            )
+        }
+        repos = (
+            [repo] if repo is not None else list(conn.scalars(select(WorkflowRun.repo).distinct()))
+        )
+        waiting = select(DerivedPending.run_id).limit(1)
+        if repo is not None:
+            waiting = waiting.where(DerivedPending.repo == repo)
+        if not ignore_pending and conn.scalar(waiting) is not None:
+            return False
+    return all(states.get(name) == (version, job_name_strip) for name in repos)
+
+
+def run_ids(bind: Bind, repo: str) -> list[int]:
+    """Every stored run of ``repo``, oldest id first."""
+    with connected(bind) as conn:
+        stmt = select(WorkflowRun.id).where(WorkflowRun.repo == repo).order_by(WorkflowRun.id)
+        return list(conn.scalars(stmt))
+
+
+def repositories(bind: Bind) -> list[str]:
+    with connected(bind) as conn:
+        return list(conn.scalars(select(WorkflowRun.repo).distinct().order_by(WorkflowRun.repo)))

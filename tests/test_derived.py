@@ -1,0 +1,152 @@
+"""The derived tables' commands and staleness: ``ciflake db rebuild [--check]``, a changed
+job-name rule, ``ciflake db upgrade`` on a database whose tables were never filled, and
+``ciflake reclassify`` (analytics.derived)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from click.testing import CliRunner
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from analytics import derived
+from analytics.frames import logical_job_frame, logical_run_frame
+from ciflake.cli import cli
+from store.engine import make_engine
+from store.models import DerivedState, Failure, LogicalJob, LogicalRun
+from store.runfilter import RunFilter
+from store.settings import load_config
+
+REPO = "verl-project/verl"
+
+
+def _strip(db_url: str) -> str:
+    return load_config(env={}, db_url=db_url).job_name_strip
+
+
+def test_rebuild_check_finds_a_changed_row_and_rebuild_mends_it(collected_db, runner):
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    check = ["--db", db_url, "db", "rebuild", "--check"]
+    ok = runner.invoke(cli, check)
+    assert ok.exit_code == 0 and "match a fresh computation" in ok.output, ok.output
+    with Session(engine) as session, session.begin():
+        run_id = session.scalars(  # a red run with jobs
+            select(LogicalJob.run_id).where(LogicalJob.logical_outcome == "fail")
+        ).first()
+        session.execute(
+            update(LogicalRun).where(LogicalRun.run_id == run_id).values(logical_outcome="pass")
+        )
+        session.execute(delete(LogicalJob).where(LogicalJob.run_id == run_id))
+    bad = runner.invoke(cli, check)
+    assert bad.exit_code == 1, bad.output
+    assert "logical_runs 2 rows" in bad.output and "logical_jobs" in bad.output
+    rebuilt = runner.invoke(cli, ["--db", db_url, "db", "rebuild"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert f"{REPO}: derived tables rebuilt from " in rebuilt.output
+    assert "match a fresh computation" in rebuilt.output
+    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    engine.dispose()
+
+
+def test_another_job_name_rule_makes_readers_take_the_raw_rows(collected_db, monkeypatch):
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    config = load_config(env={}, db_url=db_url)
+    assert derived.is_current(engine, REPO, config.job_name_strip)
+    merged = replace(config, job_name_strip=r"_.*$")  # e2e_fsdp2, e2e_megatron: one job
+    assert not derived.is_current(engine, REPO, merged.job_name_strip)
+    runs = logical_run_frame(engine, merged, RunFilter(REPO), lean=True)
+    jobs = logical_job_frame(engine, merged, RunFilter(REPO), runs, lean=True)
+    with monkeypatch.context() as raw:  # what the raw rows say under the new rule
+        raw.setattr(derived, "is_current", lambda *args, **kwargs: False)
+        expected = logical_job_frame(engine, merged, RunFilter(REPO), runs, lean=True)
+    assert sorted(jobs["logical_job"].unique()) == sorted(expected["logical_job"].unique())
+    with engine.connect() as conn:
+        stored = conn.scalar(select(func.count(func.distinct(LogicalJob.logical_job))))
+    assert jobs["logical_job"].nunique() != stored  # the new rule merges jobs it kept apart
+    assert derived.ensure_current(engine, REPO, merged.job_name_strip)
+    assert derived.differences(engine, REPO, merged.job_name_strip) == {}
+    engine.dispose()
+
+
+def test_upgrade_fills_tables_that_were_never_filled(collected_db, runner):
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    with Session(engine) as session, session.begin():
+        for model in (LogicalJob, LogicalRun, DerivedState):
+            session.execute(delete(model))
+    assert not derived.is_current(engine, REPO, _strip(db_url))
+    result = runner.invoke(cli, ["--db", db_url, "db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert f"{REPO}: derived tables rebuilt from " in result.output
+    assert derived.is_current(engine, REPO, _strip(db_url))
+    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    again = runner.invoke(cli, ["--db", db_url, "db", "upgrade"])
+    assert "rebuilt" not in again.output  # current: nothing to do
+    engine.dispose()
+
+
+def test_reclassify_keeps_the_derived_tables_in_step(collected_db, runner):
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    with_failed_jobs = select(Failure.run_id).where(Failure.job_id != 0)
+    with Session(engine) as session, session.begin():  # as if the rules had said otherwise
+        session.execute(
+            update(LogicalRun)
+            .where(LogicalRun.run_id.in_(with_failed_jobs))
+            .values(failure_category="unknown")
+        )
+        session.execute(
+            update(LogicalJob).where(LogicalJob.category.is_not(None)).values(category="unknown")
+        )
+    assert derived.differences(engine, REPO, _strip(db_url))  # the edit shows
+    result = runner.invoke(cli, ["--db", db_url, "reclassify"])
+    assert result.exit_code == 0, result.output
+    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    engine.dispose()
+
+
+def test_frames_from_the_tables_equal_frames_from_the_raw_rows(collected_db, monkeypatch):
+    db_url = collected_db().url
+    engine = make_engine(db_url, read_only=True)
+    config = load_config(env={}, db_url=db_url)
+    for lean in (True, False):
+        runs = logical_run_frame(engine, config, RunFilter(REPO), lean=lean)
+        jobs = logical_job_frame(engine, config, RunFilter(REPO), runs, lean=lean)
+        with monkeypatch.context() as raw:
+            raw.setattr(derived, "is_current", lambda *args, **kwargs: False)
+            raw_runs = logical_run_frame(engine, config, RunFilter(REPO), lean=lean)
+            raw_jobs = logical_job_frame(engine, config, RunFilter(REPO), raw_runs, lean=lean)
+        for got, expected, keys in (
+            (runs, raw_runs, ["run_id"]),
+            (jobs, raw_jobs, ["run_id", "logical_job"]),
+        ):
+            assert list(got.columns) == list(expected.columns)
+            got = got.sort_values(keys).reset_index(drop=True)
+            expected = expected.sort_values(keys).reset_index(drop=True)
+            assert got.equals(expected) or got.compare(expected).empty
+    engine.dispose()
+
+
+def test_a_fresh_collect_leaves_nothing_to_rebuild(collected_db):
+    db_url = collected_db().url
+    engine = make_engine(db_url, read_only=True)
+    assert derived.is_current(engine, REPO, _strip(db_url))
+    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(LogicalRun)) > 0
+    engine.dispose()
+
+
+def test_rebuild_check_exits_1_without_writing(collected_db):
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    with Session(engine) as session, session.begin():
+        session.execute(delete(LogicalJob))
+    result = CliRunner().invoke(cli, ["--db", db_url, "db", "rebuild", "--check"])
+    assert result.exit_code == 1 and "logical_jobs" in result.output
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(LogicalJob)) == 0
+    engine.dispose()
