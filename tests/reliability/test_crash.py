@@ -54,21 +54,14 @@ def _timed_clean_collect(hub: fakehub.Hub, db_url: str) -> float:
     return time.monotonic() - started
 
 
-def _derived_differences(db_url: str) -> dict[str, int]:
-    """The derived tables' rows that differ from a fresh computation (analytics.derived)."""
+def _derived_state(db_url: str) -> tuple[dict[str, int], bool]:
+    """(the derived tables' rows that differ from a fresh computation, pending runs aside;
+    whether the tables are current: nothing pending) (analytics.derived)."""
     engine = migrated(db_url)
     try:
         config = load_config(env={}, db_url=db_url)
-        return derived.differences(engine, config.repo, config.job_name_strip)
-    finally:
-        engine.dispose()
-
-
-def _nothing_pending(db_url: str) -> bool:
-    engine = migrated(db_url)
-    try:
-        config = load_config(env={}, db_url=db_url)
-        return derived.is_current(engine, config.repo, config.job_name_strip)
+        differ = derived.differences(engine, config.repo, config.job_name_strip)
+        return differ, derived.is_current(engine, config.repo, config.job_name_strip)
     finally:
         engine.dispose()
 
@@ -96,10 +89,11 @@ def test_killed_collects_resume_to_the_clean_database(tmp_path):
             leaked += leaks(out, err)
             if process.returncode not in (0, -signal.SIGKILL) or b"Traceback" in err:
                 crashes += 1
-            torn = _derived_differences(url)  # a kill between two writes would show here
+            torn, _ = _derived_state(url)  # a kill between two writes would show here
             fast_collect(hub, url)  # resume
-            torn.update({f"{t} after the resume": n for t, n in _derived_differences(url).items()})
-            assert _nothing_pending(url), "the resumed collect left runs pending"
+            after, current = _derived_state(url)
+            torn.update({f"{table} after the resume": n for table, n in after.items()})
+            assert current, "the resumed collect left runs pending"
             assert not torn, f"derived tables differ from a rebuild after a kill at {delay:.2f}s"
             wrong = mismatched_tables(clean, frozen(migrated(url)))
             mismatches += bool(wrong)
