@@ -4,15 +4,16 @@ stores a run, by the very functions every reader used to run on each page load
 while ``store.derived.is_current`` says they were made by this version of the code and the
 configured job-name rule, with no run pending; otherwise they compute from the raw rows.
 
-The collector marks each batch's runs pending in the transaction that stores them (``note``)
-and recomputes the pending runs FLUSH_RUNS at a time, in the transaction of the batch that
-reaches that many, and once more when the collect ends (``flush``): computing a few runs at a
+The collector marks each batch's runs pending in the transaction that stores them
+(``store.derived.mark_pending``) and recomputes the pending runs ``store.derived.FLUSH_RUNS``
+at a time, in the transaction of the batch that reaches that many, and once more when the
+collect ends (``flush``): computing a few runs at a
 time costs a fixed 50 ms in pandas, more than collecting them. A kill leaves raw rows, derived
 rows and marks in step: every run whose rows are out of date is marked.
 
-Bump ``VERSION`` whenever a change here, or in a function used here, changes a derived value:
-the collector and ``ciflake db upgrade`` then rebuild the tables, and until they do, readers
-use the raw rows.
+Bump ``store.derived.VERSION`` whenever a change here, or in a function used here, changes a
+derived value: the collector and ``ciflake db upgrade`` then rebuild the tables, and until they
+do, readers use the raw rows.
 """
 
 from __future__ import annotations
@@ -39,9 +40,8 @@ from store.frame_queries import (
 )
 from store.runfilter import Bind, RunFilter
 
-VERSION = 1
+VERSION = derived.VERSION
 REBUILD_CHUNK = 2_000  # runs per transaction of a rebuild
-FLUSH_RUNS = 1_000  # pending runs that a collect's batch recomputes in its own transaction
 
 
 def compute(bind: Bind, run_ids: Sequence[int], strip: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -85,13 +85,6 @@ def refresh(conn: Connection, run_ids: Sequence[int], strip: str) -> None:
         return
     runs, jobs = compute(conn, run_ids, strip)
     derived.replace_rows(conn, run_ids, _records(runs), _records(jobs))
-
-
-def note(conn: Connection, repo: str, run_ids: Sequence[int], strip: str) -> None:
-    """Mark ``run_ids`` pending in ``conn``'s transaction (the one that stores their raw rows);
-    recompute every pending run there when FLUSH_RUNS are pending."""
-    if run_ids and derived.mark_pending(conn, repo, run_ids) >= FLUSH_RUNS:
-        flush(conn, repo, strip)
 
 
 def flush(conn: Connection, repo: str, strip: str) -> int:

@@ -27,7 +27,6 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from analytics import derived
 from collector import backfill
 from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound
 from collector.logs import LogFetcher
@@ -44,6 +43,7 @@ from collector.sync_batch import BatchStage
 from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import save_state
 from store import bookkeeping
+from store import derived as derived_rows
 from store.models import SyncLog, SyncState
 from store.settings import Config
 
@@ -112,7 +112,11 @@ class Collector:
     def _collect(self) -> None:
         # a new database, a new version of ciflake or a new job-name rule: derived tables
         # computed before any batch adds its rows to them
-        derived.ensure_current(self.engine, self.repo, self.config.job_name_strip)
+        strip = self.config.job_name_strip
+        if not derived_rows.is_current(self.engine, self.repo, derived_rows.VERSION, strip):
+            from analytics.derived import ensure_current  # pandas only when there is work
+
+            ensure_current(self.engine, self.repo, strip)
         try:
             with self._session() as session:
                 states = bookkeeping.sync_states(session, self.repo)

@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
-from analytics import derived
 from collector.annotations import (
     fetch_annotations,
     hit_time_limit,
@@ -31,6 +30,7 @@ from collector.runs import fetch_run, save_runs
 from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import save_state
 from store import bookkeeping
+from store import derived as derived_rows
 
 CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
 
@@ -198,15 +198,28 @@ class BatchStage:
         self._count_logs(results)
 
     def _derive(self, session: Session, run_ids: list[int]) -> None:
-        """``run_ids`` marked pending in the transaction that stored their raw rows (with every
-        pending run recomputed there once enough are)."""
+        """``run_ids`` marked pending in the transaction that stored their raw rows, and every
+        pending run recomputed there once enough are."""
         session.flush()
-        derived.note(session.connection(), self.repo, run_ids, self.job_name_strip)
+        conn = session.connection()
+        if (
+            run_ids
+            and derived_rows.mark_pending(conn, self.repo, run_ids) >= derived_rows.FLUSH_RUNS
+        ):
+            self._recompute(conn)
 
     def flush_derived(self) -> None:
         """Recompute the runs still pending: the collect's last act."""
         with self._session() as session, session.begin():
-            derived.flush(session.connection(), self.repo, self.job_name_strip)
+            conn = session.connection()
+            if derived_rows.pending(conn, self.repo):
+                self._recompute(conn)
+
+    def _recompute(self, conn: Connection) -> None:
+        # pandas only now: a collect that stores nothing new never loads it (its memory)
+        from analytics.derived import flush
+
+        flush(conn, self.repo, self.job_name_strip)
 
     def _count_logs(self, results: Sequence[Any]) -> None:
         for result in results:

@@ -4,7 +4,10 @@ job-name rule, ``ciflake db upgrade`` on a database whose tables were never fill
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 from click.testing import CliRunner
 from sqlalchemy import delete, func, select, update
@@ -19,6 +22,7 @@ from store.runfilter import RunFilter
 from store.settings import load_config
 
 REPO = "verl-project/verl"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _strip(db_url: str) -> str:
@@ -150,3 +154,13 @@ def test_rebuild_check_exits_1_without_writing(collected_db):
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(LogicalJob)) == 0
     engine.dispose()
+
+
+def test_the_collector_loads_pandas_only_to_recompute() -> None:
+    """A collect that stores nothing new keeps its memory small: pandas (about 80 MB) is loaded
+    only to recompute derived rows (collector.sync_batch), never by importing the collector."""
+    probe = "import sys, collector.once, collector.sync; print('pandas' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False", done.stderr
