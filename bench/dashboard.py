@@ -373,7 +373,7 @@ def _measure(baseline: tuple[str, Path] | None) -> list[dict]:
                     {
                         "figure": f"Dashboard data, {page} page, {label} (cold)",
                         "value": f"{seconds:.2f} s",
-                        "target": f"< {target:.0f} s",
+                        "target": f"< {target:g} s",
                         "met": seconds < target,
                         "command": COMMAND,
                         "note": f"{jobs:,} jobs; median of {rounds if baseline else REPEATS}"
