@@ -5,7 +5,9 @@ when ``analytics.derived.is_current`` says no; here it is made to say no)."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,11 @@ from click.testing import CliRunner
 from analytics import derived
 from ciflake.cli import cli
 from ciflake.export import TABLES
+from collector.summary import run_summary
 from dashboard.filters import Filters
 from dashboard.loaders import failures, flaky_jobs, migrations, overview, runners, shared
 from store.engine import make_engine
+from store.events import all_events
 from store.settings import load_config
 from tests.support.collected import AT_SCALE_1
 
@@ -61,7 +65,7 @@ def _filters(db_url: str, scope: str = "default") -> Filters:
     return Filters(REPO, first, last, (), scope)
 
 
-def _answers(db_url: str, tmp: Path, *, with_loaders: bool) -> Answers:
+def _answers(db_url: str, tmp: Path, now: datetime, *, with_loaders: bool) -> Answers:
     """What a maintainer sees: the loaders' frames (``with_loaders``) for two scopes, every
     export table as CSV bytes, the summary's Markdown."""
     st.cache_data.clear()
@@ -78,9 +82,15 @@ def _answers(db_url: str, tmp: Path, *, with_loaders: bool) -> Answers:
         result = runner.invoke(cli, ["--db", db_url, "export", table, "--out", str(out)])
         assert result.exit_code == 0, result.output
         answers[f"export {table}"] = out.read_bytes()
-    result = runner.invoke(cli, ["--db", db_url, "summary", "--pr", "7357"])
-    assert result.exit_code == 0, result.output
-    answers["summary"] = result.output
+    # Both readings on one clock: the footer says when the summary was generated and how
+    # long ago the last collect was (30 days: scale 1's history ends a few days back).
+    config = load_config(env={}, db_url=db_url)
+    engine = make_engine(db_url, read_only=True)
+    events = all_events(config, engine)
+    answers["summary"] = run_summary(
+        config, engine, events, pr=7357, issue=None, since="30d", post=False, now=now
+    )
+    engine.dispose()
     return answers
 
 
@@ -99,6 +109,24 @@ def _same(before: Answers, after: Answers) -> list[str]:
     return differ
 
 
+def _diff(before: Answers, after: Answers, names: list[str]) -> str:
+    """The differing text answers, line by line, so a failure shows what changed."""
+    lines: list[str] = []
+    for name in names:
+        old, new = before[name], after[name]
+        if isinstance(old, bytes):
+            old, new = old.decode(), new.decode()
+        if isinstance(old, str):
+            lines += difflib.unified_diff(
+                old.splitlines(),
+                new.splitlines(),
+                f"{name} (raw)",
+                f"{name} (derived)",
+                lineterm="",
+            )
+    return "\n".join(lines[:200])
+
+
 def _compare(db_url: str, tmp: Path, monkeypatch, *, with_loaders: bool) -> None:
     monkeypatch.setenv("CIFLAKE_DB_URL", db_url)
     monkeypatch.delenv("CIFLAKE_CONFIG", raising=False)
@@ -107,12 +135,14 @@ def _compare(db_url: str, tmp: Path, monkeypatch, *, with_loaders: bool) -> None
     assert derived.is_current(engine, REPO, strip), "the collector left the tables stale"
     assert derived.differences(engine, REPO, strip) == {}
     engine.dispose()
-    after = _answers(db_url, tmp, with_loaders=with_loaders)
+    now = datetime.now(UTC)
+    after = _answers(db_url, tmp, now, with_loaders=with_loaders)
     with monkeypatch.context() as raw:
         raw.setattr(derived, "is_current", lambda *args, **kwargs: False)
-        before = _answers(db_url, tmp, with_loaders=with_loaders)
+        before = _answers(db_url, tmp, now, with_loaders=with_loaders)
     assert sorted(before) == sorted(after)
-    assert _same(before, after) == []
+    differ = _same(before, after)
+    assert differ == [], _diff(before, after, differ)
 
 
 @pytest.fixture
