@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import IO
+from typing import IO, Any
 
-from fakehub.server import DEFAULT_TOKEN
+from fakehub.server import DEFAULT_TOKEN, admin_call
 
 SERVING = re.compile(r"fakehub serving \S+ at (http://\S+)")
 COMMAND = "from fakehub.cli import fakehub_command; fakehub_command()"
@@ -36,6 +36,11 @@ class ChildHub:
     base_url: str
     token: str
 
+    def admin(
+        self, method: str, name: str, body: dict[str, Any] | None = None, repo: str | None = None
+    ) -> Any:
+        return admin_call(self.base_url, method, name, body, repo)
+
 
 @contextmanager
 def spawned(
@@ -46,12 +51,14 @@ def spawned(
     pr_scale: float | None = None,
     rate_limit: int = 5000,
     token: str = DEFAULT_TOKEN,
+    web_url: str | None = None,
 ) -> Iterator[ChildHub]:
     """Serve fakehub (the options of ``ciflake fakehub``) from a child process until exit."""
     args = [
         *("--seed", str(seed), "--scale", str(scale), "--end", f"{end:%Y-%m-%d}"),
         *("--rate-limit", str(rate_limit), "--token", token),
         *(("--pr-scale", str(pr_scale)) if pr_scale is not None else ()),
+        *(("--web-url", web_url) if web_url is not None else ()),
     ]
     # stderr to a file: a pipe nobody reads could fill up and block the child
     with tempfile.TemporaryFile(mode="w+") as errors:

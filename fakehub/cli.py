@@ -49,6 +49,12 @@ from fakehub.server import DEFAULT_SCALE, DEFAULT_TOKEN, Hub
     show_default=True,
     help="Runs older than this lose their jobs and annotations, as GitHub archives them.",
 )
+@click.option(
+    "--web-url",
+    default=None,
+    help="Where the payloads' html_url point (default: the served address), so that hubs on "
+    "different ports serve the same links.",
+)
 def fakehub_command(
     host: str,
     port: int,
@@ -60,6 +66,7 @@ def fakehub_command(
     end: str | None,
     rate_limit: int,
     checks_retention_days: int,
+    web_url: str | None,
 ) -> None:
     """Serve a local GitHub Actions API replica with a simulated verl CI history."""
     try:
@@ -79,6 +86,7 @@ def fakehub_command(
         port=port,
         rate_limit=rate_limit,
         checks_retention_days=checks_retention_days,
+        web_url=web_url,
     ).start()
     history = hub.history()
     pr = "" if pr_scale is None else f", pull requests {pr_scale}"

@@ -197,13 +197,23 @@ class Hub:
     def admin(
         self, method: str, name: str, body: dict[str, Any] | None = None, repo: str | None = None
     ) -> Any:
-        """Call `/_admin/<name>` over HTTP and return the decoded JSON."""
-        params = {"repo": repo} if repo else None
-        response = requests.request(
-            method, f"{self.base_url}/_admin/{name}", json=body, params=params, timeout=120
-        )
-        response.raise_for_status()
-        return response.json()
+        return admin_call(self.base_url, method, name, body, repo)
+
+
+def admin_call(
+    base_url: str,
+    method: str,
+    name: str,
+    body: dict[str, Any] | None = None,
+    repo: str | None = None,
+) -> Any:
+    """Call the hub's `/_admin/<name>` over HTTP and return the decoded JSON."""
+    params = {"repo": repo} if repo else None
+    response = requests.request(
+        method, f"{base_url}/_admin/{name}", json=body, params=params, timeout=120
+    )
+    response.raise_for_status()
+    return response.json()
 
 
 @contextmanager

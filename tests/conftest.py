@@ -101,10 +101,7 @@ def db_url(backend: str, tmp_path) -> Iterator[str]:
     yield from fresh_pg_database(required_pg_url())
 
 
-@pytest.fixture
-def collected_db(backend: str, tmp_path) -> Iterator[Callable[..., Collected]]:
-    """``collected_db(scenario)``: the test's own copy of the scenario's collected database on
-    the test's backend, and the report of the one collect that made it."""
+def _copies(backend: str, tmp_path) -> Iterator[Callable[..., Collected]]:
     with ExitStack() as stack:
 
         def copy(scenario: Scenario = DEFAULT) -> Collected:
@@ -114,6 +111,21 @@ def collected_db(backend: str, tmp_path) -> Iterator[Callable[..., Collected]]:
             return stack.enter_context(contextmanager(collected_pg)(scenario, server))
 
         yield copy
+
+
+@pytest.fixture
+def collected_db(backend: str, tmp_path) -> Iterator[Callable[..., Collected]]:
+    """``collected_db(scenario)``: the test's own copy of the scenario's collected database on
+    the test's backend, and the reports of the collects that made it."""
+    yield from _copies(backend, tmp_path)
+
+
+@pytest.fixture
+def collected_elsewhere(tmp_path) -> Iterator[Callable[..., Collected]]:
+    """``collected_elsewhere(scenario)``: as ``collected_db``, on PostgreSQL when the session
+    runs it (on CI it must), else on SQLite. For a build so long that one backend is all the
+    suite can afford: the scale-1 nights stand for PostgreSQL beside a full collect on SQLite."""
+    yield from _copies(backends()[-1], tmp_path)
 
 
 @pytest.fixture

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 import fakehub
-from tests.support.collected import AT_SCALE_1, DEFAULT, built_once
+from tests.support.collected import AT_SCALE_1, DEFAULT, NIGHTS_OF_500, collected
 from tests.support.hubtools import TEST_SCALE, collect, snapshot
 from tests.support.hubtools import migrated as migrated_engine
 
@@ -185,46 +184,32 @@ def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
     assert post().startswith("created the summary comment on #")
 
 
-SCALE_1 = AT_SCALE_1
-
-
-def _nights_of_500(path: Path) -> list[int]:
-    """Collects of at most 500 counted requests each, until the backfill is done, into the
-    database at ``path``; the requests each counted."""
-    url = f"sqlite:///{path}"
-    with SCALE_1.hub() as hub:
-        nights = [collect(hub, url, max_requests=500)]
-        while nights[-1].stopped:
-            nights.append(collect(hub, url, max_requests=500))
-            assert len(nights) < 200, "the backfill does not progress"
-    return [_counted(night) for night in nights]
-
-
 @pytest.mark.slow
-def test_500_request_nights_at_scale_1_keep_their_budget():
+def test_500_request_nights_at_scale_1_keep_their_budget(collected_elsewhere):
     """The acceptance run of #17, verl's volume at 500 counted requests a collect: its nights.
 
     Over 60 s: the nights collect verl's whole history at scale 1, about a minute and a half
-    here. They are made once and compared with one full collect per backend below."""
-    _, nights = built_once("nights-of-500.db", _nights_of_500)
-    assert all(counted <= 500 for counted in nights)
-    assert len(nights) > 20
+    here, on PostgreSQL when the session has it. They are made once and compared with one full
+    collect below."""
+    nights = collected_elsewhere(NIGHTS_OF_500).reports
+    assert all(_counted(night) <= 500 for night in nights)
+    assert len(nights) > 20 and not nights[-1].stopped
 
 
 @pytest.mark.slow
-def test_500_request_nights_at_scale_1_equal_one_full_collect(collected_db):
+def test_500_request_nights_at_scale_1_equal_one_full_collect(collected_elsewhere, tmp_path):
     """The acceptance run of #17: the nights above store what one full collect stores, for at
     most 5% more requests.
 
-    Over 60 s: one full collect of verl's history at scale 1 on this test's backend, about a
-    minute and a half here (on SQLite shared with the evidence acceptance of seed 1), and the
-    nights' if the test above has not made them yet."""
-    full = collected_db(SCALE_1)
+    Over 60 s if it is the first to need them: one full collect of verl's history at scale 1 on
+    SQLite (shared with the evidence acceptance of seed 1), and the nights, on PostgreSQL when
+    the session has it, so that each backend collects scale 1 once."""
+    full = collected(AT_SCALE_1, tmp_path)
     assert not full.report.stopped
-    expected = snapshot(migrated_engine(full.url))
-    path, nights = built_once("nights-of-500.db", _nights_of_500)
-    assert snapshot(migrated_engine(f"sqlite:///{path}")) == expected
-    spent = sum(nights)
+    nights = collected_elsewhere(NIGHTS_OF_500)
+    assert snapshot(migrated_engine(nights.url)) == snapshot(migrated_engine(full.url))
+    spent = sum(_counted(night) for night in nights.reports)
     assert spent <= 1.05 * _counted(full.report), (spent, _counted(full.report))
     ratio = spent / _counted(full.report)
-    print(f"{len(nights)} collects of at most 500: {spent} requests, {ratio:.3f}x one full collect")
+    count = len(nights.reports)
+    print(f"{count} collects of at most 500: {spent} requests, {ratio:.3f}x one full collect")

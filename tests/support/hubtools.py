@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from collector.once import collect_once
 from collector.sync_report import CollectOptions, CollectReport
 from fakehub import Hub
+from fakehub.child import ChildHub
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.models import (
@@ -32,7 +33,7 @@ SINCE = datetime(2025, 10, 1, tzinfo=UTC)  # the start of fakehub's history: col
 VOLATILE = {"fetched_at", "classified_at"}
 
 
-def hub_config(hub: Hub, db_url: str) -> Config:
+def hub_config(hub: Hub | ChildHub, db_url: str) -> Config:
     return load_config(env={"GITHUB_TOKEN": hub.token}, api_url=hub.base_url, db_url=db_url)
 
 
@@ -42,7 +43,7 @@ def migrated(db_url: str) -> Engine:
     return engine
 
 
-def collect(hub: Hub, db_url: str, **options: Any) -> CollectReport:
+def collect(hub: Hub | ChildHub, db_url: str, **options: Any) -> CollectReport:
     options.setdefault("since", SINCE)
     options.setdefault("quiet", True)
     engine = migrated(db_url)
