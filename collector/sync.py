@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from collector import backfill
+from collector import backfill, lazy
 from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound
 from collector.logs import LogFetcher
 from collector.payloads import parse_time, run_fingerprint
@@ -114,9 +114,7 @@ class Collector:
         # computed before any batch adds its rows to them
         strip = self.config.job_name_strip
         if not derived_rows.is_current(self.engine, self.repo, derived_rows.VERSION, strip):
-            from analytics.derived import ensure_current  # pandas only when there is work
-
-            ensure_current(self.engine, self.repo, strip)
+            lazy.derived().ensure_current(self.engine, self.repo, strip)
         try:
             with self._session() as session:
                 states = bookkeeping.sync_states(session, self.repo)

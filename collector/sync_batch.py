@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
+from collector import lazy
 from collector.annotations import (
     fetch_annotations,
     hit_time_limit,
@@ -216,10 +217,7 @@ class BatchStage:
                 self._recompute(conn)
 
     def _recompute(self, conn: Connection) -> None:
-        # pandas only now: a collect that stores nothing new never loads it (its memory)
-        from analytics.derived import flush
-
-        flush(conn, self.repo, self.job_name_strip)
+        lazy.derived().flush(conn, self.repo, self.job_name_strip)
 
     def _count_logs(self, results: Sequence[Any]) -> None:
         for result in results:
