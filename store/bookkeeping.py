@@ -125,8 +125,8 @@ def archived_logs(session: Session, batch: int = 200) -> Iterator[tuple[Job, Job
         .order_by(Job.id)
         .execution_options(yield_per=batch)
     )
-    for job, log in session.execute(stmt):
-        yield job, log
+    for row in session.execute(stmt):
+        yield row[0], row[1]
 
 
 def jobs_without_logs(session: Session) -> list[Job]:
