@@ -166,7 +166,7 @@ def test_scale_1_answers_the_same(tmp_path: Path, monkeypatch) -> None:
 
 @pytest.mark.slow
 def test_scale_1_nights_answer_the_same(collected_elsewhere, tmp_path: Path, monkeypatch) -> None:
-    """About 15 s: the exports and the summary, which read the same frames as the pages, over
+    """About 25 s: the exports and the summary, which read the same frames as the pages, over
     the same year collected in nights of 500 requests (tests/test_collect_budget.py), on
     PostgreSQL when the session has it: derived tables kept across some twenty collects that
     each stopped at their budget."""
