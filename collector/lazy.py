@@ -2,11 +2,12 @@
 
 A collect that stores nothing new never loads pandas. One that does loads it without pyarrow
 when pandas is not in the process yet: pyarrow is the dashboard's (Streamlit's) dependency,
-and pandas imports it whenever it is installed, 34 MB of a nightly collect's peak memory
-(68 of pandas' 78 MB over SQLAlchemy and PyGithub, measured in ``bench/collector.py``).
-Without it pandas holds strings as NumPy objects (pandas 3: the ``str`` dtype's "python"
-storage, https://pandas.pydata.org/docs/user_guide/text.html), the same values; the crash
-suite compares what a collect process wrote with a computation that had pyarrow.
+and pandas imports it whenever it is installed. Measured over SQLAlchemy and PyGithub (56 MB),
+importing pandas took the process to 136 MB with pyarrow and 102 MB without; a collect with a
+1 GB log peaks at 166 MB instead of 201 MB (``python -m bench.run collector``). Without it
+pandas holds strings as NumPy objects (pandas 3: the ``str`` dtype's "python" storage,
+https://pandas.pydata.org/docs/user_guide/text.html), the same values;
+``tests/test_derived.py`` compares rows computed so with a computation that had pyarrow.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from dashboard.filters import Filters
 from dashboard.loaders import failures, flaky_jobs, migrations, overview, runners, shared
 from store.engine import make_engine
 from store.events import all_events
-from store.settings import load_config
+from store.settings import Config, load_config
 from tests.support.collected import AT_SCALE_1, NIGHTS_OF_500, collected
 
 REPO = "verl-project/verl"
@@ -65,7 +65,9 @@ def _filters(db_url: str, scope: str = "default") -> Filters:
     return Filters(REPO, first, last, (), scope)
 
 
-def _answers(db_url: str, tmp: Path, now: datetime, *, with_loaders: bool) -> Answers:
+def _answers(
+    db_url: str, tmp: Path, config: Config, now: datetime, *, with_loaders: bool
+) -> Answers:
     """What a maintainer sees: the loaders' frames (``with_loaders``) for two scopes, every
     export table as CSV bytes, the summary's Markdown."""
     st.cache_data.clear()
@@ -84,7 +86,6 @@ def _answers(db_url: str, tmp: Path, now: datetime, *, with_loaders: bool) -> An
         answers[f"export {table}"] = out.read_bytes()
     # Both readings on one clock: the footer says when the summary was generated and how
     # long ago the last collect was (30 days: scale 1's history ends a few days back).
-    config = load_config(env={}, db_url=db_url)
     engine = make_engine(db_url, read_only=True)
     events = all_events(config, engine)
     answers["summary"] = run_summary(
@@ -131,15 +132,16 @@ def _compare(db_url: str, tmp: Path, monkeypatch, *, with_loaders: bool) -> None
     monkeypatch.setenv("CIFLAKE_DB_URL", db_url)
     monkeypatch.delenv("CIFLAKE_CONFIG", raising=False)
     engine = make_engine(db_url, read_only=True)
-    strip = load_config(env={}, db_url=db_url).job_name_strip
+    config = load_config(env={}, db_url=db_url)
+    strip = config.job_name_strip
     assert derived.is_current(engine, REPO, strip), "the collector left the tables stale"
     assert derived.differences(engine, REPO, strip) == {}
     engine.dispose()
     now = datetime.now(UTC)
-    after = _answers(db_url, tmp, now, with_loaders=with_loaders)
+    after = _answers(db_url, tmp, config, now, with_loaders=with_loaders)
     with monkeypatch.context() as raw:
         raw.setattr(derived, "is_current", lambda *args, **kwargs: False)
-        before = _answers(db_url, tmp, now, with_loaders=with_loaders)
+        before = _answers(db_url, tmp, config, now, with_loaders=with_loaders)
     assert sorted(before) == sorted(after)
     differ = _same(before, after)
     assert differ == [], _diff(before, after, differ)

@@ -87,8 +87,8 @@ SEVEN = Scenario(seed=7)  # the collector tests' history
 # made make test 13m41s instead of 12m33s-13m02s: one worker then ran 9 minutes of them alone.)
 AT_SCALE_1 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000)
 # The acceptance run of #17: the same history in nights of 500 requests. Built on PostgreSQL
-# when the session has it (``on_the_other_backend``), so that scale 1 is collected on both
-# backends without a second full collect.
+# when the session has it (the ``collected_elsewhere`` fixture), so that scale 1 is collected
+# on both backends without a second full collect.
 NIGHTS_OF_500 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000, max_requests=500)
 
 
@@ -113,10 +113,9 @@ Built = tuple[tuple[CollectReport, ...], dict[str, Any]]
 def _collect_and_count(scenario: Scenario, url: str) -> Built:
     """The scenario's collect into ``url``, fakehub served by a child process: the collect
     then has a core of its own when one is free (a scale-1 collect takes a third less)."""
-    options = scenario.hub_options()
-    with spawned(**options) as hub:
-        reports = [collect(hub, url, since=scenario.since, max_requests=scenario.max_requests)]
-        while scenario.max_requests is not None and reports[-1].stopped:
+    reports: list[CollectReport] = []
+    with spawned(**scenario.hub_options()) as hub:
+        while not reports or (scenario.max_requests is not None and reports[-1].stopped):
             assert len(reports) < 200, "the backfill does not progress"
             reports.append(
                 collect(hub, url, since=scenario.since, max_requests=scenario.max_requests)
