@@ -34,6 +34,8 @@ BIG_LOG_RSS_TARGET_MB = 200
 # RSS is the collector's alone.
 BIG_LOG_SCRIPT = PEAK_KB + (
     "import sys, time\n"
+    "from collector import lazy\n"
+    "lazy.lean_pandas()  # as ciflake collect does\n"
     "from datetime import datetime\n"
     "from store.settings import load_config\n"
     "from collector.once import collect_once\n"

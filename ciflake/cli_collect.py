@@ -76,7 +76,10 @@ def collect(
     again every [collect] interval_minutes until interrupted.
     """
     from ciflake.collect_loop import run_collect
+    from collector import lazy
     from store.settings import parse_datetime
+
+    lazy.lean_pandas()  # this process only collects
 
     state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
     options_since = parse_datetime(since, "--since") if since else None

@@ -56,9 +56,11 @@ def schedule(state: State) -> None:
 
     SIGTERM or Ctrl-C lets the running job finish, then exits 0. Logs go to stderr.
     """
+    from collector import lazy
     from collector.schedule import run_schedule
     from store.events import all_events
 
+    lazy.lean_pandas()  # collects and summaries: no dashboard in this process
     config, engine = state.config, state.migrated_engine()
     run_schedule(config, engine, lambda: all_events(config, engine))
 

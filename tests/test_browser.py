@@ -158,16 +158,26 @@ def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1500, "height": 1100})
         overview, _ = open_page(context, dashboard_url, "overview")
+        overview.wait_for_load_state("networkidle")  # the grids' code arrives after the text
+        overview.wait_for_function(CHARTS_DRAWN)
         overview_text = overview.locator('[data-testid="stMain"]').inner_text()
         tables = overview.locator('[data-testid="stDataFrame"]').count()
-        sidebar = overview.locator('[data-testid="stSidebar"]').inner_text()
-        if "No shift in the range" in overview_text or tables < 2:  # what it showed, to read
+        # what the page was filtered on, to read when it fails
+        shown = overview.locator('[data-testid="stSidebar"] input').evaluate_all(
+            "inputs => inputs.map(input => input.value)"
+        )
+        if "No shift in the range" in overview_text or tables < 2:
             ARTIFACTS.mkdir(exist_ok=True)
             overview.screenshot(path=str(ARTIFACTS / "story-overview.png"), full_page=True)
         page, _ = open_page(context, dashboard_url, "migrations")
         sentences = page.locator('[data-testid="stMain"]').inner_text().splitlines()
         browser.close()
-    assert "No shift in the range" not in overview_text and tables >= 2, (sidebar, tables)
+    changepoints = overview_text[overview_text.find("Changepoints") :]
+    assert "No shift in the range" not in overview_text and tables >= 2, (
+        shown,
+        tables,
+        changepoints[:600],
+    )
     sentence = next(line for line in sentences if line.startswith("#7357"))
     after, before = map(int, HEADLINE_N.search(sentence).groups())
     assert after >= 30 and before >= 30, sentence

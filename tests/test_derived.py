@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 from analytics import derived
 from analytics.frames import logical_job_frame, logical_run_frame
 from ciflake.cli import cli
+from collector import lazy
 from store.engine import make_engine
 from store.models import DerivedState, Failure, LogicalJob, LogicalRun
 from store.runfilter import RunFilter
@@ -172,6 +174,7 @@ LEAN_PROBE = """
 import json, sys
 from collector import lazy
 from store.engine import make_engine
+lazy.lean_pandas()  # as ciflake collect does
 derived = lazy.derived()
 engine = make_engine(sys.argv[1], read_only=True)
 ids = derived.derived.run_ids(engine, "verl-project/verl")
@@ -204,5 +207,24 @@ def test_the_collector_computes_without_pyarrow_the_same_rows(tmp_path) -> None:
 
 
 def test_a_process_that_has_pyarrow_keeps_it() -> None:
-    probe = "import pandas, sys; from collector import lazy; lazy.derived(); import pyarrow"
+    probe = "import pandas, sys; from collector import lazy; lazy.lean_pandas(); import pyarrow"
     subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True)
+
+
+def test_a_collect_called_as_a_library_leaves_pyarrow_importable() -> None:
+    """The demo and the tests collect in a process that draws a dashboard later: only the
+    collect-only commands make pandas lean."""
+    probe = "from collector import lazy; lazy.derived(); import streamlit, pyarrow"
+    subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True)
+
+
+@pytest.mark.parametrize("command", [["collect", "--once"], ["schedule"]])
+def test_the_collect_only_commands_make_pandas_lean(command, tmp_path, monkeypatch) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(lazy, "lean_pandas", lambda: asked.append("lean"))
+    monkeypatch.setattr("ciflake.collect_loop.run_collect", lambda *a, **k: asked.append("run"))
+    monkeypatch.setattr("collector.schedule.run_schedule", lambda *a, **k: asked.append("run"))
+    url = f"sqlite:///{tmp_path / 'ciflake.db'}"
+    result = CliRunner().invoke(cli, ["--db", url, *command])
+    assert result.exit_code == 0, result.output
+    assert asked == ["lean", "run"]
