@@ -64,6 +64,37 @@ DATABASES: dict[str, tuple[int, float, float | None]] = {
 }
 BLANK_TITLE = "Blank"
 BLANK_SCRIPT = f"import streamlit as st\n\nst.title({BLANK_TITLE!r})\n"
+# The floors no page of ours can go below, served and timed as the dashboard is: the blank
+# page, and the blank page with one two-point Plotly chart (Streamlit then loads plotly.js,
+# 4.6 MB, and runs it: what every page with a chart pays first).
+FLOORS = {
+    "blank": BLANK_SCRIPT,
+    "one_chart": BLANK_SCRIPT
+    + "import plotly.graph_objects as go\n\n"
+    + "st.plotly_chart(go.Figure(go.Scatter(x=[1, 2], y=[1, 2])))\n",
+}
+# Two blank pages of one app (st.navigation, as the dashboard): a click between them is the
+# least a click in the sidebar costs.
+BLANK_PAGES_SCRIPT = f"""import streamlit as st
+
+
+def first():
+    st.title({BLANK_TITLE!r})
+
+
+def second():
+    st.title("Blank too")
+
+
+st.navigation([st.Page(first, default=True), st.Page(second, title="Blank too")]).run()
+"""
+# Every page timed: (its title, an element that shows once it has computed everything).
+WAIT_FOR = {
+    **PAGES,
+    "blank": (BLANK_TITLE, "h1"),
+    "blank_too": ("Blank too", "h1"),
+    "one_chart": (BLANK_TITLE, ".js-plotly-plot >> visible=true"),
+}
 
 
 def free_port() -> int:
@@ -132,7 +163,7 @@ def wait_finished(page: Page, name: str, started: float | None = None) -> Timing
     """Wait until ``page`` shows the page ``name`` finished: its heading, its ready element,
     then no status widget."""
     started = time.perf_counter() if started is None else started
-    title, ready = PAGES.get(name, (BLANK_TITLE, "h1"))
+    title, ready = WAIT_FOR[name]
     page.get_by_role("heading", name=title).first.wait_for(timeout=TIMEOUT_MS)
     heading = time.perf_counter() - started
     page.locator(ready).first.wait_for(timeout=TIMEOUT_MS)
@@ -150,10 +181,11 @@ def open_page(context: BrowserContext, address: str, name: str) -> tuple[Page, T
 
 
 @contextmanager
-def blank_page(tmp: Path) -> Iterator[str]:
-    """BLANK_SCRIPT served as the dashboard is (dashboard.launch); yields its address."""
-    script = tmp / "blank.py"
-    script.write_text(BLANK_SCRIPT)
+def served(tmp: Path, name: str, source: str) -> Iterator[str]:
+    """A Streamlit script (``source``) served as the dashboard is (dashboard.launch); yields
+    its address."""
+    script = tmp / f"{name}.py"
+    script.write_text(source)
     process, address = start_dashboard(db_url="", host="127.0.0.1", port=free_port(), app=script)
     try:
         wait_until_ready(address, process, timeout=120)
@@ -162,9 +194,9 @@ def blank_page(tmp: Path) -> Iterator[str]:
         stop_dashboard(process)
 
 
-def _blank_times(browser: Browser, tmp: Path) -> list[Timing]:
-    """REPEATS warm navigations to the blank page, after one to warm it."""
-    with blank_page(tmp) as address:
+def _floor_times(browser: Browser, tmp: Path, name: str) -> list[Timing]:
+    """REPEATS warm navigations to the floor page ``name``, after one to warm it."""
+    with served(tmp, name, FLOORS[name]) as address:
         context = browser.new_context(viewport=VIEWPORT)
         try:
             timings = []
@@ -172,11 +204,31 @@ def _blank_times(browser: Browser, tmp: Path) -> list[Timing]:
                 page = context.new_page()
                 started = time.perf_counter()
                 page.goto(address + "/", timeout=TIMEOUT_MS)
-                timings.append(wait_finished(page, "blank", started))
+                timings.append(wait_finished(page, name, started))
                 page.close()
             return timings[1:]
         finally:
             context.close()
+
+
+def click_to(page: Page, name: str) -> Timing:
+    """Click the sidebar link to the page ``name`` and wait until that page finished."""
+    started = time.perf_counter()
+    page.get_by_role("link", name=WAIT_FOR[name][0]).first.click()
+    return wait_finished(page, name, started)
+
+
+def _blank_click_times(browser: Browser, tmp: Path) -> list[Timing]:
+    """REPEATS clicks between two blank pages of one app, after two to warm them."""
+    with served(tmp, "blank_pages", BLANK_PAGES_SCRIPT) as address:
+        page = browser.new_page(viewport=VIEWPORT)
+        try:
+            page.goto(address + "/", timeout=TIMEOUT_MS)
+            wait_finished(page, "blank")
+            targets = ["blank_too", "blank"] * (REPEATS + 2)
+            return [click_to(page, name) for name in targets][2 : REPEATS + 2]
+        finally:
+            page.close()
 
 
 def _database(copies: int, tmp: Path) -> Path:
@@ -190,21 +242,29 @@ def _database(copies: int, tmp: Path) -> Path:
     return path
 
 
-def _page_times(browser: Browser, db_url: str) -> dict[str, list[Timing]]:
-    """REPEATS warm navigations per page: after every page was opened once."""
+def _page_times(
+    browser: Browser, db_url: str
+) -> tuple[dict[str, list[Timing]], dict[str, list[Timing]]]:
+    """REPEATS warm navigations per page (each a new tab, page.goto), then REPEATS clicks
+    per page in the sidebar of one tab, page after page: after every page was opened once."""
     with dashboard(db_url, quiet=True) as address:
         context = browser.new_context(viewport=VIEWPORT)
         try:
             for name in PAGES:  # warm: fill Streamlit's caches (and the browser's)
                 page, _ = open_page(context, address, name)
                 page.close()
-            times: dict[str, list[Timing]] = {name: [] for name in PAGES}
+            loads: dict[str, list[Timing]] = {name: [] for name in PAGES}
             for _ in range(REPEATS):
                 for name in PAGES:
                     page, timing = open_page(context, address, name)
                     page.close()
-                    times[name].append(timing)
-            return times
+                    loads[name].append(timing)
+            clicks: dict[str, list[Timing]] = {name: [] for name in PAGES}
+            page, _ = open_page(context, address, list(PAGES)[-1])  # then click to the first
+            for _ in range(REPEATS):
+                for name in PAGES:
+                    clicks[name].append(click_to(page, name))
+            return loads, clicks
         finally:
             context.close()
 
@@ -215,8 +275,8 @@ def _why_slow(timings: list[Timing]) -> str:
     middle = sorted(timings, key=lambda t: t.finished)[len(timings) // 2]
     shell, work = middle.heading, middle.finished - middle.heading
     where = (
-        "until the heading: loading the frontend, starting the session, app.py's sidebar "
-        "and status lines"
+        "until the heading: app.py's sidebar and status lines (and, for a page load, loading "
+        "the frontend and starting the session)"
         if shell >= work
         else "after the heading: the page's own loaders and drawing its charts and tables"
     )
@@ -233,7 +293,7 @@ def _target(ratio: float, seconds: float | None) -> str:
 def _not_measured(reason: str) -> list[dict]:
     return [
         {
-            "figure": f"Browser page time, {name} page, {label} (warm server)",
+            "figure": f"Browser {kind} time, {name} page, {label} (warm server)",
             "value": "not measured",
             "target": _target(ratio, seconds),
             "met": None,
@@ -241,58 +301,109 @@ def _not_measured(reason: str) -> list[dict]:
             "note": reason,
         }
         for label, (_, ratio, seconds) in DATABASES.items()
+        for kind in ("page", "click")
         for name in PAGES
     ]
+
+
+def _median(timings: list[Timing]) -> float:
+    return statistics.median(t.finished for t in timings)
+
+
+def _floor_row(figure: str, value: str, note: str) -> dict[str, Any]:
+    return {
+        "figure": figure,
+        "value": value,
+        "target": "-",
+        "met": None,
+        "command": COMMAND,
+        "note": note,
+    }
+
+
+def _page_row(
+    figure: str, timings: list[Timing], floor: float, target: tuple[float, float | None], note: str
+) -> dict[str, Any]:
+    seconds, (most_ratio, most_seconds) = _median(timings), target
+    ratio = seconds / floor
+    met = ratio <= most_ratio and (most_seconds is None or seconds <= most_seconds)
+    return {
+        "figure": figure,
+        "value": f"{ratio:.2f}x blank ({seconds:.2f} s vs {floor:.2f} s)",
+        "target": _target(most_ratio, most_seconds),
+        "met": met,
+        "command": COMMAND,
+        "note": note if met else f"{note}; {_why_slow(timings)}",
+    }
+
+
+def _measure_database(browser: Browser, tmp: Path, label: str, copies: int) -> list[dict]:
+    from bench.dashboard import _job_count
+
+    _, most_ratio, most_seconds = DATABASES[label]
+    path = _database(copies, tmp)
+    jobs = _job_count(path)
+    loads, clicks = _page_times(browser, f"sqlite:///{path}")
+    blank = _median(_floor_times(browser, tmp, "blank"))
+    one_chart = _median(_floor_times(browser, tmp, "one_chart"))
+    blank_click = _median(_blank_click_times(browser, tmp))
+    if path.parent == tmp:
+        path.unlink()
+    shared = f"{jobs:,} jobs; headless Chromium at {VIEWPORT['width']}x{VIEWPORT['height']}"
+    rows = [
+        _floor_row(
+            f"Browser page time, blank Streamlit page, {label} run",
+            f"{blank:.2f} s",
+            "a script that only writes a title, served as the dashboard is; median of "
+            f"{REPEATS} warm navigations, measured in the same run",
+        ),
+        _floor_row(
+            f"Browser page time, one-chart Streamlit page, {label} run",
+            f"{one_chart / blank:.2f}x blank ({one_chart:.2f} s)",
+            "the blank page with one two-point Plotly chart, timed as the blank page: what "
+            "every page with a chart pays before drawing its own (Streamlit loads and runs "
+            "plotly.js, 4.6 MB); a page with a chart cannot be under this ratio here",
+        ),
+        _floor_row(
+            f"Browser click time, blank page to blank page, {label} run",
+            f"{blank_click:.2f} s",
+            "a click in the sidebar of an app of two blank pages until the other page "
+            f"finished; median of {REPEATS}, measured in the same run",
+        ),
+    ]
+    for name in PAGES:
+        rows.append(
+            _page_row(
+                f"Browser page time, {name} page, {label} (warm server)",
+                loads[name],
+                blank,
+                (most_ratio, most_seconds),
+                f"{shared}, from page.goto to the page's last element shown and Streamlit's "
+                f"status widget gone; median of {REPEATS} navigations, each in a new tab of one "
+                "browser context, after every page was opened once: the warm time "
+                "(Streamlit's caches and the browser's cache filled), not a first view",
+            )
+        )
+    for name in PAGES:
+        row = _page_row(
+            f"Browser click time, {name} page, {label} (warm server)",
+            clicks[name],
+            blank_click,
+            (most_ratio, most_seconds),
+            f"{shared}, from a click on the page's link in the sidebar (from the page before "
+            f"it in the menu) to the page finished, as a person moves between pages; median of "
+            f"{REPEATS}",
+        )
+        rows.append({**row, "value": row["value"].replace("x blank", "x a blank click")})
+    return rows
 
 
 def measure() -> list[dict]:
     reason = unavailable()
     if reason is not None:
         return _not_measured(reason)
-    from bench.dashboard import _job_count
-
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, chromium() as browser:
-        for label, (copies, most_ratio, most_seconds) in DATABASES.items():
-            path = _database(copies, Path(tmp))
-            jobs = _job_count(path)
-            times = _page_times(browser, f"sqlite:///{path}")
-            blank = statistics.median(t.finished for t in _blank_times(browser, Path(tmp)))
-            rows.append(
-                {
-                    "figure": f"Browser page time, blank Streamlit page, {label} run",
-                    "value": f"{blank:.2f} s",
-                    "target": "-",
-                    "met": None,
-                    "command": COMMAND,
-                    "note": "a script that only writes a title, served as the dashboard is; "
-                    f"median of {REPEATS} warm navigations, measured in the same run",
-                }
-            )
-            for name, timings in times.items():
-                seconds = statistics.median(t.finished for t in timings)
-                ratio = seconds / blank
-                met = ratio <= most_ratio and (most_seconds is None or seconds <= most_seconds)
-                note = (
-                    f"{jobs:,} jobs; headless Chromium at {VIEWPORT['width']}x"
-                    f"{VIEWPORT['height']}, from page.goto to the page's last element shown "
-                    f"and Streamlit's status widget gone; median of {REPEATS} navigations, "
-                    "each in a new tab of one browser context, after every page was opened "
-                    "once: the warm time (Streamlit's caches and the browser's cache filled), "
-                    "not a first view"
-                )
-                if not met:
-                    note += f"; {_why_slow(timings)}"
-                rows.append(
-                    {
-                        "figure": f"Browser page time, {name} page, {label} (warm server)",
-                        "value": f"{ratio:.2f}x blank ({seconds:.2f} s vs {blank:.2f} s)",
-                        "target": _target(most_ratio, most_seconds),
-                        "met": met,
-                        "command": COMMAND,
-                        "note": note,
-                    }
-                )
-            if path.parent == Path(tmp):
-                path.unlink()
+        for label, (copies, _, _) in DATABASES.items():
+            rows += _measure_database(browser, Path(tmp), label, copies)
     return rows
