@@ -13,7 +13,6 @@ from sqlalchemy import Connection, Engine, Select, case
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
-from store.arrow_fetch import arrow_frame
 from store.models import (
     WorkflowRun,
 )
@@ -126,11 +125,9 @@ def raw_frame(
     type processing costs more than the query here, and pandas parses times in one go."""
     import pandas as pd
 
-    frame = arrow_frame(engine, stmt)  # the same frame, five times faster on a SQLite file
-    if frame is None:
-        with connected(engine) as conn:
-            result = conn.execute(stmt)
-            frame = pd.DataFrame(result.cursor.fetchall(), columns=list(result.keys()))
+    with connected(engine) as conn:
+        result = conn.execute(stmt)
+        frame = pd.DataFrame(result.cursor.fetchall(), columns=list(result.keys()))
     for column in times:
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame
