@@ -126,7 +126,9 @@ def doctor(state: State, since: str | None, repo: str | None, api_url: str | Non
     a user token), the rate budget left, the repository, each tracked workflow (by path, with
     its state and runs), one recent failed job's annotations and log, and a log older than the
     90-day retention (410: expected). Then the requests and hours of the first backfill at
-    the budget found, from the listings' total_count. Exit status 1 when a check fails.
+    the budget found, from the listings' total_count, and what GitHub refused to earlier
+    collects (each log, annotations or jobs page asked again later, or given up). Exit status
+    1 when a check fails.
     """
     from collector.doctor import run_doctor
     from collector.sync import default_since
@@ -134,4 +136,26 @@ def doctor(state: State, since: str | None, repo: str | None, api_url: str | Non
 
     state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
     start = parse_datetime(since, "--since") if since else default_since(state.config)
-    sys.exit(run_doctor(state.config, start, click.echo))
+    status = run_doctor(state.config, start, click.echo)
+    for line in refusal_lines(state):
+        click.echo(line)
+    sys.exit(status)
+
+
+def refusal_lines(state: State) -> list[str]:
+    """What GitHub refused to earlier collects of the configured repository, as the database
+    recorded it; nothing when there is no database yet."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from collector.sync_report import describe_refusal
+    from store import retries
+    from store.engine import DatabaseURLError
+
+    try:
+        rows = retries.listed(state.engine(read_only=True), state.config.repo)
+    except (
+        SQLAlchemyError,
+        DatabaseURLError,
+    ):  # no database, or one from before ciflake kept refusals
+        return []
+    return [f"refused by GitHub: {describe_refusal(row)}" for row in rows]

@@ -100,10 +100,13 @@ def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
 @db.command("stats")
 @click.pass_obj
 def db_stats(state: State) -> None:
-    """Print how many rows each table holds and the last collect."""
+    """Print how many rows each table holds, then every resource GitHub refused that later
+    collects ask for again (pending) or no longer ask for (given up)."""
     from rich.console import Console
     from rich.table import Table
 
+    from collector.sync_report import describe_refusal
+    from store import retries
     from store.page_queries import table_counts
 
     engine = state.engine(read_only=True)
@@ -111,6 +114,10 @@ def db_stats(state: State) -> None:
     for name, count in table_counts(engine).items():
         table.add_row(name, str(count))
     Console().print(table)
+    refused = retries.listed(engine)
+    click.echo(f"refused by GitHub: {len(refused) or 'nothing'}")
+    for row in refused:
+        click.echo(f"  {row.repo}: {describe_refusal(row)}")
 
 
 # ---- config ---------------------------------------------------------------------------------

@@ -32,6 +32,10 @@ SLOW_STATUS = (502, 504)
 MIN_PER_PAGE = 10
 BAD_BODY_RETRIES = 4
 SECONDARY_MESSAGE = re.compile(r"secondary rate limit|abuse", re.IGNORECASE)
+# Different resources of one route refused in a row, with no answer between them: the route
+# itself is down, or the token cannot read it; one refused resource is that resource's fault.
+ROUTE_DOWN = 5
+_ID_SEGMENT = re.compile(r"/[0-9]+(?=/|$)")
 
 
 class CollectError(RuntimeError):
@@ -46,8 +50,27 @@ class NotFound(CollectError):
     pass
 
 
-class Forbidden(CollectError):
-    """403 that is not a rate limit: the token lacks a permission (e.g. ``checks: read``)."""
+class ResourceError(CollectError):
+    """GitHub answered one resource with an error that outlived the retries (a 5xx, a 403 that
+    is not a rate limit, a 422): ``status`` says which. One such answer is about that resource,
+    not the collect: callers record it and go on (collector.retries)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Forbidden(ResourceError):
+    """403 that is not a rate limit: the token lacks a permission (e.g. ``checks: read``), or
+    GitHub refuses this one resource ("Resource not accessible by integration")."""
+
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message, status)
+
+
+class RouteDown(CollectError):
+    """``ROUTE_DOWN`` different resources of one route refused in a row: not one resource's
+    fault but the route's, which stops a collect (or, for annotations, stops asking them)."""
 
 
 class BlobGone(CollectError):
@@ -58,12 +81,8 @@ class BlobExpired(CollectError):
     """The blob host refused the signed log URL (403): GitHub's expire after one minute."""
 
 
-class ServerError(CollectError):
+class ServerError(ResourceError):
     """A 5xx that outlived the retries; `status` says which (502/504: the page was too slow)."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class BudgetSpent(CollectError):
@@ -163,6 +182,7 @@ class GitHubClient:
         self.backoff_factor = backoff_factor
         self.max_requests = max_requests  # counted requests this client may send, None: any
         self.reserve = reserve  # rate budget always left to other users of the token
+        self._refused: dict[str, set[str]] = {}  # route -> its resources refused in a row
         self._blob_session = requests.Session()
         self._blob_session.mount("http://", requests.adapters.HTTPAdapter(max_retries=retry))
         self._blob_session.mount("https://", requests.adapters.HTTPAdapter(max_retries=retry))
@@ -216,12 +236,27 @@ class GitHubClient:
                 slow += 1  # as urllib3 would for a 500: quietly, after a short sleep
                 self._quietly(f"{status} from {path}; retrying", self.backoff_factor * slow)
                 continue
+            if status < 400 or status in (404, 410):
+                self._refused.pop(_route(path), None)
             if status not in (403, 429):
                 return status, hdrs, raw
             if self._rate_limit_wait(status, hdrs, raw, secondary_backoff) is None:
-                raise Forbidden(f"{method} {path}: {status} {_message(raw)}")
+                raise self.refused(path, Forbidden(f"{method} {path}: {status} {_message(raw)}"))
             if _is_secondary(hdrs, raw) and "retry-after" not in hdrs:
                 secondary_backoff *= 2
+
+    def refused(self, path: str, error: ResourceError) -> CollectError:
+        """What to raise for a refused resource: ``error`` itself, or ``RouteDown`` once
+        ``ROUTE_DOWN`` different resources of its route were refused in a row."""
+        resource = path.split("?", 1)[0]
+        refused = self._refused.setdefault(_route(resource), set())
+        refused.add(resource)
+        if len(refused) < ROUTE_DOWN:
+            return error
+        return RouteDown(
+            f"GitHub refused {len(refused)} different {_route(resource)} in a row, the last "
+            f"with: {error}"
+        )
 
     @property
     def counted(self) -> int:
@@ -266,10 +301,10 @@ class GitHubClient:
                 return status, hdrs, None
             if status == 404:
                 raise NotFound(f"{method} {path}: 404 not found")
-            if status >= 500:
-                raise ServerError(f"{method} {path}: HTTP {status} {_message(raw)}", status)
             if status >= 400:
-                raise CollectError(f"{method} {path}: HTTP {status} {_message(raw)}")
+                error = ServerError if status >= 500 else ResourceError
+                message = f"{method} {path}: HTTP {status} {_message(raw)}".rstrip()
+                raise self.refused(path, error(message, status))
             try:
                 return status, hdrs, json.loads(raw) if raw else None
             except json.JSONDecodeError:
@@ -363,12 +398,15 @@ class GitHubClient:
     def log_location(self, repo: str, job_id: int) -> tuple[int, str | None]:
         """Ask the API where a job's log is: (302, url), (410, None) expired, (404, None)."""
         path = f"/repos/{repo}/actions/jobs/{job_id}/logs"
-        status, hdrs, _raw = self._exchange("GET", path, blob=True)
+        status, hdrs, raw = self._exchange("GET", path, blob=True)
         if status in (301, 302, 303, 307):
             return 302, hdrs.get("location")
         if status in (200, 404, 410):  # 200: a server that answers with the log itself
             return status, None
-        raise CollectError(f"GET {path}: HTTP {status}")
+        error = ServerError if status >= 500 else ResourceError
+        raise self.refused(
+            path, error(f"GET {path}: HTTP {status} {_message(raw)}".rstrip(), status)
+        )
 
     download_chunk = 1 << 20  # bytes read from the blob host at a time: logs never sit whole
 
@@ -436,6 +474,11 @@ def _with_query(path: str, params: dict[str, Any] | None) -> str:
     if not params:
         return path
     return f"{path}{'&' if '?' in path else '?'}{urlencode(params)}"
+
+
+def _route(path: str) -> str:
+    """A request's route: its path without the query, ids as ``{id}``."""
+    return _ID_SEGMENT.sub("/{id}", path.split("?", 1)[0])
 
 
 def _message(raw: str | None) -> str:

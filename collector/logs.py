@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from collector.classify import Classification, classify_job
 from collector.classify.stages import stage_of
-from collector.client import BlobExpired, BlobGone, CollectError, GitHubClient
+from collector.client import BlobExpired, BlobGone, CollectError, GitHubClient, ResourceError
 from collector.payloads import failed_steps, ran, stopped_steps
 from store.blobs import write_log_content
 from store.compression import COMPRESSION, CompressedLog, compress
@@ -36,9 +36,10 @@ INLINE_BYTES = 4 << 20  # compressed logs up to this size are stored with their 
 @dataclass
 class LogResult:
     job: dict[str, Any]
-    status: str  # ok | expired | missing | error (| stale: the URL expired, ask again)
+    status: str  # ok | expired | missing | error | given_up (| stale: the URL expired, ask again)
     content: bytes | None = None  # the log itself (reclassify), or:
     error: str | None = None
+    http_status: int | None = None  # the API's answer when it refused the log's location
     log: CompressedLog | None = None  # the log as downloaded, compressed (a collect)
 
     @cached_property
@@ -92,7 +93,13 @@ class LogFetcher:
                 on_done()
                 continue
             free.acquire()
-            status, location = self.client.log_location(self.repo, job["id"])
+            try:
+                status, location = self.client.log_location(self.repo, job["id"])
+            except ResourceError as exc:  # this log's fault: recorded, asked again later
+                free.release()
+                results[id(job)] = LogResult(job, "error", error=str(exc), http_status=exc.status)
+                on_done()
+                continue
             if status == 302 and location:
                 future = self.pool.submit(self._download, job, location, time.monotonic())
                 future.add_done_callback(lambda _f: free.release())

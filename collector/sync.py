@@ -28,7 +28,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from collector import backfill, lazy
-from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound
+from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound, ResourceError
 from collector.logs import LogFetcher
 from collector.payloads import parse_time, run_fingerprint
 from collector.progress import CollectProgress
@@ -42,7 +42,7 @@ from collector.runs import (
 from collector.sync_batch import BatchStage
 from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import save_state
-from store import bookkeeping
+from store import bookkeeping, retries
 from store import derived as derived_rows
 from store.models import SyncLog, SyncState
 from store.settings import Config
@@ -106,6 +106,7 @@ class Collector:
         finally:
             self.fetcher.close()
         self.batches.flush_derived()  # the runs the batches left pending
+        self.report.retries = dict(retries.counts(retries.listed(self.engine, self.repo)))
         self._close_sync_log(log_id, started, "ok", None)
         return self.report
 
@@ -129,9 +130,34 @@ class Collector:
                 self._collect_workflow(workflow, states.get(workflow["id"]), now)
             if self.options.logs:
                 self.batches.retry_failed_logs()
+            self._retry_annotations(workflows)
         except BudgetSpent as exc:  # every batch before this one is committed
             self.report.stopped = str(exc)
             self._count_backfill_left()
+
+    def _retry_annotations(self, workflows: list[dict[str, Any]]) -> None:
+        """Process again the runs of the jobs whose annotations GitHub refused before, once
+        their wait has passed (``store.retries``)."""
+        if self.report.annotations_refused:
+            return
+        with self._session() as session:
+            due = retries.due(session, self.repo, "annotations", datetime.now(UTC))
+        tracked = {w["id"]: w for w in workflows}
+        for run_id, workflow_id in sorted({(row.run_id, row.workflow_id) for row in due}):
+            if workflow_id not in tracked:
+                continue
+            try:
+                run, _ = fetch_run(self.client, self.repo, run_id, None)
+            except NotFound:  # the run is gone, and its annotations with it
+                with self._session() as session, session.begin():
+                    retries.clear(
+                        session, "annotations", [r.item_id for r in due if r.run_id == run_id]
+                    )
+                continue
+            except ResourceError:  # the run's own route refused it: ask next time
+                continue
+            if run is not None:
+                self.batches.process(tracked[workflow_id], [run], None)
 
     def _resolve_workflows(self, state: SyncState | None) -> list[dict[str, Any]]:
         etags = {} if (self.options.full or state is None) else dict(state.etags)

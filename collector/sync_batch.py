@@ -22,16 +22,23 @@ from collector.annotations import (
     needs_annotations,
     save_annotations,
 )
-from collector.client import Forbidden, GitHubClient, NotFound
+from collector.client import GitHubClient, NotFound, ResourceError, RouteDown
 from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
-from collector.logs import LogFetcher, job_payload, save_logs_and_failures, save_run_failure
+from collector.logs import (
+    LogFetcher,
+    LogResult,
+    job_payload,
+    save_logs_and_failures,
+    save_run_failure,
+)
 from collector.payloads import parse_time
 from collector.progress import CollectProgress
 from collector.runs import fetch_run, save_runs
 from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import save_state
-from store import bookkeeping
+from store import bookkeeping, retries
 from store import derived as derived_rows
+from store.retries import Refusal
 
 CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
 
@@ -60,21 +67,34 @@ class BatchStage:
         self.report = report
         self.fetcher = fetcher
         self.left_for_next: set[int] = set()
+        self._refused_annotations: list[int] = []  # jobs recorded so by this collect
 
     def _session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
 
     def process(
-        self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime
+        self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime | None
     ) -> int:
         """Fetch, classify and save one batch of runs in one transaction; returns how many runs
-        it left for the next collect (a 404 on their jobs that GitHub did not confirm)."""
+        it left for the next collect (a 404 on their jobs that GitHub did not confirm, jobs
+        GitHub refused). ``watermark``: the workflow's, moved with the batch (None: kept)."""
         jobs_by_run: dict[int, list[dict[str, Any]]] = {}
         deleted: dict[int, datetime] = {}
+        refused: list[Refusal] = []
         listed = len(runs)
+        now = datetime.now(UTC)
+        with self._session() as session:
+            waiting = retries.waiting(session, "jobs", [r["id"] for r in runs], now)
         for run in list(runs):
+            if run["id"] in waiting:  # refused before and not due yet: the next collect asks
+                runs.remove(run)
+                self.left_for_next.add(run["id"])
+                continue
             try:
                 jobs_by_run[run["id"]] = fetch_jobs(self.client, self.repo, run["id"])
+            except ResourceError as exc:
+                refused.append(_refusal("jobs", run["id"], workflow, run["id"], exc))
+                jobs_by_run[run["id"]] = []
             except NotFound:
                 if self._still_there(run["id"]):  # a passing 404: the next collect retries it
                     runs.remove(run)
@@ -83,10 +103,20 @@ class BatchStage:
                     deleted[run["id"]] = datetime.now(UTC)
                     jobs_by_run[run["id"]] = []
             self.progress.advance_runs()
+        with self._session() as session, session.begin():  # a try counts even if the batch dies
+            given_up = retries.record(session, self.repo, refused, now)
+        for run in list(runs):  # refused, not given up: left for the next collect to ask again
+            if any(r.item_id == run["id"] for r in refused) and run["id"] not in given_up:
+                runs.remove(run)
+                jobs_by_run.pop(run["id"])
+                self.left_for_next.add(run["id"])
+            elif run["id"] in given_up:
+                run["checks_archived"] = True  # stored without jobs, not as a run without any
+        self.report.refused += len(refused)
         kept = self._keep_archived(runs, jobs_by_run, deleted)
         all_jobs = [job for jobs in jobs_by_run.values() for job in jobs]
         self.progress.add_jobs(len(all_jobs))
-        notes, fetched = self._annotations(all_jobs)
+        notes, fetched = self._annotations(workflow, all_jobs, now)
         timed_out = {job["id"] for job in all_jobs if hit_time_limit(job, notes.get(job["id"]))}
         attempts = [
             row
@@ -105,12 +135,15 @@ class BatchStage:
             job["annotations"] = messages(notes.get(job["id"]))
         results = []
         if self.options.logs and failed:
+            ids = [j["id"] for j in failed]
             with self._session() as session:
-                settled = bookkeeping.settled_log_job_ids(session, [j["id"] for j in failed])
+                settled = bookkeeping.settled_log_job_ids(session, ids)
+                settled |= retries.waiting(session, "log", ids, now)
             todo = [job for job in failed if job["id"] not in settled]
             self.progress.add_logs(len(todo))
             results = self.fetcher.fetch(todo, self.progress.advance_logs)
         with self._session() as session, session.begin():
+            self._settle_logs(session, dict.fromkeys(jobs_by_run, workflow["id"]), results, now)
             paths = {workflow["id"]: workflow["path"]}
             save_runs(session, self.repo, paths, runs, timed_out_runs, deleted)
             self.report.jobs += save_jobs(session, attempts, all_jobs, timed_out)
@@ -127,7 +160,10 @@ class BatchStage:
                 if run["id"] not in deleted and (no_jobs or startup):
                     save_run_failure(session, run)
             self._derive(session, [run["id"] for run in runs])
-            save_state(session, self.repo, workflow["id"], watermark, None)
+            retries.clear(session, "jobs", [r["id"] for r in runs if r["id"] not in given_up])
+            retries.clear(session, "annotations", list(fetched))
+            if watermark is not None:
+                save_state(session, self.repo, workflow["id"], watermark, None)
         self.progress.spent(self.client.counted, self.client.max_requests)
         self.report.runs_deleted += len(deleted)
         self._count_logs(results)
@@ -161,39 +197,93 @@ class BatchStage:
             fetch_run(self.client, self.repo, run_id, None)
         except NotFound:
             return False
+        except ResourceError:  # no answer either way: ask again next time
+            return True
         return True
 
     def _annotations(
-        self, jobs: Sequence[dict[str, Any]]
+        self, workflow: dict[str, Any], jobs: Sequence[dict[str, Any]], now: datetime
     ) -> tuple[dict[int, list[dict[str, Any]]], dict[int, list[dict[str, Any]]]]:
         """(annotations of every job that needs them, those fetched now): stored ones are
-        read back, the rest asked for, one request each."""
+        read back, the rest asked for, one request each. One job's refused annotations are
+        recorded and asked again later; a refused route (a token without ``checks: read``)
+        stops asking for this collect."""
         wanted = [job["id"] for job in jobs if needs_annotations(job)]
         if not wanted:
             return {}, {}
         with self._session() as session:
             known = bookkeeping.stored_annotations(session, wanted)
+            waiting = retries.waiting(session, "annotations", wanted, now)
+        run_of = {job["id"]: job["run_id"] for job in jobs}
         fetched: dict[int, list[dict[str, Any]]] = {}
+        refused: list[Refusal] = []
         for job_id in wanted:
-            if job_id in known or self.report.annotations_refused:
+            if job_id in known or job_id in waiting or self.report.annotations_refused:
                 continue
             try:
                 fetched[job_id] = fetch_annotations(self.client, self.repo, job_id)
-            except Forbidden as exc:  # nothing stored: `collect --full` fills them in later
+            except ResourceError as exc:
+                refused.append(_refusal("annotations", job_id, workflow, run_of[job_id], exc))
+            except RouteDown as exc:  # nothing stored: `collect --full` fills them in later
                 self.report.annotations_refused = str(exc)
+                refused = []  # the route's fault, not these jobs': forget their refusals
+                with self._session() as session, session.begin():
+                    retries.clear(session, "annotations", self._refused_annotations)
+                self.report.refused -= len(self._refused_annotations)
+        if refused:
+            with self._session() as session, session.begin():
+                retries.record(session, self.repo, refused, now)
+            self.report.refused += len(refused)
+            self._refused_annotations += [r.item_id for r in refused]
         self.report.annotations_fetched += len(fetched)
         return {**known, **fetched}, fetched
 
+    def _settle_logs(
+        self,
+        session: Session,
+        workflows: dict[int, int],
+        results: Sequence[LogResult],
+        now: datetime,
+    ) -> None:
+        """Record the logs GitHub refused (given up after the limit: ``given_up``) and forget
+        the earlier refusals of those it served, in the transaction that saves them.
+        ``workflows``: each run's workflow id."""
+        refused = [
+            Refusal(
+                "log",
+                r.job["id"],
+                workflows[r.job["run_id"]],
+                r.job["run_id"],
+                r.http_status,
+                r.error or "",
+            )
+            for r in results
+            if r.status == "error"
+        ]
+        given_up = retries.record(session, self.repo, refused, now)
+        for result in results:
+            if result.job["id"] in given_up:
+                result.status = "given_up"
+        answered = [r.job["id"] for r in results if r.status not in ("error", "given_up")]
+        retries.clear(session, "log", answered)
+
     def retry_failed_logs(self) -> None:
+        """Ask again for the logs that failed (this collect or earlier) and whose wait has
+        passed."""
+        now = datetime.now(UTC)
         with self._session() as session:
             jobs = bookkeeping.jobs_with_log_errors(session, self.repo)
+            waiting = retries.waiting(session, "log", [j.id for j in jobs], now)
+            jobs = [job for job in jobs if job.id not in waiting]
             notes = bookkeeping.stored_annotations(session, [j.id for j in jobs])
+            workflows = bookkeeping.workflow_of_runs(session, sorted({j.run_id for j in jobs}))
         if not jobs:
             return
         payloads = [job_payload(j, messages(notes.get(j.id))) for j in jobs]
         self.progress.add_logs(len(payloads))
         results = self.fetcher.fetch(payloads, self.progress.advance_logs)
         with self._session() as session, session.begin():
+            self._settle_logs(session, workflows, results, now)
             save_logs_and_failures(session, results)
             self._derive(session, sorted({job.run_id for job in jobs}))
         self._count_logs(results)
@@ -229,3 +319,9 @@ class BatchStage:
                 self.report.logs_missing += 1
             else:
                 self.report.log_errors += 1
+
+
+def _refusal(
+    kind: str, item_id: int, workflow: dict[str, Any], run_id: int, exc: ResourceError
+) -> Refusal:
+    return Refusal(kind, item_id, workflow["id"], run_id, exc.status, str(exc))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from store.models import FetchRetry
+
 
 @dataclass(frozen=True)
 class CollectOptions:
@@ -31,6 +33,9 @@ class CollectReport:
     logs_expired: int = 0
     logs_missing: int = 0
     log_errors: int = 0
+    refused: int = 0  # jobs pages and annotations GitHub refused: recorded, asked again later
+    # what GitHub refused so far and is recorded (store.retries): (kind, state) -> how many
+    retries: dict[tuple[str, str], int] = field(default_factory=dict)
     requests: int = 0
     requests_304: int = 0
     rate_limit_remaining: int | None = None
@@ -63,9 +68,47 @@ class CollectReport:
             left = f"; backfill: {self.backfill_left} windows left, {events}"
             text += f"; stopped: {self.stopped}{left if self.backfill_left else ''}"
             text += "; collect again to go on"
+        if self.retries:
+            text += "; " + describe_retries(self.retries)
         if self.annotations_refused:
             text += (
                 "; annotations not readable, failures classified without them (give the token "
                 f"`checks: read`, then collect --full): {self.annotations_refused}"
             )
         return text
+
+
+RETRY_NOUNS = {
+    "log": ("log", "logs"),
+    "annotations": ("job's annotations", "jobs' annotations"),
+    "jobs": ("run's jobs", "runs' jobs"),
+}
+
+
+def describe_retries(counts: dict[tuple[str, str], int]) -> str:
+    """ "refused by GitHub: 1 log pending (asked again on a later collect), 1 run's jobs given
+    up" from ``store.retries.counts``."""
+    parts = []
+    for state, note in (("pending", " (asked again on a later collect)"), ("given up", "")):
+        items = [
+            f"{n} {nouns[n != 1]}"
+            for kind, nouns in RETRY_NOUNS.items()
+            if (n := counts.get((kind, state), 0))
+        ]
+        if items:
+            parts.append(f"{', '.join(items)} {state}{note}")
+    return "refused by GitHub: " + "; ".join(parts)
+
+
+def describe_refusal(row: FetchRetry) -> str:
+    """One recorded refusal as a line: "log of job 123 (run 45): HTTP 500 Failed to generate
+    URL to download logs; 2 tries, the last 2026-06-01 03:00 UTC; asked again on a later
+    collect"."""
+    what = {"log": "log of job", "annotations": "annotations of job", "jobs": "jobs of run"}
+    where = f" (run {row.run_id})" if row.kind != "jobs" else ""
+    state = "given up" if row.given_up else "asked again on a later collect"
+    return (
+        f"{what.get(row.kind, row.kind)} {row.item_id}{where}: {row.error}; {row.tries} "
+        f"{'try' if row.tries == 1 else 'tries'}, the last {row.last_tried_at:%Y-%m-%d %H:%M} "
+        f"UTC; {state}"
+    )

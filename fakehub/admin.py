@@ -23,6 +23,10 @@
     POST /_admin/blob_ttl {"seconds"}    how long a log URL stays valid (GitHub: 60 s)
     POST /_admin/permissions {"checks"}  false: check-run routes answer 403, as for a workflow
                                          token without `checks: read`
+    POST /_admin/stuck {"path", "status", "message"?}   this resource (any query) answers that
+                                     error every time; "status": null serves it again; a path
+                                     with "{id}" for its ids sticks the fault to the whole route
+    GET  /_admin/stuck               {path: {"status", "message", "hits"}}
     POST /_admin/checks_retention {"days"}   runs older than that lose their checks data (jobs,
                                      annotations): GitHub archives it after 400 days
 
@@ -43,7 +47,7 @@ from fakehub.logs import Rendered, render
 from fakehub.payloads import iso
 from fakehub.records import Job, Run
 from fakehub.steps import plan
-from fakehub.web import Request, Response, error, json_response
+from fakehub.web import REASONS, Request, Response, error, json_response
 
 
 class Admin:
@@ -131,6 +135,22 @@ class Admin:
     def post_permissions(self, request: Request, api: RepoApi) -> dict[str, Any]:
         api.checks_readable = bool(request.json()["checks"])
         return {"checks": api.checks_readable}
+
+    def post_stuck(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body = request.json()
+        path = str(body["path"])
+        if body.get("status") is None:
+            self.app.stuck.pop(path, None)
+        else:
+            status = int(body["status"])
+            self.app.stuck[path] = (status, str(body.get("message") or REASONS.get(status, "")))
+        return self.get_stuck(request, api)
+
+    def get_stuck(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        return {
+            path: {"status": status, "message": message, "hits": self.app.stuck_hits[path]}
+            for path, (status, message) in self.app.stuck.items()
+        }
 
     def post_checks_retention(self, request: Request, api: RepoApi) -> dict[str, Any]:
         api.checks_retention = timedelta(days=int(request.json()["days"]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 import socket
 import struct
 import threading
@@ -88,6 +89,10 @@ class ApiApp:
         self.counters = Counters()
         self.lock = threading.RLock()
         self.admin: Any = None  # fakehub.admin.Admin, set by the server
+        # path -> (status, message): a resource that answers this error every time, as GitHub
+        # does for some logs ("Failed to generate URL to download logs") for days
+        self.stuck: dict[str, tuple[int, str]] = {}
+        self.stuck_hits: Counter[str] = Counter()
         self._requests = itertools.count()
 
     def set_faults(self, faults: Faults) -> None:
@@ -130,6 +135,11 @@ class ApiApp:
         request.environ[LOGIN_KEY] = login
         with self.lock:
             route, response = self.route(request)
+            stuck = next((p for p in (request.path, _route(request.path)) if p in self.stuck), "")
+            if stuck:
+                status, message = self.stuck[stuck]
+                self.stuck_hits[stuck] += 1
+                response = error(status, message)
         counted = route not in UNCOUNTED  # a 404 costs budget too, as on GitHub
         etag = _etag(response)
         if etag and request.headers.get("if-none-match") == etag:
@@ -210,6 +220,11 @@ class ApiApp:
                     fault.headers.append(("Retry-After", str(int(rule.arg))))
                 return fault
         return response
+
+
+def _route(path: str) -> str:
+    """A path with its ids as ``{id}``: the key of a fault stuck to a whole route."""
+    return re.sub(r"/[0-9]+(?=/|$)", "/{id}", path)
 
 
 def _etag(response: Response) -> str | None:

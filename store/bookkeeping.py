@@ -106,6 +106,16 @@ def jobs_with_log_errors(session: Session, repo: str) -> list[Job]:
     return list(session.scalars(stmt))
 
 
+def workflow_of_runs(session: Session, run_ids: list[int]) -> dict[int, int]:
+    """run id -> its workflow's id, for the stored runs among ``run_ids``."""
+    found: dict[int, int] = {}
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        stmt = select(WorkflowRun.id, WorkflowRun.workflow_id).where(WorkflowRun.id.in_(chunk))
+        found.update((run_id, workflow_id) for run_id, workflow_id in session.execute(stmt))
+    return found
+
+
 def sync_states(session: Session, repo: str) -> dict[int, SyncState]:
     return {
         s.workflow_id: s for s in session.scalars(select(SyncState).where(SyncState.repo == repo))

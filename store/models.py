@@ -386,3 +386,24 @@ class DerivedState(Base):
     version: Mapped[int] = mapped_column(Integer)
     job_name_strip: Mapped[str] = mapped_column(Text)
     built_at: Mapped[datetime]
+
+
+class FetchRetry(Base):
+    """A resource GitHub kept answering with an error (a job's log or annotations, a run's
+    jobs): the collect recorded it and went on. Later collects ask again after a growing wait
+    (collector.retries), and give up after a limit of tries. The row goes once an answer
+    comes; ``run_id`` is the run to process again, which may not be stored yet."""
+
+    __tablename__ = "fetch_retries"
+
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)  # log | annotations | jobs
+    item_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    workflow_id: Mapped[int] = mapped_column(BigInteger)
+    run_id: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[int | None] = mapped_column(Integer)  # the HTTP status, None: no answer
+    error: Mapped[str] = mapped_column(Text)
+    tries: Mapped[int] = mapped_column(Integer)
+    first_failed_at: Mapped[datetime]
+    last_tried_at: Mapped[datetime]
+    given_up: Mapped[bool] = mapped_column(default=False)

@@ -1,0 +1,217 @@
+"""One resource that GitHub keeps refusing is that resource's fault, not the night's (#35): the
+collect records it, goes on, asks again on later collects after a wait, and gives up after a
+limit. Only a bad token, the budget or a whole route refused stops a collect."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+import fakehub
+from ciflake.cli import cli
+from collector.client import ROUTE_DOWN, GitHubClient, RouteDown
+from collector.progress import CollectProgress
+from collector.sync import collect as sync_collect
+from collector.sync_report import CollectOptions, CollectReport
+from store.models import Failure, FetchRetry, JobLog, WorkflowRun
+from store.retries import MAX_TRIES
+from tests.support.collected import DEFAULT
+from tests.support.hubtools import SINCE, hub_config, migrated, snapshot
+
+GENERATE_URL = "Failed to generate URL to download logs"
+NOT_ACCESSIBLE = "Resource not accessible by integration"
+
+
+@pytest.fixture()
+def hub() -> Iterator[fakehub.Hub]:
+    """fakehub serving the history that ``collected_db()`` collected."""
+    with DEFAULT.hub() as running:
+        yield running
+
+
+def _collect(hub, url: str) -> CollectReport:
+    """One collect whose urllib3 retries do not sleep: a refused resource costs no wait."""
+    config = hub_config(hub, url)
+    client = GitHubClient(config.api_url, config.token, backoff_factor=0.0)
+    options = CollectOptions(since=SINCE, quiet=True)
+    return sync_collect(config, migrated(url), client, options, CollectProgress(enabled=False))
+
+
+def _failed_job(hub) -> dict[str, Any]:
+    """A failed job whose log GitHub serves."""
+    return hub.admin("GET", "truth?log_status=ok")["failures"][0]
+
+
+def _retries(url: str) -> dict[tuple[str, int], FetchRetry]:
+    with Session(migrated(url)) as session:
+        return {(r.kind, r.item_id): r for r in session.scalars(select(FetchRetry))}
+
+
+def _log_status(url: str, job_id: int) -> str | None:
+    with Session(migrated(url)) as session:
+        return session.scalar(select(JobLog.status).where(JobLog.job_id == job_id))
+
+
+def _a_night_later(url: str) -> None:
+    """Every recorded refusal tried a day (or a few) earlier: the wait before the next try has
+    passed, as it has by the next night."""
+    with Session(migrated(url)) as session, session.begin():
+        for row in session.scalars(select(FetchRetry)):
+            row.last_tried_at -= timedelta(days=4)
+
+
+def _without(tables: dict[str, list[tuple]], job_id: int) -> dict[str, list[tuple]]:
+    """A snapshot without the rows that say what the job's log was."""
+    out = dict(tables)
+    out["job_logs"] = [row for row in tables["job_logs"] if row[0] != job_id]
+    out["failures"] = [row for row in tables["failures"] if row[2] != job_id]
+    return out
+
+
+def test_a_log_that_keeps_answering_500_stops_no_collect(
+    hub, collected_db, runner, monkeypatch, tmp_path
+):
+    """`ciflake collect` twice with one log route answering 500 every time: both exit 0 and
+    store what a clean collect stores; the job's failure is stored, its log pending.
+
+    About 20 s: urllib3 asks the 500 again five times, with its backoff (1 to 8 s), as it
+    would on github.com."""
+    clean = snapshot(migrated(collected_db().url))
+    job = _failed_job(hub)
+    path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
+    hub.admin("POST", "stuck", {"path": path, "status": 500, "message": GENERATE_URL})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    monkeypatch.setenv("GITHUB_TOKEN", hub.token)
+    command = ["--db", url, "collect", "--once", "-q", "--api-url", hub.base_url]
+    for _ in range(2):
+        result = runner.invoke(cli, [*command, "--since", SINCE.date().isoformat()])
+        assert result.exit_code == 0, result.output
+    stored = snapshot(migrated(url))
+    assert _without(stored, job["job_id"]) == _without(clean, job["job_id"])
+    assert _log_status(url, job["job_id"]) == "error"
+    assert any(row[2] == job["job_id"] for row in stored["failures"])  # the failure is there
+    retry = _retries(url)[("log", job["job_id"])]
+    assert (retry.status, retry.tries, retry.given_up) == (500, 1, False)  # the 2nd waited
+    assert GENERATE_URL in retry.error
+    assert hub.admin("GET", "stuck")[path]["hits"] == 6  # one try: urllib3's 5 retries
+
+
+def test_a_log_refused_403_is_asked_again_each_night_then_given_up(hub, collected_db, tmp_path):
+    """A 403 on one log ("Resource not accessible by integration"): recorded, asked again once
+    its wait has passed, given up after MAX_TRIES; then never asked again, and the log is
+    served again it is not asked for."""
+    clean = snapshot(migrated(collected_db().url))
+    job = _failed_job(hub)
+    path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
+    hub.admin("POST", "stuck", {"path": path, "status": 403, "message": NOT_ACCESSIBLE})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    reports = [_collect(hub, url)]
+    assert not reports[0].stopped
+    assert _without(snapshot(migrated(url)), job["job_id"]) == _without(clean, job["job_id"])
+    reports.append(_collect(hub, url))  # within the wait: not asked
+    assert hub.admin("GET", "stuck")[path]["hits"] == 1
+    for tries in range(2, MAX_TRIES + 1):
+        _a_night_later(url)
+        reports.append(_collect(hub, url))
+        retry = _retries(url)[("log", job["job_id"])]
+        assert retry.tries == tries and retry.given_up == (tries == MAX_TRIES)
+    assert not any(r.stopped for r in reports)
+    assert _log_status(url, job["job_id"]) == "given_up"
+    _a_night_later(url)
+    _collect(hub, url)
+    assert hub.admin("GET", "stuck")[path]["hits"] == MAX_TRIES
+
+
+def test_a_log_served_again_clears_its_refusal(hub, tmp_path):
+    job = _failed_job(hub)
+    path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
+    hub.admin("POST", "stuck", {"path": path, "status": 422, "message": "Unprocessable Entity"})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    _collect(hub, url)
+    assert _retries(url)[("log", job["job_id"])].status == 422
+    hub.admin("POST", "stuck", {"path": path, "status": None})
+    _a_night_later(url)
+    _collect(hub, url)
+    assert _log_status(url, job["job_id"]) == "ok"
+    assert ("log", job["job_id"]) not in _retries(url)
+    with Session(migrated(url)) as session:
+        failure = session.scalar(select(Failure).where(Failure.job_id == job["job_id"]))
+    assert failure is not None and failure.category == job["category"]
+
+
+def test_a_run_whose_jobs_page_answers_502_at_every_size_stops_nothing_else(
+    hub, collected_db, tmp_path
+):
+    """GitHub's answer to a page too slow to serve, at every page size, for one run: every
+    other run is stored; the run is asked again on later collects, then stored without jobs
+    (not as a run whose workflow file was invalid)."""
+    clean = snapshot(migrated(collected_db().url))
+    run_id = next(row[0] for row in clean["workflow_runs"])
+    path = f"/repos/{hub.repos[0]}/actions/runs/{run_id}/jobs"
+    hub.admin("POST", "stuck", {"path": path, "status": 502, "message": "Bad Gateway"})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    report = _collect(hub, url)
+    assert not report.stopped and report.refused == 1
+    stored = snapshot(migrated(url))
+    assert {r[0] for r in stored["workflow_runs"]} == {r[0] for r in clean["workflow_runs"]} - {
+        run_id
+    }
+    assert _retries(url)[("jobs", run_id)].status == 502
+    for _ in range(2, MAX_TRIES + 1):
+        _a_night_later(url)
+        assert not _collect(hub, url).stopped
+    assert _retries(url)[("jobs", run_id)].given_up
+    with Session(migrated(url)) as session:
+        assert session.get(WorkflowRun, run_id) is not None
+        assert session.scalar(select(Failure).where(Failure.run_id == run_id)) is None
+
+
+def test_a_whole_route_refused_stops_the_collect(hub, tmp_path):
+    """Many different logs refused in a row is GitHub's log route down: the collect stops
+    (a later one goes on), instead of spending its budget on a route that answers nothing."""
+    path = f"/repos/{hub.repos[0]}/actions/jobs/{{id}}/logs"
+    hub.admin("POST", "stuck", {"path": path, "status": 403, "message": NOT_ACCESSIBLE})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    with pytest.raises(RouteDown, match="refused 5 different"):
+        _collect(hub, url)
+    assert hub.admin("GET", "stuck")[path]["hits"] == ROUTE_DOWN
+
+
+def test_annotations_refused_for_one_job_are_asked_again_with_its_run(hub, collected_db, tmp_path):
+    """One job's annotations answering 500: the job and its failure are stored; once GitHub
+    answers, a later collect processes the run again and the database equals a clean one."""
+    clean = snapshot(migrated(collected_db().url))
+    job = next(f for f in hub.admin("GET", "truth")["failures"] if f["annotations"])
+    path = f"/repos/{hub.repos[0]}/check-runs/{job['job_id']}/annotations"
+    hub.admin("POST", "stuck", {"path": path, "status": 500, "message": "Server Error"})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    report = _collect(hub, url)
+    assert not report.stopped and report.refused == 1 and not report.annotations_refused
+    assert _retries(url)[("annotations", job["job_id"])].status == 500
+    stored = snapshot(migrated(url))
+    assert {r[0] for r in stored["jobs"]} == {r[0] for r in clean["jobs"]}
+    hub.admin("POST", "stuck", {"path": path, "status": None})
+    _a_night_later(url)
+    assert not _collect(hub, url).stopped
+    assert not _retries(url)
+    assert snapshot(migrated(url)) == clean
+
+
+def test_db_stats_doctor_and_the_report_name_what_github_refused(hub, tmp_path, runner):
+    job = _failed_job(hub)
+    path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
+    hub.admin("POST", "stuck", {"path": path, "status": 403, "message": NOT_ACCESSIBLE})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    report = _collect(hub, url)
+    assert "refused by GitHub: 1 log pending (asked again on a later collect)" in report.line()
+    named = f"log of job {job['job_id']} (run {job['run_id']}): GET {path}: 403 {NOT_ACCESSIBLE}"
+    stats = runner.invoke(cli, ["--db", url, "db", "stats"])
+    assert stats.exit_code == 0 and named in stats.output and "1 try," in stats.output
+    env = {"GITHUB_TOKEN": hub.token}
+    doctor = runner.invoke(cli, ["--db", url, "doctor", "--api-url", hub.base_url], env=env)
+    assert f"refused by GitHub: {named}" in doctor.output, doctor.output
