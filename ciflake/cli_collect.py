@@ -51,8 +51,14 @@ def _service_options(command: Any) -> Any:
     type=click.IntRange(min=1),
     metavar="N",
     help="Send at most N requests that count against the rate limit, then stop cleanly with "
-    "everything so far committed; the next collect goes on from there. [collect] reserve "
-    "also keeps that many of the token's budget for others.",
+    "everything so far committed; the next collect goes on from there.",
+)
+@click.option(
+    "--reserve",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Leave N of the token's hourly rate budget to its other users: stop cleanly when "
+    "GitHub says only N are left (default: [collect] reserve, 0).",
 )
 @click.pass_obj
 def collect(
@@ -65,6 +71,7 @@ def collect(
     no_logs: bool,
     quiet: bool,
     max_requests: int | None,
+    reserve: int | None,
 ) -> None:
     """Fetch new and changed runs, jobs, annotations and failed-job logs, and classify each
     failure.
@@ -83,8 +90,11 @@ def collect(
 
     state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
     options_since = parse_datetime(since, "--since") if since else None
+    config = state.config
+    if reserve is not None:
+        config = config.with_overrides(collect_reserve=reserve)
     run_collect(
-        state.config,
+        config,
         state.migrated_engine(),
         since=options_since,
         full=full,

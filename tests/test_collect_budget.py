@@ -52,6 +52,19 @@ def test_the_reserve_is_left_to_other_users_of_the_token(hub, db_url):
     assert report.rate_limit_remaining is not None and report.rate_limit_remaining >= 299
 
 
+def test_the_reserve_flag_leaves_the_budget_to_others(hub, db_url, runner, monkeypatch):
+    from ciflake.cli import cli
+    from tests.support.hubtools import SINCE
+
+    hub.admin("POST", "rate_limit", {"limit": 400})
+    monkeypatch.setenv("GITHUB_TOKEN", hub.token)
+    command = ["--db", db_url, "collect", "--once", "-q", "--api-url", hub.base_url]
+    result = runner.invoke(cli, [*command, "--since", SINCE.date().isoformat(), "--reserve", "300"])
+    assert result.exit_code == 0, result.output
+    assert "rate budget down to the reserve of 300 requests left for others" in result.output
+    assert hub.admin("GET", "counters")["rate"]["remaining"] >= 299
+
+
 def collect_with_reserve(hub, db_url, reserve):
     from collector.once import collect_once
     from collector.sync_report import CollectOptions
