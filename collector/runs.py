@@ -54,9 +54,15 @@ def _stamp(moment: datetime) -> str:
 
 
 def _list(
-    client: GitHubClient, path: str, created: str, etags: dict[str, str], new_etags: dict[str, str]
+    client: GitHubClient,
+    path: str,
+    created: str,
+    etags: dict[str, str],
+    new_etags: dict[str, str],
+    splittable: bool = True,
 ) -> tuple[int, list[dict[str, Any]] | None]:
-    """One ``created`` query, every page: (total_count, runs), runs None if unchanged."""
+    """One ``created`` query, every page: (total_count, runs), runs None if unchanged. A
+    ``splittable`` window that reaches RESULT_CAP stops at page 1 (the caller splits it)."""
     runs: dict[int, dict[str, Any]] = {}  # by id: a page asked again smaller may repeat some
     total = 0
     # The pull-request array is not used, and without it GitHub's pages are much lighter.
@@ -67,12 +73,18 @@ def _list(
             return -1, None
         if index == 0:
             total = int(page.body.get("total_count", 0))
-            if total >= RESULT_CAP:
+            if total >= RESULT_CAP and splittable:
                 return total, []  # the caller splits the window; later pages would be capped
         runs.update((run["id"], run) for run in page.body.get("workflow_runs", []))
         if page.etag:
             new_etags[url] = page.etag
     return total, list(runs.values())
+
+
+def _capped(total: int, runs: list[dict[str, Any]] | None) -> bool:
+    """Whether a listing holds fewer runs than its ``total_count``: capped, whatever the cap
+    (GitHub's is 1,000 today; the listing, not that number, is the proof)."""
+    return runs is not None and len(runs) < total
 
 
 def fetch_runs(
@@ -83,10 +95,12 @@ def fetch_runs(
     until: datetime,
     etags: dict[str, str],
     closed: bool = False,
+    capped: list[str] | None = None,
 ) -> tuple[list[dict[str, Any]] | None, dict[str, str]]:
     """Every run of a workflow created in [since, ...): first as one open-ended query (which an
     ETag makes free when nothing changed), or `closed` as [since, until); split into closed
-    windows while a window reaches the cap. Returns (runs or None when unchanged, the ETags
+    windows while a window's listing is capped. A window of MIN_WINDOW still capped keeps the
+    runs it lists and is added to ``capped``. Returns (runs or None when unchanged, the ETags
     to keep)."""
     path = f"/repos/{repo}/actions/workflows/{workflow_id}/runs"
     new_etags: dict[str, str] = {}
@@ -95,17 +109,21 @@ def fetch_runs(
     total, runs = _list(client, path, first, etags, new_etags)
     if runs is None:
         return None, new_etags
-    if total < RESULT_CAP:
+    if not _capped(total, runs):
         return runs, new_etags
     found: dict[int, dict[str, Any]] = {}
     pending = [(since, until)]
     while pending:
         start, end = pending.pop()
-        total, window = _list(client, path, f"{_stamp(start)}..{_stamp(end)}", {}, new_etags)
-        if total >= RESULT_CAP and end - start > MIN_WINDOW:
+        splittable = end - start > MIN_WINDOW
+        created = f"{_stamp(start)}..{_stamp(end)}"
+        total, window = _list(client, path, created, {}, new_etags, splittable)
+        if splittable and _capped(total, window):
             middle = start + (end - start) / 2
             pending += [(start, middle), (middle + timedelta(seconds=1), end)]
             continue
+        if _capped(total, window) and capped is not None:
+            capped.append(f"{created}: {len(window or [])} of {total} runs")
         for run in window or []:
             found[run["id"]] = run
     return list(found.values()), new_etags

@@ -199,7 +199,13 @@ class Collector:
             start, etags, watermark = state.window_start, dict(state.etags), state.watermark
             listing_etags = {k: v for k, v in etags.items() if not k.startswith("run:")}
             runs, new_etags = fetch_runs(
-                self.client, self.repo, workflow["id"], start, now, listing_etags
+                self.client,
+                self.repo,
+                workflow["id"],
+                start,
+                now,
+                listing_etags,
+                capped=self.report.capped_windows,
             )
             changed = self._changed(runs or []) + self._poll_incomplete(
                 workflow["id"], start, etags
@@ -265,7 +271,14 @@ class Collector:
             if focus_only and not window.focus:
                 break
             runs, _ = fetch_runs(
-                self.client, self.repo, key, window.start, window.end, {}, not window.open
+                self.client,
+                self.repo,
+                key,
+                window.start,
+                window.end,
+                {},
+                not window.open,
+                self.report.capped_windows,
             )
             watermark, skipped = self._process_runs(workflow, self._changed(runs or []), watermark)
             if skipped:  # not marked listed: the next collect lists this window again

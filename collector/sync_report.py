@@ -34,6 +34,8 @@ class CollectReport:
     logs_missing: int = 0
     log_errors: int = 0
     refused: int = 0  # jobs pages and annotations GitHub refused: recorded, asked again later
+    # one-minute windows whose listing GitHub still capped: what was listed is kept
+    capped_windows: list[str] = field(default_factory=list)
     # what GitHub refused so far and is recorded (store.retries): (kind, state) -> how many
     retries: dict[tuple[str, str], int] = field(default_factory=dict)
     requests: int = 0
@@ -70,6 +72,11 @@ class CollectReport:
             text += "; collect again to go on"
         if self.retries:
             text += "; " + describe_retries(self.retries)
+        if self.capped_windows:
+            text += (
+                f"; {len(self.capped_windows)} one-minute windows still capped by GitHub, "
+                f"the runs listed kept (created {', '.join(self.capped_windows[:3])})"
+            )
         if self.annotations_refused:
             text += (
                 "; annotations not readable, failures classified without them (give the token "

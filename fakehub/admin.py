@@ -5,7 +5,8 @@
     GET  /_admin/faults              {"spec", "fired"}
     POST /_admin/faults {"spec"}     replace the fault rules (syntax in fakehub.faults)
     POST /_admin/rerun {"run_id", "conclusion"?, "category"?}   append an attempt to a run
-    POST /_admin/new_runs {"workflow", "count"?, "event"?, "conclusion"?, "category"?}
+    POST /_admin/new_runs {"workflow", "count"?, "event"?, "conclusion"?, "category"?,
+                           "minutes_apart"? (2)}
     GET  /_admin/truth[?log_status=ok]  each failed or timed-out job GitHub still serves (not
                                      archived): its category, log line, and
                                      what a client sees without the log (annotations, failed
@@ -27,6 +28,8 @@
                                      error every time; "status": null serves it again; a path
                                      with "{id}" for its ids sticks the fault to the whole route
     GET  /_admin/stuck               {path: {"status", "message", "hits"}}
+    POST /_admin/result_cap {"cap"}  a filtered run listing serves at most this many results
+                                     (GitHub: 1,000), whatever total_count says
     POST /_admin/checks_retention {"days"}   runs older than that lose their checks data (jobs,
                                      annotations): GitHub archives it after 400 days
 
@@ -152,6 +155,10 @@ class Admin:
             for path, (status, message) in self.app.stuck.items()
         }
 
+    def post_result_cap(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        api.result_cap = int(request.json()["cap"])
+        return {"cap": api.result_cap}
+
     def post_checks_retention(self, request: Request, api: RepoApi) -> dict[str, Any]:
         api.checks_retention = timedelta(days=int(request.json()["days"]))
         archived = sum(api.archived(run) for run in api.history.runs)
@@ -173,6 +180,7 @@ class Admin:
             body.get("event", "push"),
             body.get("conclusion"),
             body.get("category"),
+            float(body.get("minutes_apart", 2.0)),
         )
         return {"run_ids": [run.id for run in runs], "now": iso(api.history.now)}
 

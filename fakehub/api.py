@@ -27,6 +27,7 @@ RETENTION = timedelta(days=90)  # job logs (the default retention period)
 # "GitHub archives checks data after 400 days and deletes records 30 days after they are
 # archived" (GitHub changelog, December 2022): jobs, steps, annotations. The run stays listed.
 CHECKS_RETENTION_DAYS = 400
+RESULT_CAP = 1000  # results a filtered listing serves: GitHub's search cap
 CAPPED_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "head_sha", "status")
 RUN_STATUSES = ("completed", "in_progress", "queued", "requested", "waiting", "pending")
 LOG_DOCS = "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run"
@@ -112,6 +113,8 @@ class RepoApi:
         self.log_overrides: dict[int, bytes] = {}  # job id -> bytes served instead of its log
         self.checks_readable = True  # False: the token lacks `checks: read` (admin permissions)
         self.checks_retention = timedelta(days=CHECKS_RETENTION_DAYS)
+        # GitHub serves at most 1,000 results of a filtered run listing (admin result_cap)
+        self.result_cap = RESULT_CAP
         self.routes: list[tuple[str, str, re.Pattern[str], Handler]] = [
             ("repo", "GET", re.compile(r""), self.repo),
             ("workflows", "GET", re.compile(r"/actions/workflows"), self.workflows),
@@ -195,7 +198,7 @@ class RepoApi:
         exclude = request.arg("exclude_pull_requests") == "true"
         capped = any(request.arg(k) for k in CAPPED_FILTERS)
         base = f"{self.shapes.api}/actions/" + (f"workflows/{ref}/runs" if ref else "runs")
-        page, link = paginate(runs, request, base, cap=1000 if capped else None)
+        page, link = paginate(runs, request, base, cap=self.result_cap if capped else None)
         body = [self.shapes.run(r, r.latest, exclude) for r in page]
         return json_response(200, {"total_count": len(runs), "workflow_runs": body}, link)
 

@@ -333,10 +333,12 @@ class History:
         event: str = "push",
         conclusion: str | None = None,
         category: str | None = None,
+        minutes_apart: float = 2.0,
     ) -> list[Run]:
-        """`count` completed runs created at the advancing clock, without automatic reruns."""
+        """`count` completed runs created at the advancing clock, `minutes_apart`, without
+        automatic reruns."""
         rng = self._admin_rng()
-        times = [self.tick(2.0) for _ in range(count)]
+        times = [self.tick(minutes_apart) for _ in range(count)]
         self.now += timedelta(hours=3)
         forced = _forced(conclusion, category or "test_failure")
         runs = [

@@ -4,6 +4,7 @@ limit. Only a bad token, the budget or a whole route refused stops a collect."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -215,3 +216,39 @@ def test_db_stats_doctor_and_the_report_name_what_github_refused(hub, tmp_path, 
     env = {"GITHUB_TOKEN": hub.token}
     doctor = runner.invoke(cli, ["--db", url, "doctor", "--api-url", hub.base_url], env=env)
     assert f"refused by GitHub: {named}" in doctor.output, doctor.output
+
+
+def _run_ids(url: str) -> set[int]:
+    with Session(migrated(url)) as session:
+        return set(session.scalars(select(WorkflowRun.id)))
+
+
+def test_a_listing_capped_below_what_the_collector_assumes_loses_no_run(
+    hub, collected_db, tmp_path
+):
+    """fakehub serving at most 5 results of a filtered listing, not GitHub's 1,000: windows
+    whose listing ends short of its total_count are split until each is complete."""
+    clean = collected_db()
+    hub.admin("POST", "result_cap", {"cap": 5})
+    url = f"sqlite:///{tmp_path / 'capped.db'}"
+    report = _collect(hub, url)
+    assert not report.stopped and not report.capped_windows
+    assert _run_ids(url) == _run_ids(clean.url)
+    assert snapshot(migrated(url)) == snapshot(migrated(clean.url))
+
+
+def test_a_one_minute_window_still_capped_keeps_what_it_listed_and_says_so(
+    hub, collected_db, tmp_path
+):
+    url = collected_db().url
+    workflow = hub.admin("GET", "truth")["workflows"][0]["path"]
+    three = {"workflow": workflow, "count": 3, "minutes_apart": 0.1}  # in one minute
+    new = set(hub.admin("POST", "new_runs", three)["run_ids"])
+    hub.admin("POST", "result_cap", {"cap": 1})
+    report = _collect(hub, url)
+    assert not report.stopped and report.capped_windows
+    assert "one-minute windows still capped by GitHub" in report.line()
+    shown = [re.search(r": 1 of ([0-9]+) runs$", window) for window in report.capped_windows]
+    assert all(shown)
+    lost = sum(int(match.group(1)) - 1 for match in shown if match)
+    assert lost >= 1 and len(new & _run_ids(url)) == 3 - lost  # kept what was listed
