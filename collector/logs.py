@@ -106,7 +106,7 @@ class LogFetcher:
                 pending.append((job, future))
             else:
                 free.release()
-                results[id(job)] = LogResult(job, "expired" if status == 410 else "missing")
+                results[id(job)] = _without_log(job, status)
                 on_done()
         stale = []
         for job, future in pending:
@@ -142,6 +142,17 @@ class LogFetcher:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _without_log(job: dict[str, Any], status: int) -> LogResult:
+    """The API's answer without a log URL: 410 expired; 404 for a job that ran is asked once
+    more by a later collect (``store.retries.NOT_FOUND_TRIES``) before it counts as missing;
+    a server that answers 200 sent no URL to follow."""
+    if status == 410:
+        return LogResult(job, "expired")
+    if status == 404:
+        return LogResult(job, "error", error="log not found (404)", http_status=404)
+    return LogResult(job, "missing")
 
 
 def job_payload(job: Job, annotations: Sequence[str]) -> dict[str, Any]:

@@ -256,15 +256,16 @@ class BatchStage:
                 r.job["run_id"],
                 r.http_status,
                 r.error or "",
+                retries.NOT_FOUND_TRIES if r.http_status == 404 else retries.MAX_TRIES,
             )
             for r in results
             if r.status == "error"
         ]
         given_up = retries.record(session, self.repo, refused, now)
         for result in results:
-            if result.job["id"] in given_up:
-                result.status = "given_up"
-        answered = [r.job["id"] for r in results if r.status not in ("error", "given_up")]
+            if result.job["id"] in given_up:  # a second 404: the job left no log after all
+                result.status = "missing" if result.http_status == 404 else "given_up"
+        answered = [r.job["id"] for r in results if r.status in ("ok", "expired", "missing")]
         retries.clear(session, "log", answered)
 
     def retry_failed_logs(self) -> None:

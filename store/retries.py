@@ -21,6 +21,9 @@ from store.runfilter import Bind
 
 KINDS: tuple[str, ...] = ("log", "annotations", "jobs")
 MAX_TRIES = 6
+# A 404 for the log of a job that ran: whether GitHub answers one briefly after a job completes
+# is undocumented, so it is asked once more, a collect later, before the log counts as missing.
+NOT_FOUND_TRIES = 2
 # The wait before the 2nd, 3rd, ... try. The refused answer already outlived the client's own
 # retries, so none comes in the same collect; nightly collects then ask on nights 2, 3 and 4,
 # then every third night: six tries span about ten nights, well within a log's 90 days.
@@ -43,6 +46,7 @@ class Refusal:
     run_id: int
     status: int | None
     error: str
+    max_tries: int = MAX_TRIES  # given up at this many tries
 
 
 def wait_after(tries: int) -> timedelta:
@@ -73,7 +77,7 @@ def record(session: Session, repo: str, refusals: Iterable[Refusal], now: dateti
         row.status, row.error = refusal.status, refusal.error[:500]
         row.tries += 1
         row.last_tried_at = now
-        row.given_up = row.tries >= MAX_TRIES
+        row.given_up = row.tries >= refusal.max_tries
         if row.given_up:
             given_up.add(refusal.item_id)
     session.flush()

@@ -252,3 +252,18 @@ def test_a_one_minute_window_still_capped_keeps_what_it_listed_and_says_so(
     assert all(shown)
     lost = sum(int(match.group(1)) - 1 for match in shown if match)
     assert lost >= 1 and len(new & _run_ids(url)) == 3 - lost  # kept what was listed
+
+
+def test_a_log_route_404_for_a_job_that_ran_is_asked_once_more(hub, tmp_path):
+    """Whether GitHub answers 404 for a log briefly after its job completes is undocumented:
+    the log is asked once more, by a later collect, before it counts as missing."""
+    job = _failed_job(hub)
+    path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
+    hub.admin("POST", "stuck", {"path": path, "status": 404, "message": "Not Found"})
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    first = _collect(hub, url)
+    assert first.logs_missing == 0 and _log_status(url, job["job_id"]) == "error"
+    _a_night_later(url)
+    second = _collect(hub, url)
+    assert second.logs_missing == 1 and _log_status(url, job["job_id"]) == "missing"
+    assert not _retries(url) and hub.admin("GET", "stuck")[path]["hits"] == 2
