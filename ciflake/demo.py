@@ -29,9 +29,11 @@ DEMO_PR_SCALE = 0.1
 DEMO_SINCE = datetime(2026, 5, 1, tzinfo=UTC)
 
 
-def demo_database(directory: Path) -> str:
+def demo_database(directory: Path, end: datetime | None = None) -> str:
     """The demo's database in ``directory``, made as ``ciflake demo --no-dashboard`` makes it
-    (the tests' and the screenshots' demo); its URL."""
+    (the tests' and the screenshots' demo); its URL. ``end``: the simulation's last day
+    (default: today, as the demo's; the tests fix it, so that their data is the same every
+    day)."""
     from store.engine import make_engine
     from store.migrate import upgrade
     from store.settings import load_config
@@ -39,7 +41,7 @@ def demo_database(directory: Path) -> str:
     url = f"sqlite:///{directory / 'ciflake-demo.db'}"
     engine = make_engine(url)
     upgrade(engine)
-    with collect_demo(load_config(env={}, db_url=url), engine, quiet=True):
+    with collect_demo(load_config(env={}, db_url=url), engine, quiet=True, end=end):
         pass
     engine.dispose()
     return url
@@ -47,7 +49,7 @@ def demo_database(directory: Path) -> str:
 
 @contextmanager
 def collect_demo(
-    config: Config, engine: Engine, *, quiet: bool = False
+    config: Config, engine: Engine, *, quiet: bool = False, end: datetime | None = None
 ) -> Iterator[tuple[ChildHub, CollectReport]]:
     """Start fakehub with the demo's seed and volume in a child process, collect its history
     since DEMO_SINCE into ``engine`` (incrementally when run again), and keep fakehub up while
@@ -56,7 +58,7 @@ def collect_demo(
         seed=DEMO_SEED,
         scale=DEMO_SCALE,
         pr_scale=DEMO_PR_SCALE,
-        end=today(),
+        end=end or today(),
         rate_limit=DEMO_RATE_LIMIT,
     ) as hub:
         demo_config = config.with_overrides(api_url=hub.base_url, token=hub.token)

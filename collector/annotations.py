@@ -27,6 +27,39 @@ TIME_LIMIT = re.compile(r"has exceeded the maximum execution time of [0-9]+ minu
 # GitHub's default `timeout-minutes` (workflow-syntax docs): a cancelled job that ran this long
 # hit it, whatever its annotations say.
 DEFAULT_LIMIT_MINUTES = 360
+# What GitHub writes on a job cancelled for another reason than its time limit: a newer run of
+# its concurrency group (fakehub.annotations quotes it), or a person.
+OTHER_CANCEL = re.compile(r"Canceling since a higher priority waiting request|was canceled by")
+# The fact a stored job that hit a time limit carries into a reclassification.
+TIME_LIMIT_REACHED = "ran to its time limit"
+
+
+def says_time_limit(messages: Sequence[str]) -> bool:
+    """Whether annotation messages name the time limit (the runner's own words)."""
+    return any(TIME_LIMIT.search(m) for m in messages)
+
+
+def time_limit_fact(
+    job: dict[str, Any], timed_out: bool, reached: dict[int, str] | None = None
+) -> str | None:
+    """What the classifier is told of a job's time limit: how it ran its whole limit
+    (``reached``, from the workflow file), or that it hit one; None when it did not, or when
+    its annotations name the limit themselves (they decide then)."""
+    if says_time_limit(job.get("annotations") or ()):
+        return None
+    how = (reached or {}).get(job["id"])
+    return how or (TIME_LIMIT_REACHED if timed_out else None)
+
+
+def explained(job: dict[str, Any], notes: Sequence[dict[str, Any]] | None) -> bool:
+    """Whether a job's annotations say why it stopped: a failed job's, when there are any to
+    read; a cancelled job's, when they name the time limit or another cause."""
+    if notes is None:
+        return False
+    if job.get("conclusion") != "cancelled":
+        return True
+    said = [n.get("message") or "" for n in notes]
+    return says_time_limit(said) or any(OTHER_CANCEL.search(m) for m in said)
 
 
 def needs_annotations(job: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from collector.annotations import time_limit_fact
 from collector.classify import Classification, classify_job
 from collector.classify.stages import stage_of
 from collector.client import BlobExpired, BlobGone, CollectError, GitHubClient, ResourceError
@@ -158,7 +159,7 @@ def _without_log(job: dict[str, Any], status: int) -> LogResult:
 def job_payload(job: Job, annotations: Sequence[str]) -> dict[str, Any]:
     """A stored job as the fields of GitHub's payload that classification reads, with its
     failure-level annotation messages."""
-    return {
+    payload = {
         "id": job.id,
         "run_id": job.run_id,
         "run_attempt": job.run_attempt,
@@ -167,6 +168,7 @@ def job_payload(job: Job, annotations: Sequence[str]) -> dict[str, Any]:
         "steps": job.steps,
         "annotations": list(annotations),
     }
+    return payload | {"time_limit": time_limit_fact(payload, bool(job.timed_out))}
 
 
 def classify(job: dict[str, Any], content: bytes | None) -> Classification:
@@ -176,6 +178,7 @@ def classify(job: dict[str, Any], content: bytes | None) -> Classification:
         job_name=job.get("name"),
         failed_steps=failed_steps(job),
         annotations=job.get("annotations") or (),
+        time_limit=job.get("time_limit"),
         log=content,
     )
     return replace(result, stage=stage_of(stopped_steps(job)))

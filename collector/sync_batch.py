@@ -14,13 +14,15 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
-from collector import lazy
+from collector import lazy, time_limits
 from collector.annotations import (
+    explained,
     fetch_annotations,
     hit_time_limit,
     messages,
     needs_annotations,
     save_annotations,
+    time_limit_fact,
 )
 from collector.client import GitHubClient, NotFound, ResourceError, RouteDown
 from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
@@ -118,6 +120,8 @@ class BatchStage:
         self.progress.add_jobs(len(all_jobs))
         notes, fetched = self._annotations(workflow, all_jobs, now)
         timed_out = {job["id"] for job in all_jobs if hit_time_limit(job, notes.get(job["id"]))}
+        limited = self._limits_reached(workflow, runs, all_jobs, notes, timed_out)
+        timed_out |= limited.keys()
         attempts = [
             row
             for run in runs
@@ -133,6 +137,7 @@ class BatchStage:
         failed = failed_jobs(all_jobs, timed_out)
         for job in failed:
             job["annotations"] = messages(notes.get(job["id"]))
+            job["time_limit"] = time_limit_fact(job, job["id"] in timed_out, limited)
         results = []
         if self.options.logs and failed:
             ids = [j["id"] for j in failed]
@@ -237,6 +242,41 @@ class BatchStage:
             self._refused_annotations += [r.item_id for r in refused]
         self.report.annotations_fetched += len(fetched)
         return {**known, **fetched}, fetched
+
+    def _limits_reached(
+        self,
+        workflow: dict[str, Any],
+        runs: Sequence[dict[str, Any]],
+        jobs: Sequence[dict[str, Any]],
+        notes: dict[int, list[dict[str, Any]]],
+        timed_out: set[int],
+    ) -> dict[int, str]:
+        """The jobs whose annotations do not say why they stopped and whose workflow file, at
+        their run's commit, shows they ran their whole time limit (collector.time_limits):
+        job id -> how. The file is asked for only for such jobs, once per commit."""
+        unexplained = [
+            job
+            for job in jobs
+            if needs_annotations(job)
+            and job["id"] not in timed_out
+            and not explained(job, notes.get(job["id"]))
+        ]
+        if not unexplained:
+            return {}
+        sha_of = {run["id"]: run.get("head_sha") for run in runs}
+        found: dict[int, str] = {}
+        with self._session() as session, session.begin():
+            for job in unexplained:
+                sha = sha_of.get(job["run_id"])
+                try:
+                    limits = sha and time_limits.file_limits(
+                        session, self.client, self.repo, workflow["path"], sha
+                    )
+                except ResourceError:  # asked again when the run is processed again
+                    continue
+                if limits and (how := time_limits.reached(job, limits)):
+                    found[job["id"]] = how
+        return found
 
     def _settle_logs(
         self,

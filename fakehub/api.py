@@ -21,7 +21,9 @@ from fakehub.catalog import WorkflowSpec, parse_time
 from fakehub.history import History
 from fakehub.payloads import ACTIONS_BOT, BOT_LOGIN, Shapes, iso
 from fakehub.records import Job, Run
+from fakehub.steps import test_step_name
 from fakehub.web import Request, Response, error, json_response, paginate
+from fakehub.workflow_files import TEST_KINDS, render
 
 RETENTION = timedelta(days=90)  # job logs (the default retention period)
 # "GitHub archives checks data after 400 days and deletes records 30 days after they are
@@ -115,6 +117,7 @@ class RepoApi:
         self.checks_retention = timedelta(days=CHECKS_RETENTION_DAYS)
         # GitHub serves at most 1,000 results of a filtered run listing (admin result_cap)
         self.result_cap = RESULT_CAP
+        self._sha_times: dict[str, datetime] = {}  # commit -> when (contents at a ref)
         self.routes: list[tuple[str, str, re.Pattern[str], Handler]] = [
             ("repo", "GET", re.compile(r""), self.repo),
             ("workflows", "GET", re.compile(r"/actions/workflows"), self.workflows),
@@ -139,6 +142,7 @@ class RepoApi:
                 re.compile(r"/check-runs/(\d+)/annotations"),
                 self.check_run_annotations,
             ),
+            ("contents", "GET", re.compile(r"/contents/(.+)"), self.contents),
             ("issue", "GET", re.compile(r"/issues/(\d+)"), self.issue),
             ("issue_comments", "GET", re.compile(r"/issues/(\d+)/comments"), self.list_comments),
             ("create_comment", "POST", re.compile(r"/issues/(\d+)/comments"), self.create_comment),
@@ -314,6 +318,27 @@ class RepoApi:
         url = f"{self.shapes.api}/check-runs/{job.id}/annotations"
         page, link = paginate(notes, request, url)
         return json_response(200, [self.shapes.annotation(n, run) for n in page], link)
+
+    # ---- workflow files -------------------------------------------------------------------
+
+    def contents(self, request: Request, path: str) -> Response:
+        """A tracked workflow file at a commit (``?ref=`` a run's head_sha), base64 as GitHub
+        serves files; 404 for any other path or commit."""
+        at = self._commit_time(request.arg("ref") or "")
+        workflow = next((w for w in self.history.workflows if w.path == path), None)
+        if at is None or workflow is None or not workflow.active(at):
+            return error(404, "Not Found")
+        steps = {spec.id: test_step_name(spec) for spec in workflow.jobs if spec.kind in TEST_KINDS}
+        text = render(workflow, at, steps).encode()
+        return json_response(200, self.shapes.file_content(path, text))
+
+    def _commit_time(self, sha: str) -> datetime | None:
+        """When the commit ``sha`` was made: its earliest run's creation."""
+        if sha not in self._sha_times:
+            self._sha_times = {}
+            for run in sorted(self.history.runs, key=lambda r: r.created_at, reverse=True):
+                self._sha_times[run.sha] = run.created_at
+        return self._sha_times.get(sha)
 
     # ---- issues and comments --------------------------------------------------------------
 

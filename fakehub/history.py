@@ -19,7 +19,9 @@ from fakehub import traffic
 from fakehub.catalog import Catalog, JobSpec, WorkflowSpec, load
 from fakehub.failures import FailureModel, failure_cause
 from fakehub.records import Attempt, Job, Run
+from fakehub.steps import OTHER_STEPS_SHARE
 from fakehub.traffic import Trigger
+from fakehub.workflow_files import step_limit
 
 # The fixed "now" that tests and benchmarks pin, so that their histories never change; the demo
 # and `ciflake fakehub` simulate up to today instead (``today``).
@@ -223,13 +225,18 @@ class History:
             job.conclusion = "cancelled"
             return job
         minutes = rng.uniform(*spec.minutes)
-        limit = spec.timeout_minutes(start)
+        # the limits of the workflow file at the run's commit: a rerun keeps its run's version
+        limit = job.limit_minutes = spec.timeout_minutes(run.created_at)
         cause = failure_cause(seed, spec.kind, category)
         if category == "timeout":
             over = rng.uniform(0.05, 0.4)
-            # A job limit cancels just past the limit; a step limit or an inner timeout (NCCL
-            # watchdog, pytest-timeout) fires earlier and fails the job.
+            # A job limit cancels just past the limit; a step limit fires when the test step
+            # has run its own limit (the other steps took a twentieth of the job's); an inner
+            # timeout (NCCL watchdog, pytest-timeout) fires earlier and fails the job.
             minutes = limit + over if cause == "job_time_limit" else limit * (0.5 + over)
+            step = step_limit(spec, run.created_at)
+            if cause == "step_time_limit" and step is not None:
+                minutes = limit * OTHER_STEPS_SHARE + step + over
         elif category is not None:
             minutes *= rng.uniform(0.15, 0.9)
         else:

@@ -12,6 +12,7 @@ split by resource, every part would need all the others.
 from __future__ import annotations
 
 import base64
+import hashlib
 import uuid
 from datetime import datetime
 from typing import Any
@@ -278,6 +279,31 @@ class Shapes:
             "url": f"{self.api}/actions/workflows/{wf.id}",
             "html_url": f"{self.html}/blob/main/{wf.path}",
             "badge_url": f"{self.html}/workflows/{file}/badge.svg",
+        }
+
+    def file_content(self, path: str, text: bytes) -> dict[str, Any]:
+        """A file as the contents API serves it (`GET /repos/{o}/{r}/contents/{path}`): its
+        bytes base64 in lines of 60, as GitHub wraps them, and its git blob sha."""
+        sha = hashlib.sha1(b"blob %d\0" % len(text) + text).hexdigest()
+        encoded = base64.b64encode(text).decode()
+        wrapped = "\n".join(encoded[i : i + 60] for i in range(0, len(encoded), 60)) + "\n"
+        return {
+            "type": "file",
+            "encoding": "base64",
+            "size": len(text),
+            "name": path.rsplit("/", 1)[-1],
+            "path": path,
+            "content": wrapped,
+            "sha": sha,
+            "url": f"{self.api}/contents/{path}",
+            "git_url": f"{self.api}/git/blobs/{sha}",
+            "html_url": f"{self.html}/blob/{sha}/{path}",
+            "download_url": None,
+            "_links": {
+                "self": f"{self.api}/contents/{path}",
+                "git": f"{self.api}/git/blobs/{sha}",
+                "html": f"{self.html}/blob/{sha}/{path}",
+            },
         }
 
     def run(

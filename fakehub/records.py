@@ -31,6 +31,8 @@ class Job:
     runner_id: int | None
     category: str | None
     seed: int
+    # `timeout-minutes` in the workflow file of the job's run (its commit's version)
+    limit_minutes: int = 360
 
     @property
     def ran(self) -> bool:

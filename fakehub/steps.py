@@ -11,8 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from random import Random
 
-from fakehub.catalog import parse_time
+from fakehub.catalog import JobSpec, parse_time
 from fakehub.records import Job
+
+# A job whose test step hit its own limit: the other steps take this share of the job's limit
+# (with the step's nine tenths, the job still ends before its own limit).
+OTHER_STEPS_SHARE = 0.05
 
 UV_ERA = parse_time("2026-08-17T06:10:00Z")
 PIP_LIST_FROM = parse_time("2026-06-03T07:51:40Z")
@@ -34,8 +38,7 @@ class Step:
     completed_at: datetime | None
 
 
-def test_step_name(job: Job) -> str:
-    spec = job.spec
+def test_step_name(spec: JobSpec) -> str:
     strategy = {"fsdp2": "FSDP2", "megatron": "Megatron"}.get(spec.strategy, spec.strategy)
     if spec.algo.startswith("v1_separate_async"):
         what = "Multi-Teacher OPD" if spec.algo.endswith("opd") else strategy
@@ -77,7 +80,7 @@ def layout(job: Job) -> list[tuple[str, str, float]]:
         steps.append(("Prepare weights", "weights", 0.01))
     steps += [
         ("Prepare GSM8K dataset", "dataset", 0.04),
-        (test_step_name(job), "test", 0.58),
+        (test_step_name(job.spec), "test", 0.58),
         ("Post Run actions/checkout@v4", "post", 0.01),
     ]
     if kind == "npu_test":
@@ -133,6 +136,12 @@ def plan(job: Job) -> list[Step]:
         if fail_index is None or i <= fail_index or kind in ("post", "complete", "stop_containers")
     ]
     total = sum(weights)
+    # A step that hit its own limit runs that long; the other steps share the rest.
+    limited = job.cause == "step_time_limit" and fail_index is not None
+    step_seconds = span - job.limit_minutes * OTHER_STEPS_SHARE * 60 if limited else 0.0
+    if limited:
+        total -= parts[fail_index][2]  # type: ignore[index]
+        span -= step_seconds
     clock, steps = job.started_at, []
     for i, (name, kind, share) in enumerate(parts):
         after = fail_index is not None and i > fail_index
@@ -142,7 +151,8 @@ def plan(job: Job) -> list[Step]:
         if end is None and after:
             steps.append(Step(i + 1, name, kind, "queued", None, None, None))
             continue
-        begin, clock = clock, clock + timedelta(seconds=span * share / total)
+        seconds = step_seconds if limited and i == fail_index else span * share / total
+        begin, clock = clock, clock + timedelta(seconds=seconds)
         if end is None and i == fail_index:
             steps.append(Step(i + 1, name, kind, "in_progress", None, begin, None))
             continue

@@ -407,3 +407,16 @@ class FetchRetry(Base):
     first_failed_at: Mapped[datetime]
     last_tried_at: Mapped[datetime]
     given_up: Mapped[bool] = mapped_column(default=False)
+
+
+class WorkflowFile(Base):
+    """The time limits of a tracked workflow file at one commit (collector.time_limits), read
+    once: ``limits`` is None when GitHub had no such file at that commit."""
+
+    __tablename__ = "workflow_files"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    path: Mapped[str] = mapped_column(String(500), primary_key=True)
+    sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    limits: Mapped[dict[str, Any] | None]
+    fetched_at: Mapped[datetime]

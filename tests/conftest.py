@@ -181,11 +181,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def demo_db() -> str:
     """The demo's database, made as ``ciflake demo`` makes it: fakehub's simulated verl history
     (seed 1, demo scale) collected through PyGithub, once per session for every worker. Shared
-    by the dashboard tests, which only read it."""
+    by the dashboard tests, which only read it. It ends on a fixed day, not today: a history
+    that moves with the date gave a test a different story on some days."""
     from ciflake.demo import demo_database
+    from fakehub.history import DEFAULT_END
 
     def build(path):
         path.mkdir()
-        return demo_database(path)
+        return demo_database(path, end=DEFAULT_END)  # the same data whatever the date
 
     return built_once("demo", build)[1]

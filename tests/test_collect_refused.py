@@ -15,14 +15,11 @@ from sqlalchemy.orm import Session
 
 import fakehub
 from ciflake.cli import cli
-from collector.client import ROUTE_DOWN, GitHubClient, RouteDown
-from collector.progress import CollectProgress
-from collector.sync import collect as sync_collect
-from collector.sync_report import CollectOptions, CollectReport
+from collector.client import ROUTE_DOWN, RouteDown
 from store.models import Failure, FetchRetry, JobLog, WorkflowRun
 from store.retries import MAX_TRIES
 from tests.support.collected import DEFAULT
-from tests.support.hubtools import SINCE, hub_config, migrated, snapshot
+from tests.support.hubtools import SINCE, collect_without_waits, migrated, snapshot
 
 GENERATE_URL = "Failed to generate URL to download logs"
 NOT_ACCESSIBLE = "Resource not accessible by integration"
@@ -33,14 +30,6 @@ def hub() -> Iterator[fakehub.Hub]:
     """fakehub serving the history that ``collected_db()`` collected."""
     with DEFAULT.hub() as running:
         yield running
-
-
-def _collect(hub, url: str) -> CollectReport:
-    """One collect whose urllib3 retries do not sleep: a refused resource costs no wait."""
-    config = hub_config(hub, url)
-    client = GitHubClient(config.api_url, config.token, backoff_factor=0.0)
-    options = CollectOptions(since=SINCE, quiet=True)
-    return sync_collect(config, migrated(url), client, options, CollectProgress(enabled=False))
 
 
 def _failed_job(hub) -> dict[str, Any]:
@@ -111,20 +100,20 @@ def test_a_log_refused_403_is_asked_again_each_night_then_given_up(hub, collecte
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
     hub.admin("POST", "stuck", {"path": path, "status": 403, "message": NOT_ACCESSIBLE})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
-    reports = [_collect(hub, url)]
+    reports = [collect_without_waits(hub, url)]
     assert not reports[0].stopped
     assert _without(snapshot(migrated(url)), job["job_id"]) == _without(clean, job["job_id"])
-    reports.append(_collect(hub, url))  # within the wait: not asked
+    reports.append(collect_without_waits(hub, url))  # within the wait: not asked
     assert hub.admin("GET", "stuck")[path]["hits"] == 1
     for tries in range(2, MAX_TRIES + 1):
         _a_night_later(url)
-        reports.append(_collect(hub, url))
+        reports.append(collect_without_waits(hub, url))
         retry = _retries(url)[("log", job["job_id"])]
         assert retry.tries == tries and retry.given_up == (tries == MAX_TRIES)
     assert not any(r.stopped for r in reports)
     assert _log_status(url, job["job_id"]) == "given_up"
     _a_night_later(url)
-    _collect(hub, url)
+    collect_without_waits(hub, url)
     assert hub.admin("GET", "stuck")[path]["hits"] == MAX_TRIES
 
 
@@ -133,11 +122,11 @@ def test_a_log_served_again_clears_its_refusal(hub, tmp_path):
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
     hub.admin("POST", "stuck", {"path": path, "status": 422, "message": "Unprocessable Entity"})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
-    _collect(hub, url)
+    collect_without_waits(hub, url)
     assert _retries(url)[("log", job["job_id"])].status == 422
     hub.admin("POST", "stuck", {"path": path, "status": None})
     _a_night_later(url)
-    _collect(hub, url)
+    collect_without_waits(hub, url)
     assert _log_status(url, job["job_id"]) == "ok"
     assert ("log", job["job_id"]) not in _retries(url)
     with Session(migrated(url)) as session:
@@ -156,7 +145,7 @@ def test_a_run_whose_jobs_page_answers_502_at_every_size_stops_nothing_else(
     path = f"/repos/{hub.repos[0]}/actions/runs/{run_id}/jobs"
     hub.admin("POST", "stuck", {"path": path, "status": 502, "message": "Bad Gateway"})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
-    report = _collect(hub, url)
+    report = collect_without_waits(hub, url)
     assert not report.stopped and report.refused == 1
     stored = snapshot(migrated(url))
     assert {r[0] for r in stored["workflow_runs"]} == {r[0] for r in clean["workflow_runs"]} - {
@@ -165,7 +154,7 @@ def test_a_run_whose_jobs_page_answers_502_at_every_size_stops_nothing_else(
     assert _retries(url)[("jobs", run_id)].status == 502
     for _ in range(2, MAX_TRIES + 1):
         _a_night_later(url)
-        assert not _collect(hub, url).stopped
+        assert not collect_without_waits(hub, url).stopped
     assert _retries(url)[("jobs", run_id)].given_up
     with Session(migrated(url)) as session:
         assert session.get(WorkflowRun, run_id) is not None
@@ -179,7 +168,7 @@ def test_a_whole_route_refused_stops_the_collect(hub, tmp_path):
     hub.admin("POST", "stuck", {"path": path, "status": 403, "message": NOT_ACCESSIBLE})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
     with pytest.raises(RouteDown, match="refused 5 different"):
-        _collect(hub, url)
+        collect_without_waits(hub, url)
     assert hub.admin("GET", "stuck")[path]["hits"] == ROUTE_DOWN
 
 
@@ -191,14 +180,14 @@ def test_annotations_refused_for_one_job_are_asked_again_with_its_run(hub, colle
     path = f"/repos/{hub.repos[0]}/check-runs/{job['job_id']}/annotations"
     hub.admin("POST", "stuck", {"path": path, "status": 500, "message": "Server Error"})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
-    report = _collect(hub, url)
+    report = collect_without_waits(hub, url)
     assert not report.stopped and report.refused == 1 and not report.annotations_refused
     assert _retries(url)[("annotations", job["job_id"])].status == 500
     stored = snapshot(migrated(url))
     assert {r[0] for r in stored["jobs"]} == {r[0] for r in clean["jobs"]}
     hub.admin("POST", "stuck", {"path": path, "status": None})
     _a_night_later(url)
-    assert not _collect(hub, url).stopped
+    assert not collect_without_waits(hub, url).stopped
     assert not _retries(url)
     assert snapshot(migrated(url)) == clean
 
@@ -208,7 +197,7 @@ def test_db_stats_doctor_and_the_report_name_what_github_refused(hub, tmp_path, 
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
     hub.admin("POST", "stuck", {"path": path, "status": 403, "message": NOT_ACCESSIBLE})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
-    report = _collect(hub, url)
+    report = collect_without_waits(hub, url)
     assert "refused by GitHub: 1 log pending (asked again on a later collect)" in report.line()
     named = f"log of job {job['job_id']} (run {job['run_id']}): GET {path}: 403 {NOT_ACCESSIBLE}"
     stats = runner.invoke(cli, ["--db", url, "db", "stats"])
@@ -231,7 +220,7 @@ def test_a_listing_capped_below_what_the_collector_assumes_loses_no_run(
     clean = collected_db()
     hub.admin("POST", "result_cap", {"cap": 5})
     url = f"sqlite:///{tmp_path / 'capped.db'}"
-    report = _collect(hub, url)
+    report = collect_without_waits(hub, url)
     assert not report.stopped and not report.capped_windows
     assert _run_ids(url) == _run_ids(clean.url)
     assert snapshot(migrated(url)) == snapshot(migrated(clean.url))
@@ -245,7 +234,7 @@ def test_a_one_minute_window_still_capped_keeps_what_it_listed_and_says_so(
     three = {"workflow": workflow, "count": 3, "minutes_apart": 0.1}  # in one minute
     new = set(hub.admin("POST", "new_runs", three)["run_ids"])
     hub.admin("POST", "result_cap", {"cap": 1})
-    report = _collect(hub, url)
+    report = collect_without_waits(hub, url)
     assert not report.stopped and report.capped_windows
     assert "one-minute windows still capped by GitHub" in report.line()
     shown = [re.search(r": 1 of ([0-9]+) runs$", window) for window in report.capped_windows]
@@ -261,9 +250,9 @@ def test_a_log_route_404_for_a_job_that_ran_is_asked_once_more(hub, tmp_path):
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
     hub.admin("POST", "stuck", {"path": path, "status": 404, "message": "Not Found"})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
-    first = _collect(hub, url)
+    first = collect_without_waits(hub, url)
     assert first.logs_missing == 0 and _log_status(url, job["job_id"]) == "error"
     _a_night_later(url)
-    second = _collect(hub, url)
+    second = collect_without_waits(hub, url)
     assert second.logs_missing == 1 and _log_status(url, job["job_id"]) == "missing"
     assert not _retries(url) and hub.admin("GET", "stuck")[path]["hits"] == 2

@@ -105,6 +105,7 @@ def classify_job(
     failed_steps: Sequence[str] = (),
     annotations: Sequence[str] = (),
     no_jobs: bool = False,
+    time_limit: str | None = None,
     log: LogSource | None = None,
     green_log: LogSource | None = None,
     rules: RuleSet | None = None,
@@ -113,7 +114,10 @@ def classify_job(
 
     `annotations` are GitHub's messages for the job ("The job running on runner X has exceeded
     the maximum execution time of 10 minutes", "The runner has received a shutdown signal"...);
-    they count like log lines but carry no line number. `log` and `green_log` may be absent.
+    they count like log lines but carry no line number. `time_limit` says how the job, or its
+    failed step, ran its whole `timeout-minutes` ("ran 10 of its 10 minutes"), when the
+    workflow file shows it; it is the line of a decision it makes without a log line. `log`
+    and `green_log` may be absent.
     """
     ruleset = rules or load_rules()
     keep = GREEN_DIFF_CANDIDATES if green_log is not None else 1
@@ -124,7 +128,7 @@ def classify_job(
     steps = tuple(failed_steps)
 
     def holds(rule: Rule) -> bool:
-        return rule.conditions_hold(job_name, steps, no_jobs)
+        return rule.conditions_hold(job_name, steps, no_jobs, time_limit is not None)
 
     decision = decide(ruleset, evidence, holds)
     winner, hit = decision.rule, decision.hit
@@ -136,6 +140,9 @@ def classify_job(
         decided_by = "log" if hit is not None and hit.line_number is not None else "annotations"
     if hit is None and not winner.patterns:
         hit = next((h for h in evidence.strong if h is not None), evidence.catch_all)
+    line = hit.line if hit else None
+    if line is None and winner.time_limit:
+        line = time_limit  # no line to show: the fact that decided is the line
     return Classification(
         evidence=decided_by,
         explanation=decision.steps,
@@ -143,7 +150,7 @@ def classify_job(
         rule=winner.name,
         signature=signature(winner.name, hit.line if hit else None),
         line_number=hit.line_number if hit else None,
-        line=hit.line if hit else None,
+        line=line,
         context=list(hit.context) if hit else [],
         env=dict(scanned.env),
         rules_version=ruleset.version,

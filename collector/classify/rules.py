@@ -39,6 +39,8 @@ class Rule:
     failed_step: re.Pattern[str] | None = None
     job_name: re.Pattern[str] | None = None
     no_jobs: bool = False
+    # the job, or its failed step, ran its whole `timeout-minutes` (collector.time_limits)
+    time_limit: bool = False
     role: str = "cause"
     # Group 1 is the error this line carries ("FAILED t.py::x - KeyError: 'a'"): it is
     # classified in the wrapper's place.
@@ -49,11 +51,18 @@ class Rule:
 
     @property
     def has_conditions(self) -> bool:
-        return self.failed_step is not None or self.job_name is not None or self.no_jobs
+        conditions = (self.failed_step, self.job_name)
+        return any(c is not None for c in conditions) or self.no_jobs or self.time_limit
 
-    def conditions_hold(self, job_name: str | None, failed_steps: tuple[str, ...], no_jobs: bool):
+    def conditions_hold(
+        self,
+        job_name: str | None,
+        failed_steps: tuple[str, ...],
+        no_jobs: bool,
+        time_limit: bool = False,
+    ) -> bool:
         """True when every job-level condition of this rule is satisfied (vacuously if none)."""
-        if self.no_jobs and not no_jobs:
+        if (self.no_jobs and not no_jobs) or (self.time_limit and not time_limit):
             return False
         if self.job_name is not None and not (job_name and self.job_name.search(job_name)):
             return False
@@ -130,6 +139,7 @@ def _parse_rule(raw: dict, extra: list[str]) -> Rule:
         failed_step=_optional(raw, "failed_step"),
         job_name=_optional(raw, "job_name"),
         no_jobs=bool(raw.get("no_jobs", False)),
+        time_limit=bool(raw.get("time_limit", False)),
         role=role,
         carries=_optional(raw, "carries"),
         raised_in=_optional(raw, "raised_in"),

@@ -23,6 +23,7 @@ def classify_case(case: dict) -> Classification:
         failed_steps=case.get("failed_steps", ()),
         annotations=case.get("annotations", ()),
         no_jobs=case.get("no_jobs", False),
+        time_limit=case.get("time_limit"),
         log=CORPUS_DIR / f"{case['name']}.log" if has_log else None,
         green_log=CORPUS_DIR / f"{case['name']}.green.log" if "green_body" in case else None,
     )

@@ -53,6 +53,23 @@ def collect(hub: Hub | ChildHub, db_url: str, **options: Any) -> CollectReport:
         engine.dispose()  # no connection left behind: a PostgreSQL template must have none
 
 
+def collect_without_waits(hub: Hub | ChildHub, db_url: str) -> CollectReport:
+    """One collect whose urllib3 retries do not sleep: a resource fakehub refuses every time
+    costs no backoff."""
+    from collector.client import GitHubClient
+    from collector.progress import CollectProgress
+    from collector.sync import collect as sync_collect
+
+    config = hub_config(hub, db_url)
+    client = GitHubClient(config.api_url, config.token, backoff_factor=0.0)
+    options = CollectOptions(since=SINCE, quiet=True)
+    engine = migrated(db_url)
+    try:
+        return sync_collect(config, engine, client, options, CollectProgress(enabled=False))
+    finally:
+        engine.dispose()
+
+
 def snapshot(engine: Engine) -> dict[str, list[tuple]]:
     """Everything the collect stored about GitHub's data, and the derived tables it kept, in a
     comparable form."""
