@@ -79,8 +79,11 @@ def collect(
     Each failure is classified from the best evidence GitHub still keeps: the log (90 days),
     else the check-run annotations and the job's steps (400 days), else it stays unknown. A
     job GitHub calls cancelled that hit its time limit counts red (timeout). Incremental: a
-    second collect with nothing new costs no rate limit (ETags). Without --once it collects
-    again every [collect] interval_minutes until interrupted.
+    second collect with nothing new, with the same token, costs no rate limit (ETags; under a
+    workflow's new GITHUB_TOKEN it costs its listings). A log, annotations or jobs page GitHub
+    keeps refusing is recorded and asked again by later collects (ciflake db stats lists
+    them). Without --once it collects again every [collect] interval_minutes until
+    interrupted.
     """
     from ciflake.collect_loop import run_collect
     from collector import lazy

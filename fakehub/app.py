@@ -141,7 +141,7 @@ class ApiApp:
                 self.stuck_hits[stuck] += 1
                 response = error(status, message)
         counted = route not in UNCOUNTED  # a 404 costs budget too, as on GitHub
-        etag = _etag(response)
+        etag = _etag(response, given)
         if etag and request.headers.get("if-none-match") == etag:
             return self._decorate(Response(304), request, rid, etag), route, False
         if counted and self.rate.exhausted():
@@ -227,11 +227,13 @@ def _route(path: str) -> str:
     return re.sub(r"/[0-9]+(?=/|$)", "/{id}", path)
 
 
-def _etag(response: Response) -> str | None:
-    """GitHub-style weak ETag of a successful JSON body."""
+def _etag(response: Response, token: str) -> str | None:
+    """GitHub-style weak ETag of a successful JSON body, specific to the token that asked, as
+    github.com's are (GitHub Support, quoted in eclipse-csi/otterdog#201): a workflow's new
+    GITHUB_TOKEN each night gets no 304 for the previous night's ETags."""
     if response.payload is None or response.status >= 300:
         return None
-    return f'W/"{hashlib.sha256(response.body).hexdigest()}"'
+    return f'W/"{hashlib.sha256(token.encode() + b":" + response.body).hexdigest()}"'
 
 
 def _with_rate(fault: Response, original: Response) -> Response:

@@ -226,3 +226,22 @@ def test_500_request_nights_at_scale_1_equal_one_full_collect(collected_elsewher
     ratio = spent / _counted(full.report)
     count = len(nights.reports)
     print(f"{count} collects of at most 500: {spent} requests, {ratio:.3f}x one full collect")
+
+
+def test_a_new_token_each_night_pays_for_its_listings_and_nothing_more(hub, collected_db):
+    """ETags are specific to the token (fakehub's, as github.com's), and a workflow's
+    GITHUB_TOKEN is new every night: a collect with nothing new under a new token gets no 304.
+    It pays for its listings (the workflows, each workflow's trailing window), and for no run,
+    job, annotation or log."""
+    url = collected_db().url
+    collect(hub, url)  # this hub's ETags (its API URLs carry its port)
+    same = collect(hub, url)
+    assert same.requests == same.requests_304 > 0  # the same token: every answer a 304
+    hub.admin("POST", "token", {"token": "tomorrows-github-token"})
+    hub.token = "tomorrows-github-token"
+    hub.admin("POST", "counters/reset")
+    report = collect(hub, url)
+    routes = hub.admin("GET", "counters")["by_route"]
+    assert report.requests_304 == 0 and report.runs_new == report.runs_updated == 0
+    assert set(routes) <= {"workflows", "workflow_runs"}, routes
+    print(f"no-change collect under a new token: {report.requests} requests, {routes}")

@@ -63,32 +63,36 @@ def _without(tables: dict[str, list[tuple]], job_id: int) -> dict[str, list[tupl
     return out
 
 
-def test_a_log_that_keeps_answering_500_stops_no_collect(
-    hub, collected_db, runner, monkeypatch, tmp_path
+@pytest.mark.parametrize(
+    ("status", "message", "asked"), [(500, GENERATE_URL, 6), (403, NOT_ACCESSIBLE, 1)]
+)
+def test_a_log_refused_every_time_stops_no_collect(
+    hub, collected_db, runner, monkeypatch, tmp_path, status, message, asked
 ):
-    """`ciflake collect` twice with one log route answering 500 every time: both exit 0 and
-    store what a clean collect stores; the job's failure is stored, its log pending.
+    """`ciflake collect` twice with one log route answering 500 (or 403) every time: both exit
+    0 and store what a clean collect stores; the job's failure is stored, its log pending.
 
-    About 20 s: urllib3 asks the 500 again five times, with its backoff (1 to 8 s), as it
-    would on github.com."""
+    About 20 s for the 500: urllib3 asks it again five times, with its backoff (1 to 8 s), as
+    it would on github.com."""
     clean = snapshot(migrated(collected_db().url))
     job = _failed_job(hub)
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
-    hub.admin("POST", "stuck", {"path": path, "status": 500, "message": GENERATE_URL})
+    hub.admin("POST", "stuck", {"path": path, "status": status, "message": message})
     url = f"sqlite:///{tmp_path / 'refused.db'}"
     monkeypatch.setenv("GITHUB_TOKEN", hub.token)
     command = ["--db", url, "collect", "--once", "-q", "--api-url", hub.base_url]
     for _ in range(2):
         result = runner.invoke(cli, [*command, "--since", SINCE.date().isoformat()])
         assert result.exit_code == 0, result.output
+        assert "refused by GitHub: 1 log pending" in result.output
     stored = snapshot(migrated(url))
     assert _without(stored, job["job_id"]) == _without(clean, job["job_id"])
     assert _log_status(url, job["job_id"]) == "error"
     assert any(row[2] == job["job_id"] for row in stored["failures"])  # the failure is there
     retry = _retries(url)[("log", job["job_id"])]
-    assert (retry.status, retry.tries, retry.given_up) == (500, 1, False)  # the 2nd waited
-    assert GENERATE_URL in retry.error
-    assert hub.admin("GET", "stuck")[path]["hits"] == 6  # one try: urllib3's 5 retries
+    assert (retry.status, retry.tries, retry.given_up) == (status, 1, False)  # the 2nd waited
+    assert message in retry.error
+    assert hub.admin("GET", "stuck")[path]["hits"] == asked  # one try (urllib3 retries a 500)
 
 
 def test_a_log_refused_403_is_asked_again_each_night_then_given_up(hub, collected_db, tmp_path):

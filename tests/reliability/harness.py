@@ -97,6 +97,25 @@ def canary_hub(seed: int = 11, scale: float | None = None) -> Iterator[fakehub.H
         yield hub
 
 
+def a_night_later(db_url: str) -> None:
+    """Every refusal recorded in the database tried four days earlier: the wait before its
+    next try has passed, as it has by a later night (store.retries)."""
+    from datetime import timedelta
+
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from store.models import FetchRetry
+
+    engine = migrated(db_url)
+    try:
+        with Session(engine) as session, session.begin():
+            for row in session.scalars(select(FetchRetry)):
+                row.last_tried_at -= timedelta(days=4)
+    finally:
+        engine.dispose()
+
+
 def frozen(engine: Engine) -> dict[str, list[tuple]]:
     """``snapshot`` for comparisons; the engine is released so the file can be reused."""
     try:

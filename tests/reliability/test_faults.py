@@ -22,6 +22,7 @@ from ciflake.cli import cli
 from tests.reliability.harness import (
     CANARY,
     SIZE,
+    a_night_later,
     canary_hub,
     fast_collect,
     frozen,
@@ -44,11 +45,36 @@ def revoke_token(hub: fakehub.Hub) -> None:
     hub.admin("POST", "token", {"token": "ghp_the_rotated_token"})
 
 
+def stuck(status: int, message: str, path: Callable[[fakehub.Hub], str]) -> Arm:
+    """One resource that answers ``status`` every time (fakehub's ``/_admin/stuck``)."""
+    return lambda hub: hub.admin(
+        "POST", "stuck", {"path": path(hub), "status": status, "message": message}
+    )
+
+
+def a_log(hub: fakehub.Hub) -> str:
+    job = hub.admin("GET", "truth?log_status=ok")["failures"][0]
+    return f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
+
+
+def annotations(hub: fakehub.Hub) -> str:
+    job = next(f for f in hub.admin("GET", "truth")["failures"] if f["annotations"])
+    return f"/repos/{hub.repos[0]}/check-runs/{job['job_id']}/annotations"
+
+
+def a_runs_jobs(hub: fakehub.Hub) -> str:
+    run = hub.admin("GET", "truth")["failures"][0]["run_id"]
+    return f"/repos/{hub.repos[0]}/actions/runs/{run}/jobs"
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
     arm: Arm
     stops: bool = False  # armed halfway; the collect must stop with one line
+    # one resource refused: the collect goes on, and once GitHub answers again a later collect
+    # (after the refusal's wait) fills in the clean database
+    refused: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -71,6 +97,26 @@ SCENARIOS = [
             "500=0.05,502=0.03,reset=0.02,truncate=0.02,slow=0.02:0.5,secondary=0.02:1,"
             "secondary_noretry=0.01,429=0.02:1,429_noretry=0.01,exhaust_after=150:2"
         ),
+    ),
+    Scenario(
+        "one log refused (500, every time)",
+        stuck(500, "Failed to generate URL to download logs", a_log),
+        refused=True,
+    ),
+    Scenario(
+        "one log refused (403)",
+        stuck(403, "Resource not accessible by integration", a_log),
+        refused=True,
+    ),
+    Scenario(
+        "one job's annotations refused (422)",
+        stuck(422, "Unprocessable", annotations),
+        refused=True,
+    ),
+    Scenario(
+        "one run's jobs refused (502 at every page size)",
+        stuck(502, "Bad Gateway", a_runs_jobs),
+        refused=True,
     ),
     Scenario("token revoked mid-collect", revoke_token, stops=True),
     Scenario("5xx burst beyond retries", faults("502=x12"), stops=True),
@@ -106,11 +152,16 @@ def _fired(hub: fakehub.Hub) -> dict[str, int]:
     for kind, status in (("exhaust_after", "403"), ("revoked token", "401")):
         if by_status.get(status):
             fired[kind] = by_status[status]
+    for refused in hub.admin("GET", "stuck").values():
+        if refused["hits"]:
+            fired[f"refused {refused['status']}"] = refused["hits"]
     return fired
 
 
 def _reset(hub: fakehub.Hub) -> None:
     hub.admin("POST", "faults", {"spec": ""})
+    for path in hub.admin("GET", "stuck"):
+        hub.admin("POST", "stuck", {"path": path, "status": None})
     hub.admin("POST", "token", {"token": CANARY})
     hub.admin("POST", "rate_limit", {"limit": 10**9, "used": 0})
     hub.admin("POST", "counters/reset")
@@ -144,6 +195,9 @@ def test_collect_under_faults_ends_with_the_clean_database(
     crashed = problem is not None
     if stopped and not crashed:
         fast_collect(hub, url)  # the re-run, faults off
+    if scenario.refused and not stopped:
+        a_night_later(url)  # the refusal's wait has passed
+        fast_collect(hub, url)
     wrong = mismatched_tables(expected, frozen(migrated(url)))
     leaked = leaks(result.output)
     record(
