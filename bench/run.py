@@ -45,14 +45,23 @@ def _met(row: dict) -> str:
     return {True: "met", False: "NOT met", None: "-"}[row.get("met")]
 
 
-def _kept_rows(ran: list[str]) -> tuple[list[str], list[str], str]:
-    """(table lines, note lines, header line) of RESULTS.md's rows that the benchmarks in
-    ``ran`` did not make: a run of some benchmarks updates their rows and keeps the others."""
+RUN_LINE = "- `{name}`: run {when} UTC on {machine}, {seconds:.0f} s."
+
+
+def _kept_rows(ran: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(table lines, note lines, run lines) of RESULTS.md's rows that the benchmarks in
+    ``ran`` did not make: a run of some benchmarks updates their rows and their run lines,
+    and keeps the others'."""
     if not RESULTS.exists():
-        return [], [], ""
+        return [], [], []
     text = RESULTS.read_text(encoding="utf-8").splitlines()
     table_at = next((i for i, line in enumerate(text) if line.startswith("| figure")), len(text))
-    header = " ".join(line for line in text[1:table_at] if line.strip())
+    names = {_module(name) for name in ran}
+    runs = [
+        line
+        for line in text[1:table_at]
+        if line.startswith("- `bench.") and line.split("`")[1] not in names
+    ]
     ran_commands = tuple(f"bench.run {name.removeprefix('bench.')}`" for name in ran)
     ran_modules = tuple(
         f"m {name}`" if name.startswith("bench.") else f"m bench.{name}`" for name in ran
@@ -68,35 +77,48 @@ def _kept_rows(ran: list[str]) -> tuple[list[str], list[str], str]:
             figure = line.removeprefix("- **").split("**:", 1)[0]
             if figure in kept_figures:
                 notes.append(line)
-    return table, notes, header
+    return table, notes, runs
+
+
+def _module(name: str) -> str:
+    return name if name.startswith("bench.") else f"bench.{name}"
+
+
+def _order(module: str) -> int:
+    return BENCHMARKS.index(module) if module in BENCHMARKS else len(BENCHMARKS)
 
 
 def main() -> int:
     selected = sys.argv[1:] or list(BENCHMARKS)
     rows: list[dict] = []
+    durations: dict[str, float] = {}
     started = time.monotonic()
     for name in selected:
-        module = importlib.import_module(name if name.startswith("bench.") else f"bench.{name}")
+        module = importlib.import_module(_module(name))
         print(f"== {module.__name__}", flush=True)
-        for row in module.measure():
+        begun = time.monotonic()
+        measured = module.measure()
+        durations[name] = time.monotonic() - begun
+        for row in measured:
             rows.append(row)
             print(
                 f"{row['figure']}: {row['value']} (target {row['target']}, {_met(row)})", flush=True
             )
     elapsed = time.monotonic() - started
     partial = set(selected) != set(BENCHMARKS)
-    kept, kept_notes, before = _kept_rows(selected) if partial else ([], [], "")
-    run = f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}; {elapsed:.0f} s in all."
-    if kept:
-        run = (
-            f"Rows of {', '.join(selected)}: run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on "
-            f"{_machine()}, {elapsed:.0f} s. The other rows are from earlier runs, which said: "
-            f"{before}"
-        )
+    kept, kept_notes, kept_runs = _kept_rows(selected) if partial else ([], [], [])
+    when, machine = f"{datetime.now(UTC):%Y-%m-%d %H:%M}", _machine()
+    ran = [
+        RUN_LINE.format(name=_module(name), when=when, machine=machine, seconds=seconds)
+        for name, seconds in durations.items()
+    ]
     lines = [
         "# Benchmark results",
         "",
-        run,
+        "Each benchmark's rows come from its last run:",
+        "",
+        *sorted([*kept_runs, *ran], key=lambda line: _order(line.split("`")[1])),
+        "",
         "Reproduce everything with `make bench`; each row names its own command.",
         "",
         "| figure | value | target | met | command |",
