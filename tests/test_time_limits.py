@@ -42,6 +42,12 @@ def _parsed(text: str) -> dict:
     return parse(text)
 
 
+def _how(api: RepoApi, job) -> str | None:
+    """What the collector finds of ``job``'s time limit, from its payload and its file."""
+    run = api.history.run_by_id[job.run_id]
+    return reached(api.shapes.job(job, run), _file(api, run))
+
+
 def _limited(api: RepoApi, cause: str) -> list:
     return [
         j
@@ -54,8 +60,7 @@ def test_a_job_cancelled_at_its_limit_ran_it(verl):
     jobs = _limited(verl, "job_time_limit")
     assert len(jobs) > 5
     for job in jobs:
-        run = verl.history.run_by_id[job.run_id]
-        how = reached(verl.shapes.job(job, run), _file(verl, run))
+        how = _how(verl, job)
         assert (
             how is not None
             and how.startswith("ran ")
@@ -67,8 +72,7 @@ def test_a_step_failed_at_its_own_limit_ran_it(verl):
     jobs = _limited(verl, "step_time_limit")
     assert len(jobs) > 5
     for job in jobs:
-        run = verl.history.run_by_id[job.run_id]
-        how = reached(verl.shapes.job(job, run), _file(verl, run))
+        how = _how(verl, job)
         assert how is not None and how.startswith(
             f'step "{steps.test_step_name(job.spec)}" ran '
         ), how
@@ -84,8 +88,7 @@ def test_no_other_job_reached_a_limit(verl):
     ]
     assert len(others) > 100
     for job in others:
-        run = verl.history.run_by_id[job.run_id]
-        assert reached(verl.shapes.job(job, run), _file(verl, run)) is None, job
+        assert _how(verl, job) is None, job
 
 
 def test_the_limit_is_read_from_the_version_at_the_runs_commit(verl):
