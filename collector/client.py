@@ -236,7 +236,7 @@ class GitHubClient:
                 slow += 1  # as urllib3 would for a 500: quietly, after a short sleep
                 self._quietly(f"{status} from {path}; retrying", self.backoff_factor * slow)
                 continue
-            if status < 400 or status in (404, 410):
+            if self._refused and (status < 400 or status in (404, 410)):
                 self._refused.pop(_route(path), None)
             if status not in (403, 429):
                 return status, hdrs, raw

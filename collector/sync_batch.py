@@ -70,9 +70,34 @@ class BatchStage:
         self.fetcher = fetcher
         self.left_for_next: set[int] = set()
         self._refused_annotations: list[int] = []  # jobs recorded so by this collect
+        self._any_refused: bool | None = None  # whether fetch_retries has rows for the repo
 
     def _session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
+
+    def _refusals(self, session: Session) -> bool:
+        """Whether any refusal is recorded for the repository (asked once, then kept up to
+        date): without one, no batch reads or clears ``fetch_retries``."""
+        if self._any_refused is None:
+            self._any_refused = retries.exist(session, self.repo)
+        return self._any_refused
+
+    def _record(self, session: Session, refused: Sequence[Refusal], now: datetime) -> set[int]:
+        if not refused:
+            return set()
+        self._any_refused = True
+        return retries.record(session, self.repo, refused, now)
+
+    def _waiting(
+        self, session: Session, kind: str, item_ids: Sequence[int], now: datetime
+    ) -> set[int]:
+        if not self._refusals(session):
+            return set()
+        return retries.waiting(session, kind, item_ids, now)
+
+    def _clear(self, session: Session, kind: str, item_ids: Sequence[int]) -> None:
+        if self._refusals(session):
+            retries.clear(session, kind, item_ids)
 
     def process(
         self, workflow: dict[str, Any], runs: list[dict[str, Any]], watermark: datetime | None
@@ -86,7 +111,7 @@ class BatchStage:
         listed = len(runs)
         now = datetime.now(UTC)
         with self._session() as session:
-            waiting = retries.waiting(session, "jobs", [r["id"] for r in runs], now)
+            waiting = self._waiting(session, "jobs", [r["id"] for r in runs], now)
         for run in list(runs):
             if run["id"] in waiting:  # refused before and not due yet: the next collect asks
                 runs.remove(run)
@@ -105,8 +130,10 @@ class BatchStage:
                     deleted[run["id"]] = datetime.now(UTC)
                     jobs_by_run[run["id"]] = []
             self.progress.advance_runs()
-        with self._session() as session, session.begin():  # a try counts even if the batch dies
-            given_up = retries.record(session, self.repo, refused, now)
+        given_up: set[int] = set()
+        if refused:  # a try counts even if the batch dies
+            with self._session() as session, session.begin():
+                given_up = self._record(session, refused, now)
         for run in list(runs):  # refused, not given up: left for the next collect to ask again
             if any(r.item_id == run["id"] for r in refused) and run["id"] not in given_up:
                 runs.remove(run)
@@ -143,7 +170,7 @@ class BatchStage:
             ids = [j["id"] for j in failed]
             with self._session() as session:
                 settled = bookkeeping.settled_log_job_ids(session, ids)
-                settled |= retries.waiting(session, "log", ids, now)
+                settled |= self._waiting(session, "log", ids, now)
             todo = [job for job in failed if job["id"] not in settled]
             self.progress.add_logs(len(todo))
             results = self.fetcher.fetch(todo, self.progress.advance_logs)
@@ -165,8 +192,8 @@ class BatchStage:
                 if run["id"] not in deleted and (no_jobs or startup):
                     save_run_failure(session, run)
             self._derive(session, [run["id"] for run in runs])
-            retries.clear(session, "jobs", [r["id"] for r in runs if r["id"] not in given_up])
-            retries.clear(session, "annotations", list(fetched))
+            self._clear(session, "jobs", [r["id"] for r in runs if r["id"] not in given_up])
+            self._clear(session, "annotations", list(fetched))
             if watermark is not None:
                 save_state(session, self.repo, workflow["id"], watermark, None)
         self.progress.spent(self.client.counted, self.client.max_requests)
@@ -218,7 +245,7 @@ class BatchStage:
             return {}, {}
         with self._session() as session:
             known = bookkeeping.stored_annotations(session, wanted)
-            waiting = retries.waiting(session, "annotations", wanted, now)
+            waiting = self._waiting(session, "annotations", wanted, now)
         run_of = {job["id"]: job["run_id"] for job in jobs}
         fetched: dict[int, list[dict[str, Any]]] = {}
         refused: list[Refusal] = []
@@ -233,11 +260,11 @@ class BatchStage:
                 self.report.annotations_refused = str(exc)
                 refused = []  # the route's fault, not these jobs': forget their refusals
                 with self._session() as session, session.begin():
-                    retries.clear(session, "annotations", self._refused_annotations)
+                    self._clear(session, "annotations", self._refused_annotations)
                 self.report.refused -= len(self._refused_annotations)
         if refused:
             with self._session() as session, session.begin():
-                retries.record(session, self.repo, refused, now)
+                self._record(session, refused, now)
             self.report.refused += len(refused)
             self._refused_annotations += [r.item_id for r in refused]
         self.report.annotations_fetched += len(fetched)
@@ -301,12 +328,12 @@ class BatchStage:
             for r in results
             if r.status == "error"
         ]
-        given_up = retries.record(session, self.repo, refused, now)
+        given_up = self._record(session, refused, now)
         for result in results:
             if result.job["id"] in given_up:  # a second 404: the job left no log after all
                 result.status = "missing" if result.http_status == 404 else "given_up"
         answered = [r.job["id"] for r in results if r.status in ("ok", "expired", "missing")]
-        retries.clear(session, "log", answered)
+        self._clear(session, "log", answered)
 
     def retry_failed_logs(self) -> None:
         """Ask again for the logs that failed (this collect or earlier) and whose wait has
@@ -314,7 +341,7 @@ class BatchStage:
         now = datetime.now(UTC)
         with self._session() as session:
             jobs = bookkeeping.jobs_with_log_errors(session, self.repo)
-            waiting = retries.waiting(session, "log", [j.id for j in jobs], now)
+            waiting = self._waiting(session, "log", [j.id for j in jobs], now)
             jobs = [job for job in jobs if job.id not in waiting]
             notes = bookkeeping.stored_annotations(session, [j.id for j in jobs])
             workflows = bookkeeping.workflow_of_runs(session, sorted({j.run_id for j in jobs}))

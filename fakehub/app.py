@@ -135,7 +135,9 @@ class ApiApp:
         request.environ[LOGIN_KEY] = login
         with self.lock:
             route, response = self.route(request)
-            stuck = next((p for p in (request.path, _route(request.path)) if p in self.stuck), "")
+            stuck = self.stuck and next(
+                (p for p in (request.path, _route(request.path)) if p in self.stuck), ""
+            )
             if stuck:
                 status, message = self.stuck[stuck]
                 self.stuck_hits[stuck] += 1

@@ -115,6 +115,13 @@ def due(session: Session, repo: str, kind: str, now: datetime) -> list[FetchRetr
     return [row for row in rows if is_due(row, now)]
 
 
+def exist(session: Session, repo: str) -> bool:
+    """Whether ``repo`` has any recorded refusal: while it has none, a collect asks nothing of
+    this table."""
+    stmt = select(FetchRetry.item_id).where(FetchRetry.repo == repo).limit(1)
+    return session.scalar(stmt) is not None
+
+
 def listed(bind: Bind, repo: str | None = None) -> list[FetchRetry]:
     """Every recorded resource (of ``repo``), pending ones first, for reports and doctor."""
     stmt = select(FetchRetry).order_by(FetchRetry.given_up, FetchRetry.kind, FetchRetry.item_id)

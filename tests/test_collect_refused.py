@@ -71,9 +71,12 @@ def test_a_log_refused_every_time_stops_no_collect(
 ):
     """`ciflake collect` twice with one log route answering 500 (or 403) every time: both exit
     0 and store what a clean collect stores; the job's failure is stored, its log pending.
+    urllib3 asks the 500 again five times, its backoff compressed (the reliability harness's
+    client)."""
+    import collector.once
+    from tests.reliability.harness import fast_client
 
-    About 20 s for the 500: urllib3 asks it again five times, with its backoff (1 to 8 s), as
-    it would on github.com."""
+    monkeypatch.setattr(collector.once, "make_client", fast_client)
     clean = snapshot(migrated(collected_db().url))
     job = _failed_job(hub)
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
