@@ -6,10 +6,11 @@ same shape, so one function covers both.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -36,20 +37,27 @@ def upsert(
     if not rows:
         return 0
     table = model.__table__
-    keys = [c.name for c in table.primary_key.columns]
-    given = list(rows[0].keys())
-    columns = [c for c in (update if update is not None else given) if c not in keys]
+    keys = tuple(c.name for c in table.primary_key.columns)
+    given = rows[0].keys()
+    columns = tuple(c for c in (update if update is not None else given) if c not in keys)
     # Core on the session's connection: the ORM's bulk layer adds nothing here but time
     connection = bind.connection() if isinstance(bind, Session) else bind
-    dialect = connection.dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(table)
-    if columns:
-        stmt = stmt.on_conflict_do_update(
-            index_elements=keys, set_={c: stmt.excluded[c] for c in columns}
-        )
-    else:
-        stmt = stmt.on_conflict_do_nothing(index_elements=keys)
+    stmt = _statement(connection.dialect.name, table, keys, columns)
     for batch in _batches(rows, BATCH_SIZE):
         connection.execute(stmt, list(batch))  # one prepared statement, executemany
     return len(rows)
+
+
+@functools.cache
+def _statement(
+    dialect: str, table: Table, keys: tuple[str, ...], columns: tuple[str, ...]
+) -> Insert:
+    """The upsert of ``columns`` into ``table``, built once per shape: a collect runs the same
+    few thousands of times."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(table)
+    if not columns:
+        return stmt.on_conflict_do_nothing(index_elements=list(keys))
+    return stmt.on_conflict_do_update(
+        index_elements=list(keys), set_={c: stmt.excluded[c] for c in columns}
+    )
