@@ -66,12 +66,19 @@ BLANK_TITLE = "Blank"
 BLANK_SCRIPT = f"import streamlit as st\n\nst.title({BLANK_TITLE!r})\n"
 # The floors no page of ours can go below, served and timed as the dashboard is: the blank
 # page, and the blank page with one two-point Plotly chart (Streamlit then loads plotly.js,
-# 4.6 MB, and runs it: what every page with a chart pays first).
+# 4.6 MB, and runs it: what every page with a chart pays first). The same chart in Vega-Lite
+# (st.altair_chart, Streamlit's own charts) is timed beside it: the floor a page would have
+# without Plotly (docs/decisions/chart-library.md). Script names are module names: no
+# "altair".
 FLOORS = {
     "blank": BLANK_SCRIPT,
     "one_chart": BLANK_SCRIPT
     + "import plotly.graph_objects as go\n\n"
     + "st.plotly_chart(go.Figure(go.Scatter(x=[1, 2], y=[1, 2])))\n",
+    "one_vega_chart": BLANK_SCRIPT
+    + "import altair as alt\nimport pandas as pd\n\n"
+    + "points = pd.DataFrame({'x': [1, 2], 'y': [1, 2]})\n"
+    + "st.altair_chart(alt.Chart(points).mark_line().encode(x='x', y='y'))\n",
 }
 # Two blank pages of one app (st.navigation, as the dashboard): a click between them is the
 # least a click in the sidebar costs.
@@ -94,6 +101,7 @@ WAIT_FOR = {
     "blank": (BLANK_TITLE, "h1"),
     "blank_too": ("Blank too", "h1"),
     "one_chart": (BLANK_TITLE, ".js-plotly-plot >> visible=true"),
+    "one_vega_chart": (BLANK_TITLE, ".vega-embed >> visible=true"),
 }
 
 
@@ -347,6 +355,7 @@ def _measure_database(browser: Browser, tmp: Path, label: str) -> list[dict]:
     loads, clicks = _page_times(browser, f"sqlite:///{path}")
     blank = _median(_floor_times(browser, tmp, "blank"))
     one_chart = _median(_floor_times(browser, tmp, "one_chart"))
+    one_vega_chart = _median(_floor_times(browser, tmp, "one_vega_chart"))
     blank_click = _median(_blank_click_times(browser, tmp))
     if path.parent == tmp:
         path.unlink()
@@ -364,6 +373,12 @@ def _measure_database(browser: Browser, tmp: Path, label: str) -> list[dict]:
             "the blank page with one two-point Plotly chart, timed as the blank page: what "
             "every page with a chart pays before drawing its own (Streamlit loads and runs "
             "plotly.js, 4.6 MB); a page with a chart cannot be under this ratio here",
+        ),
+        _floor_row(
+            f"Browser page time, one-chart Vega-Lite page, {label} run",
+            f"{one_vega_chart / blank:.2f}x blank ({one_vega_chart:.2f} s)",
+            "the same two-point chart drawn by st.altair_chart (Vega-Lite, Streamlit's own "
+            "charts), timed as the blank page: the floor of a page with charts without Plotly",
         ),
         _floor_row(
             f"Browser click time, blank page to blank page, {label} run",
