@@ -3,7 +3,8 @@ a confusion matrix and every miss (``python -m bench.real_logs [FILE.jsonl]``).
 
 FILE is JSONL, one labelled excerpt a line (``id``, ``label``,
 ``secondary_label``, ``text``...); its label ``other`` is ciflake's ``unknown``. The default is
-the development set beside the repository; without it the benchmark says so and scores nothing.
+the first development set beside the repository; ``make bench`` scores both sets there, and
+says so for a set that is absent and scores nothing.
 The excerpts are third-party text: misses are listed by id, never quoted into RESULTS.md.
 """
 
@@ -18,10 +19,15 @@ from pathlib import Path
 from collector.classify import Classification, classify_log
 from store.vocabulary import CATEGORIES
 
-DEV_SET = Path(__file__).resolve().parent.parent.parent / "shared" / "real-logs" / "dev.jsonl"
+DEV_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "real-logs"
+DEV_SET = DEV_DIR / "dev.jsonl"
+DEV_SETS = (DEV_SET, DEV_DIR / "dev2.jsonl")
 COMMAND = "python -m bench.real_logs"
-TARGET_EXACT = 0.92
-TARGET_RECALL = 0.80
+# #36: on each set, 97% exact, no category's recall under 90%, and a named category (not
+# unknown) right at least 95% of the times it is named.
+TARGET_EXACT = 0.97
+TARGET_RECALL = 0.90
+TARGET_PRECISION = 0.95
 
 
 @dataclass(frozen=True)
@@ -120,30 +126,42 @@ def report(cases: list[Case]) -> str:
     return "\n".join(lines)
 
 
-def measure(path: Path = DEV_SET) -> list[dict]:
+def measure() -> list[dict]:
+    return [row for path in DEV_SETS for row in measure_set(path)]
+
+
+def measure_set(path: Path) -> list[dict]:
+    command = f"{COMMAND} {path.name}" if path != DEV_SET else COMMAND
     if not path.exists():
         return [
             {
-                "figure": "Real failure logs, exact category",
+                "figure": f"Real failure logs ({path.name}), exact category",
                 "value": "not measured",
                 "target": f">= {TARGET_EXACT:.0%}",
                 "met": None,
-                "command": COMMAND,
-                "note": f"{path} is absent: the development set lives beside the repository",
+                "command": command,
+                "note": f"{path} is absent: the development sets live beside the repository",
             }
         ]
     cases = score(path)
     exact = sum(c.exact for c in cases) / len(cases)
-    recalls = {k: v[0] for k, v in recall_precision(cases).items() if v[0] is not None}
+    table = recall_precision(cases)
+    recalls = {k: v[0] for k, v in table.items() if v[0] is not None}
     worst = min(recalls, key=recalls.__getitem__)
-    misses = "; ".join(f"{c.id} ({c.label} -> {c.got}: {c.reason})" for c in cases if not c.exact)
+    named = {k: v[1] for k, v in table.items() if v[1] is not None and k != "unknown"}
+    least = min(named, key=named.__getitem__)
+    # by id and rule only: a reason may quote the excerpt (a path, a message), which stays out
+    # of the repository; `python -m bench.real_logs FILE` prints the reasons
+    misses = "; ".join(
+        f"{c.id} ({c.label} -> {c.got}, rule {c.rule!r})" for c in cases if not c.exact
+    )
     return [
         {
             "figure": f"Real failure logs ({path.name}), exact category",
             "value": f"{sum(c.exact for c in cases)}/{len(cases)} = {exact:.1%}",
             "target": f">= {TARGET_EXACT:.0%}",
             "met": exact >= TARGET_EXACT,
-            "command": COMMAND,
+            "command": command,
             "note": f"misses: {misses}" if misses else "",
         },
         {
@@ -151,8 +169,16 @@ def measure(path: Path = DEV_SET) -> list[dict]:
             "value": f"{worst} {recalls[worst]:.0%}",
             "target": f">= {TARGET_RECALL:.0%}",
             "met": recalls[worst] >= TARGET_RECALL,
-            "command": COMMAND,
+            "command": command,
             "note": "",
+        },
+        {
+            "figure": f"Real failure logs ({path.name}), lowest precision of a named category",
+            "value": f"{least} {named[least]:.0%}",
+            "target": f">= {TARGET_PRECISION:.0%}",
+            "met": named[least] >= TARGET_PRECISION,
+            "command": command,
+            "note": "how often a category other than unknown is right when the classifier names it",
         },
     ]
 

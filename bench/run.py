@@ -63,13 +63,17 @@ def _kept_rows(ran: list[str]) -> tuple[list[str], list[str], list[str]]:
         if line.startswith("- `bench.") and line.split("`")[1] not in names
     ]
     ran_commands = tuple(f"bench.run {name.removeprefix('bench.')}`" for name in ran)
-    ran_modules = tuple(
-        f"m {name}`" if name.startswith("bench.") else f"m bench.{name}`" for name in ran
-    )
+    ran_modules = tuple(f"m {_module(name)}`" for name in ran)
+    with_arguments = tuple(f"m {_module(name)} " for name in ran)  # `python -m bench.x FILE`
     table, notes, kept_figures = [], [], set()
     for line in text:
         if line.startswith("| ") and not line.startswith(("| figure", "| ---")):
-            if not line.endswith(" |") or line.rstrip(" |").endswith(ran_commands + ran_modules):
+            command = line.rstrip(" |")
+            if (
+                not line.endswith(" |")
+                or command.endswith(ran_commands + ran_modules)
+                or any(module in command for module in with_arguments)
+            ):
                 continue
             table.append(line)
             kept_figures.add(line.split(" | ")[0].removeprefix("| "))
@@ -78,6 +82,26 @@ def _kept_rows(ran: list[str]) -> tuple[list[str], list[str], list[str]]:
             if figure in kept_figures:
                 notes.append(line)
     return table, notes, runs
+
+
+FIRST_READS = "## First reads"
+
+
+def _first_reads() -> list[str]:
+    """RESULTS.md's hand-kept section of first reads (a score taken once, on data nobody here
+    had read yet, before any change made for it): a record no later run may replace. Plain
+    bullets, not table rows nor ``- **`` notes, which the other readers of the file take."""
+    if not RESULTS.exists():
+        return []
+    text = RESULTS.read_text(encoding="utf-8").splitlines()
+    if FIRST_READS not in text:
+        return []
+    start = text.index(FIRST_READS)
+    end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
+    section = text[start:end]
+    while not section[-1].strip():
+        section.pop()
+    return ["", *section]
 
 
 def _module(name: str) -> str:
@@ -129,6 +153,7 @@ def main() -> int:
         f"| {r['figure']} | {r['value']} | {r['target']} | {_met(r)} | `{r['command']}` |"
         for r in rows
     ]
+    lines += _first_reads()
     notes = [f"- **{r['figure']}**: {r['note']}" for r in rows if r.get("note")]
     if notes or kept_notes:
         lines += ["", "## Notes", "", *kept_notes, *notes]
