@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from collector.classify.log_stream import Hit
 from collector.classify.rules import Rule, RuleSet
 
-# A traceback frame: Python's own form (its quotes JSON-escaped or not), and pytest's
+# A traceback frame: Python's own form (its quotes JSON-escaped or not; a Windows path keeps
+# its backslashes, any but one before the closing quote), and pytest's
 # ("megatron/core/x.py:812: in forward").
-_FRAME = re.compile(r'File \\?"([^"\\]+)\\?", line \d+|^(\S+\.py):\d+: in ')
+_FRAME = re.compile(r'File \\?"((?:[^"\\]|\\(?!"))+)\\?", line \d+|^(\S+\.py):\d+: in ')
 STRONG, WEAK = "strong", "weak"
 
 
@@ -78,7 +79,11 @@ def _raised_elsewhere(rule: Rule, hit: Hit) -> str | None:
     """The traceback frame that raised `hit`'s error, when it is not where `rule` wants it."""
     if rule.raised_in is None:
         return None
-    frames = [found[1] or found[2] for line in hit.context if (found := _FRAME.search(line))]
+    frames = [
+        (found[1] or found[2]).replace("\\", "/")  # one separator for raised_in's patterns
+        for line in hit.context
+        if (found := _FRAME.search(line))
+    ]
     if frames and not rule.raised_in.search(frames[-1]):
         return frames[-1]
     return None

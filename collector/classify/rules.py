@@ -171,6 +171,9 @@ def _capitalised_either(text: str) -> str:
 # on the next.
 _START = r"(^|[^A-Za-z0-9_\n]|\\n|\[[0-9;]*m)"
 _END = r"([^A-Za-z0-9_\n]|$)"
+# The words a numeric vendor code follows: "error code is 507014", "ret = 207001", and the
+# camel-case forms of Ascend's samples ("errorCode = 507033").
+_CODE_WORDS = "code|result|ret|error|failed|errorCode|error_code|retCode"
 
 
 def _table_patterns(row: dict, kind: str) -> list[str]:
@@ -184,10 +187,7 @@ def _table_patterns(row: dict, kind: str) -> list[str]:
         return [rf"\[Errno {number}\]", rf"\b{name}\b", _capitalised_either(row["message"])]
     if kind == "code":  # vendor codes: E[A-Z]nnnn names, or numbers after a "code"-like word
         named = [f"{_START}{c}{_END}" for c in row.get("codes", ())]
-        numbered = [
-            rf"\b(code|result|ret|error|failed)\b[ :=]{{0,3}}(is )?{n}\b"
-            for n in row.get("numbers", ())
-        ]
+        numbered = [rf"\b({_CODE_WORDS})\b[ :=]{{0,3}}(is )?{n}\b" for n in row.get("numbers", ())]
         return named + numbered
     raise ValueError(f"unknown table {kind!r}")
 
