@@ -131,6 +131,12 @@ def main() -> int:
     elapsed = time.monotonic() - started
     partial = set(selected) != set(BENCHMARKS)
     kept, kept_notes, kept_runs = _kept_rows(selected) if partial else ([], [], [])
+    # a figure measured now replaces its old row, whatever command the row names (grep's)
+    measured_now = {r["figure"] for r in rows}
+    kept = [line for line in kept if line.split(" | ")[0].removeprefix("| ") not in measured_now]
+    kept_notes = [
+        line for line in kept_notes if line.removeprefix("- **").split("**:")[0] not in measured_now
+    ]
     when, machine = f"{datetime.now(UTC):%Y-%m-%d %H:%M}", _machine()
     ran = [
         RUN_LINE.format(name=_module(name), when=when, machine=machine, seconds=seconds)

@@ -72,3 +72,24 @@ def test_a_row_whose_command_has_arguments_is_replaced_too(tmp_path, monkeypatch
     table, notes, _ = run._kept_rows(["fake"])
     assert table == ["| Other figure | 1 | - | - | `python -m bench.run other` |"]
     assert notes == ["- **Other figure**: kept"]
+
+
+def test_a_figure_measured_again_replaces_its_row_whatever_its_command(tmp_path, monkeypatch):
+    """grep's own row names grep's command, not the benchmark's: it is replaced all the same."""
+    results = tmp_path / "RESULTS.md"
+    results.write_text(
+        BEFORE.replace("`python -m bench.run fake`", "`grep -c x bench/out/a.log`"),
+        encoding="utf-8",
+    )
+    fake = types.ModuleType("bench.fake")
+    fake.measure = lambda: [  # type: ignore[attr-defined]
+        {"figure": "Fake figure", "value": "2", "target": "-", "met": None,
+         "command": "grep -c x bench/out/a.log", "note": "new"}
+    ]  # fmt: skip
+    monkeypatch.setitem(sys.modules, "bench.fake", fake)
+    monkeypatch.setattr(run, "RESULTS", results)
+    monkeypatch.setattr(sys, "argv", ["bench.run", "fake"])
+    assert run.main() == 0
+    after = results.read_text(encoding="utf-8")
+    assert after.count("| Fake figure |") == 1 and "| Fake figure | 2 |" in after
+    assert after.count("- **Fake figure**") == 1
