@@ -240,7 +240,11 @@ class LogScanner:
         """STRONG; WEAK when the rule matched only in a lower-level part of the line (WARNING,
         INFO, a retry); None when only in advice, when the line is no evidence at all, or when
         the match ran on from another line of a JSON-escaped or carriage-return line."""
-        if not text or self.ruleset.is_boilerplate(text) or rule.excludes(text):
+        if not text or rule.excludes(text):
+            return None
+        # a last-resort rule reads how a job ended ("exit code 124"), which is boilerplate to
+        # every other rule
+        if rule.role != "last_resort" and self.ruleset.is_boilerplate(text):
             return None
         start = _match_start(rule, pattern, text, raw)
         if start is None:

@@ -17,6 +17,10 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?")
 # ANSI CSI/OSC sequences; also SGR colours whose ESC was lost or shown as caret notation (^[).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|(?:\^\[)?\[[0-9;]*[0-9]m")
 _MARKER = re.compile(r"^##\[(?:group|endgroup|error|warning|notice|debug|command|section)\]")
+# A workflow command the runner did not turn into `##[error]` (it must start the line, leading
+# spaces aside; behind a Ray worker's or a container's prefix it stays as printed):
+# `::error file=x.py,line=3,title=T::message` reads as its message.
+_ERROR_COMMAND = re.compile(r"::error(?: [^:]*)?::")
 # One layer of wrapping at the start of a line; applied until none is left.
 _PREFIX = re.compile(
     r"""^(?:
@@ -47,11 +51,13 @@ def strip_prefixes(text: str) -> str:
 
 
 def clean_line(raw: bytes) -> str:
-    """Decode (invalid UTF-8 replaced), strip BOM, timestamp, ANSI codes and `##[...]` markers."""
+    """Decode (invalid UTF-8 replaced), strip BOM, timestamp, ANSI codes, `##[...]` markers and
+    an `::error::` command."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r\n").replace(_BOM, "")
     text = _TIMESTAMP.sub("", text, count=1)
     text = _ANSI.sub("", text)
     text = _MARKER.sub("", text, count=1)
+    text = _ERROR_COMMAND.sub("", text, count=1)
     return text.strip()[:MAX_LINE_CHARS]
 
 

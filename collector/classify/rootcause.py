@@ -33,7 +33,7 @@ from collector.classify.rules import Rule, RuleSet
 # its backslashes, any but one before the closing quote), and pytest's
 # ("megatron/core/x.py:812: in forward").
 _FRAME = re.compile(r'File \\?"((?:[^"\\]|\\(?!"))+)\\?", line \d+|^(\S+\.py):\d+: in ')
-STRONG, WEAK = "strong", "weak"
+STRONG, WEAK, LAST_RESORT = "strong", "weak", "last resort"
 
 
 @dataclass(frozen=True)
@@ -102,12 +102,20 @@ class _Decider:
             won = len(self.rules), self.evidence.catch_all, verdict
         if won is None:
             won = self._tier(WEAK, self.evidence.weak)
+        if won is None:
+            won = self._tier(LAST_RESORT, self.evidence.strong)
         return self._decision(*(won or (len(self.rules), None, "won: nothing to go on")))
 
     def _tier(self, tier: str, hits: Sequence[Hit | None]):
         """The first rule in order that wins on `hits`; weak lines go by position instead, the
         last one first: with no error in the log, the last warning is the nearest to the end."""
-        order = list(enumerate(self.rules))
+        # last-resort rules (how a job ended: "exit code 124") decide only after every other
+        # rule, the catch-all and the weak lines had nothing
+        order = [
+            (index, rule)
+            for index, rule in enumerate(self.rules)
+            if (rule.role == "last_resort") == (tier == LAST_RESORT)
+        ]
         if tier == WEAK:
             order.sort(key=lambda item: -(getattr(hits[item[0]], "line_number", None) or 0))
         for index, rule in order:
@@ -126,6 +134,8 @@ class _Decider:
                 self.passed[index] = _step(rule, hit, "its job conditions do not hold")
             return None
         won = "won: first rule in order whose evidence holds"
+        if tier == LAST_RESORT:
+            won = "won: how the job ended, as nothing else in the log says why"
         if tier == WEAK:
             won = "won: the last weak line (only in WARNING/INFO text; nothing else decides)"
         if hit is not None and rule.carries is not None:

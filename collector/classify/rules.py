@@ -25,7 +25,7 @@ CATCH_ALL_CATEGORY = "unknown"
 # - generic: a wrapper code that names no cause of its own ("ERR00100 PTA call acl api
 #   failed", "EZ9999 Inner Error"); it keeps its place in the order, but is never the earlier
 #   cause a consequence yields to.
-ROLES = ("cause", "consequence", "generic")
+ROLES = ("cause", "consequence", "generic", "last_resort")
 
 
 @dataclass(frozen=True)
