@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from collector.classify.departures import DOC, Departure, departures_shown
 from collector.classify.engine import Classification, classify_log
 from collector.classify.rootcause import Step
 
@@ -23,7 +24,16 @@ def _row(path: Path, result: Classification, explain: bool) -> dict[str, object]
     row = {key: values[key] for key in JSON_KEYS}
     if explain:
         row["explanation"] = [vars(step) for step in result.explanation]
+        row["departures"] = [
+            {"name": d.name, "step": d.step, "reason": d.reason} for d in _departures(path, result)
+        ]
     return row
+
+
+def _departures(path: Path, result: Classification) -> list[Departure]:
+    """The procedure's departures that shaped this decision (the log is read once more)."""
+    with path.open(encoding="utf-8", errors="replace") as log:
+        return departures_shown(result.category, result.explanation[0].verdict, log)
 
 
 def _where(step: Step) -> str:
@@ -49,6 +59,9 @@ def explanation(path: Path, result: Classification) -> list[str]:
         lines.append(f"  - {step.rule} [{step.category}], {_where(step)}: {step.verdict}")
         if step.line is not None:
             lines.append(f"      > {step.line}")
+    for departure in _departures(path, result):
+        lines.append(f"  departs from the labelling procedure, step {departure.step} ({DOC}):")
+        lines.append(f"    {departure.reason}")
     return lines
 
 
@@ -59,7 +72,8 @@ def explanation(path: Path, result: Classification) -> list[str]:
     "--explain",
     is_flag=True,
     help="Show how each decision was made: the winning rule and line, the wrapper or earlier "
-    "cause it followed, and every other candidate rule with why it lost.",
+    "cause it followed, every other candidate rule with why it lost, and where the decision "
+    "departs from the labelling procedure on purpose, with the documented reason.",
 )
 def classify_command(files: tuple[Path, ...], as_json: bool, explain: bool) -> None:
     """Classify each job log FILE: category, deciding rule, signature and the relevant line.

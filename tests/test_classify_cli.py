@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from ciflake.cli import cli
+from collector.classify.departures import parse_departures
 from tests.support.classify_corpus import CORPUS_DIR
 
 
@@ -64,3 +66,35 @@ def test_explain_json_carries_every_step(tmp_path) -> None:
         "pytest failed",
     ]
     assert set(row["explanation"][0]) == {"rule", "category", "line_number", "line", "verdict"}
+
+
+def test_explain_names_the_departures_from_the_procedure_that_shaped_a_decision(tmp_path) -> None:
+    """rules.toml's [[departure]] tables: by a line of the log, the winner's verdict, or the
+    category; a decision none of them shaped names none."""
+    cancelled = tmp_path / "cancelled.log"
+    cancelled.write_text("step 3 ok\n##[error]The operation was canceled.\n", encoding="utf-8")
+    weak = CORPUS_DIR / "net_pip_retry_weak_excerpt.log"
+    guard = CORPUS_DIR / "cfg_missing_script.log"
+    plain = CORPUS_DIR / "oom_cuda_torch.log"
+    files = [str(p) for p in (cancelled, weak, guard, plain)]
+    result = CliRunner().invoke(cli, ["classify", "--explain", "--json", *files])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert [[d["name"] for d in row["departures"]] for row in rows] == [
+        ["a cancelled operation names no cause"],
+        ["weak lines decide when nothing else does"],
+        ["ciflake's own category for the CI definition"],
+        [],
+    ]
+    assert (
+        rows[0]["departures"][0]["step"] == "1"
+        and "boilerplate" in rows[0]["departures"][0]["reason"]
+    )
+    text = CliRunner().invoke(cli, ["classify", "--explain", str(cancelled)]).output
+    assert "departs from the labelling procedure, step 1 (docs/classifier.md, section 7):" in text
+    assert '"The operation was canceled." is boilerplate here, not infra' in text
+
+
+def test_a_departure_that_could_never_apply_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs a line, a verdict or a category"):
+        parse_departures('[[departure]]\nname = "x"\nstep = "1"\nreason = "r"\n')
