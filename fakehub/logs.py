@@ -17,6 +17,7 @@ from fakehub import messages
 from fakehub.records import Job, Run
 from fakehub.step_logs import step_body
 from fakehub.steps import Step, plan
+from fakehub.workflow_files import step_limit
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ def render(job: Job, run: Run, repo: str) -> Rendered:
             continue
         body = step_body(rng, job, run, repo, step, values)
         if step.conclusion in ("failure", "cancelled") and job.category is not None:
+            # the runner names the step whose own limit fired (actions/runner StepsRunner.cs)
+            minutes = step_limit(job.spec, job.created_at) or values["limit"]
+            values.update(step=step.name, step_minutes=minutes)
             block, index = messages.failure_block(rng, _forms(job, run), values)
             cut = rng.randint(len(body) // 2, len(body)) if step.kind == "test" else len(body)
             body = body[:cut] + block

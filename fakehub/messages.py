@@ -165,13 +165,13 @@ verl/trainer/main_ppo.py FAILED""",
 SETUP_FAILURES = (FORMS["infra"][4], FORMS["infra"][0])
 # A timeout fails in one of three ways (fakehub.failures.failure_cause): GitHub cancels the job at
 # its `timeout-minutes`, a step's own `timeout-minutes` kills the step (the runner prints "The
-# action has timed out.", as in pytorch/test-infra's log classifier samples), or a collective or
-# test timeout inside the job fails it first.
+# action '<step>' has timed out after N minutes.", actions/runner StepsRunner.cs), or a
+# collective or test timeout inside the job fails it first.
 TIMEOUT_FORMS = {
     "job_time_limit": FORMS["timeout"][:2],
     "step_time_limit": (
         """{ray}INFO {hms} [ray_trainer.py:{ln}] step:{seq} - waiting for rollout workers
->>##[error]The action has timed out.""",
+>>##[error]The action '{step}' has timed out after {step_minutes} minutes.""",
     ),
     "inner_timeout": FORMS["timeout"][2:],
 }
