@@ -23,19 +23,22 @@ class Filters:
     tags: tuple[str, ...]
     scope: str
 
+    def window(self) -> tuple[datetime, datetime]:
+        """(since, until) of the date range: the first day's start, the day after the last."""
+        since = datetime.combine(self.first_day, time(), UTC)
+        return since, datetime.combine(self.last_day + timedelta(days=1), time(), UTC)
+
     def run_filter(
-        self, paths: tuple[str, ...], *, dated: bool = True, default_branch: str | None = None
+        self, paths: tuple[str, ...], default_branch: str, *, dated: bool = True
     ) -> RunFilter:
-        """The SQL filter: ``paths`` are the workflows carrying the selected tags; with
-        ``default_branch``, only the runs of the selected scope."""
-        events, branch = (
-            scope_terms(self.scope, default_branch) if default_branch is not None else ((), None)
-        )
+        """The SQL filter: ``paths`` are the workflows carrying the selected tags, and only the
+        runs of the selected scope of a repository whose default branch is ``default_branch``
+        (required, so that no page can leave the scope out: loaders.shared.sql_filter)."""
+        events, branch = scope_terms(self.scope, default_branch)
         where = RunFilter(repo=self.repo, paths=paths, events=events, branch=branch)
         if not dated:
             return where
-        since = datetime.combine(self.first_day, time(), UTC)
-        until = datetime.combine(self.last_day + timedelta(days=1), time(), UTC)
+        since, until = self.window()
         return replace(where, since=since, until=until)
 
 

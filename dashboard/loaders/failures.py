@@ -22,8 +22,8 @@ EXCERPT_BEFORE, EXCERPT_AFTER = 30, 10  # log lines shown around a matched line
 @st.cache_data(ttl=shared.TTL)
 def failure_periods(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
     """Failures per category and day or week. Columns: period, category, failures."""
-    paths = shared.tagged_paths(shared.current_config(), filters.tags)
-    days = page_queries.daily_failure_counts(shared.engine(db_url), filters.run_filter(paths))
+    where = shared.sql_filter(filters, dated=True)
+    days = page_queries.daily_failure_counts(shared.engine(db_url), where)
     periods = rates.with_period(days, freq, "day")
     return periods.groupby(["period", "category"], as_index=False)["failures"].sum()
 
@@ -35,9 +35,8 @@ FAILURE_KEYS = ["run_id", "run_attempt", "job_id"]
 def failure_bases(db_url: str, filters: Filters) -> pd.DataFrame:
     """The failures the categories chart counts, each with its stage and basis
     (analytics.evidence). Columns: run_id, run_attempt, job_id, category, stage, basis."""
-    paths = shared.tagged_paths(shared.current_config(), filters.tags)
     failures = frame_queries.load_failures(
-        shared.engine(db_url), filters.run_filter(paths), detail=()
+        shared.engine(db_url), shared.sql_filter(filters, dated=True), detail=()
     )
     failures = failures.assign(basis=evidence.failure_basis(failures))
     return failures[[*FAILURE_KEYS, "category", "stage", "basis"]]
@@ -45,8 +44,7 @@ def failure_bases(db_url: str, filters: Filters) -> pd.DataFrame:
 
 @st.cache_data(ttl=shared.TTL)
 def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
-    paths = shared.tagged_paths(shared.current_config(), filters.tags)
-    where = filters.run_filter(paths)
+    where = shared.sql_filter(filters, dated=True)
     table = page_queries.signature_summary(shared.engine(db_url), where)
     # NEW (analytics.newness): first seen in the whole history within NEW_DAYS of the range's end
     return table.assign(new=newness.is_new(table["first_seen"], pd.Timestamp(where.until)))
@@ -56,9 +54,8 @@ def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
 def signature_failures(db_url: str, filters: Filters, signature: str) -> pd.DataFrame:
     """The newest failures with ``signature`` (store.page_queries.signature_failures), with their
     basis (analytics.evidence)."""
-    paths = shared.tagged_paths(shared.current_config(), filters.tags)
     found = page_queries.signature_failures(
-        shared.engine(db_url), signature, filters.run_filter(paths)
+        shared.engine(db_url), signature, shared.sql_filter(filters, dated=True)
     )
     return found.assign(basis=evidence.failure_basis(found))
 

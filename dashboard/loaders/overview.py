@@ -19,9 +19,7 @@ def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
     config = shared.current_config()
     frame = shared.runs(db_url, filters)
     _, newest = page_queries.run_span(shared.engine(db_url), filters.repo)
-    reference = (
-        min(pd.Timestamp(newest), pd.Timestamp(filters.run_filter(()).until)) if newest else None
-    )
+    reference = min(pd.Timestamp(newest), pd.Timestamp(filters.window()[1])) if newest else None
     settings = {
         "recent_days": config.dashboard_recent_days,
         "stale_factor": config.stale_factor,

@@ -110,12 +110,12 @@ def sql_filter(filters: Filters, *, dated: bool = False) -> runfilter.RunFilter:
     shared frames cut dates in pandas (``in_range``), so every date range shares one load."""
     config = current_config()
     paths = tagged_paths(config, filters.tags)
-    return filters.run_filter(paths, dated=dated, default_branch=config.default_branch)
+    return filters.run_filter(paths, config.default_branch, dated=dated)
 
 
 def in_range(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
-    window = filters.run_filter(())
-    return frame[(frame["created_at"] >= window.since) & (frame["created_at"] < window.until)]
+    since, until = filters.window()
+    return frame[(frame["created_at"] >= since) & (frame["created_at"] < until)]
 
 
 # The three shared frames below are cached as resources: one object shared by every loader and

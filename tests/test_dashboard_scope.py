@@ -1,0 +1,71 @@
+"""Every loader of the Failures page honours the sidebar's Scope: its filter comes from the one
+builder (loaders.shared.sql_filter), which needs the repository's default branch, so a loader
+cannot leave the scope out (it used to: the page counted every run whatever the Scope)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from dashboard.filters import SCOPES, Filters
+from dashboard.loaders import failures, shared
+from tests.support.collected import collected_copy
+
+REPO = "verl-project/verl"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> str:
+    return collected_copy(tmp_path_factory.mktemp("scope"))
+
+
+def _filters(db: str, scope: str) -> Filters:
+    return Filters(REPO, *shared.day_span(db, REPO), (), scope)
+
+
+def test_the_failures_page_counts_follow_the_scope(db, monkeypatch):
+    """The simulated history's pull-request runs fail otherwise than the default branch's: each
+    loader's totals and category mix differ by scope, and the default branch and the pull
+    requests together are within Both (which also holds pushes to other branches)."""
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    periods, bases, signed = {}, {}, {}
+    for scope in SCOPES:
+        filters = _filters(db, scope)
+        weekly = failures.failure_periods(db, filters, "W")
+        periods[scope] = Counter(weekly.groupby("category")["failures"].sum().to_dict())
+        bases[scope] = Counter(failures.failure_bases(db, filters)["category"])
+        signed[scope] = int(failures.signatures(db, filters)["failures"].sum())
+    for counts in (periods, bases):
+        assert counts["default"].total() > 0 and counts["pr"].total() > 0
+        assert counts["default"].total() + counts["pr"].total() <= counts["all"].total()
+        shares = {
+            scope: {c: n / counts[scope].total() for c, n in counts[scope].items()}
+            for scope in ("default", "pr")
+        }
+        assert shares["default"] != shares["pr"]
+    assert periods == bases  # the chart and its evidence table count the same failures
+    assert 0 < signed["default"] < signed["all"] and 0 < signed["pr"] < signed["all"]
+
+
+def test_a_signatures_drill_down_follows_the_scope(db, monkeypatch):
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    table = failures.signatures(db, _filters(db, "all"))
+    signature = table.sort_values("failures", ascending=False)["signature"].iloc[0]
+    shown = {
+        scope: set(failures.signature_failures(db, _filters(db, scope), signature)["run_id"])
+        for scope in SCOPES
+    }
+    assert shown["default"] and shown["pr"] and shown["default"].isdisjoint(shown["pr"])
+    for scope in ("default", "pr"):  # the newest 50 of the scope's own runs, none of another's
+        own = set(shared.runs(db, _filters(db, scope), dated=False)["run_id"])
+        assert shown[scope] <= own
+
+
+def test_no_run_filter_without_the_default_branch():
+    """The builder's signature: a page cannot ask for runs without saying the default branch."""
+    filters = Filters(REPO, *(shared.date.today(),) * 2, (), "default")
+    with pytest.raises(TypeError):
+        filters.run_filter(())  # type: ignore[call-arg]
+    where = filters.run_filter((), "main")
+    assert where.branch == "main" and where.events and where.since is not None
