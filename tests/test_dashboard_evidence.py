@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from analytics.config_tables import event_table
 from analytics.evidence import KNOWN, LOG_EXPIRED, describe, failure_basis
 from analytics.frames import logical_run_frame
-from analytics.outcomes import in_scope
+from analytics.outcomes import in_scope, scope_terms
 from collector.classify.stages import load_stages
 from store.engine import make_engine
 from store.events import all_events
@@ -26,6 +26,10 @@ from tests.test_dashboard import APP, TIMEOUT, _visit
 
 REPO = "verl-project/verl"
 KEYS = ["run_id", "run_attempt", "job_id"]
+# The page opens on the default branch's runs (the Scope radio's first choice): the numbers it
+# shows are those of that scope's failures.
+EVENTS, BRANCH = scope_terms("default", load_config().default_branch)
+SHOWN = RunFilter(REPO, events=EVENTS, branch=BRANCH)
 SENTENCE = re.compile(
     r"(category (from the log \d+%|from annotations \d+%|from job facts \d+%|unknown \d+% \(.+\))"
     r"(, (from annotations|from job facts) \d+%)*(, unknown \d+% \(.+\))?; n=(\d+) failures?"
@@ -46,7 +50,7 @@ def _n(sentence: str) -> int:
 
 
 def _stored_bases(db_url: str) -> pd.DataFrame:
-    failures = load_failures(make_engine(db_url, read_only=True), RunFilter(REPO), detail=())
+    failures = load_failures(make_engine(db_url, read_only=True), SHOWN, detail=())
     return failures.assign(basis=failure_basis(failures))
 
 
@@ -62,6 +66,7 @@ def test_failures_page_says_how_much_is_known(app: AppTest, demo_db: str) -> Non
             .select_from(Failure)
             .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
             .where(WorkflowRun.repo == REPO)
+            .where(WorkflowRun.event.in_(EVENTS), WorkflowRun.head_branch == BRANCH)
         )
     assert _n(sentence) == count > 0  # every failure the chart counts, over the whole range
     bases = _stored_bases(demo_db)
@@ -94,8 +99,8 @@ def _unknown_signature(db_url: str) -> tuple[str, str]:
     and what its drill-down must say, spelled out here."""
     engine = make_engine(db_url, read_only=True)
     bases = _stored_bases(db_url).set_index(KEYS)
-    for signature in signature_summary(engine, RunFilter(REPO))["signature"]:
-        newest = signature_failures(engine, signature, RunFilter(REPO)).iloc[0]
+    for signature in signature_summary(engine, SHOWN)["signature"]:
+        newest = signature_failures(engine, signature, SHOWN).iloc[0]
         row = bases.loc[tuple(int(newest[k]) for k in KEYS)]
         if row["basis"] == LOG_EXPIRED and isinstance(row["stage"], str):
             return signature, f"unknown: failed while {row['stage']}, log expired"
