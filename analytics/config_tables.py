@@ -57,6 +57,12 @@ WORKFLOW_COLUMNS = ["workflow_path", "lineage", "tags", "accelerator"]
 EVENT_COLUMNS = ["event_date", "event_pr", "event_title", "event_kind", "event_lineages"]
 
 
+def config_lineages(workflows: Iterable[WorkflowLike]) -> list[str]:
+    """The lineages of the configured workflows, each once, sorted: the lineages an event that
+    names none touches, for the Migrations page and ``ciflake export before-after`` alike."""
+    return sorted({w.lineage for w in workflows})
+
+
 def workflow_table(workflows: Iterable[WorkflowLike]) -> pd.DataFrame:
     """One row per tracked workflow: workflow_path, lineage, tags (";"-joined), accelerator."""
     rows = [(w.path, w.lineage, ";".join(w.tags), w.accelerator) for w in workflows]

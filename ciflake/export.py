@@ -35,7 +35,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics.before_after import basis_mix, before_after, with_basis
-from analytics.config_tables import event_table, workflow_table
+from analytics.config_tables import config_lineages, event_table, workflow_table
 from analytics.frames import RUN_CONTEXT, logical_job_frame, logical_run_frame
 from analytics.health import HEALTH_COLUMNS, health_table
 from analytics.outcomes import attach_lineage, in_scope, normalise_job_names
@@ -241,6 +241,7 @@ def before_after_export(
         paths=where.paths,
     )
     runs = logical_run_frame(engine, config, runs_where)
+    lineages = config_lineages(config.workflows)  # as the Migrations page
     table = before_after(
         runs,
         events,
@@ -249,6 +250,7 @@ def before_after_export(
         scope=scope,
         default_branch=config.default_branch,
         min_runs=config.min_runs,
+        lineages=lineages,
     )
     known = basis_mix(
         runs,
@@ -256,6 +258,7 @@ def before_after_export(
         window_days=config.window_days,
         scope=scope,
         default_branch=config.default_branch,
+        lineages=lineages,
     )
     table = with_basis(table, known)
     renamed = {

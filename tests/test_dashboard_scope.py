@@ -1,15 +1,23 @@
-"""Every loader of the Failures page honours the sidebar's Scope: its filter comes from the one
-builder (loaders.shared.sql_filter), which needs the repository's default branch, so a loader
-cannot leave the scope out (it used to: the page counted every run whatever the Scope)."""
+"""The dashboard answers what the sidebar and the configuration say: every loader of the
+Failures page honours the Scope (its filter comes from the one builder, loaders.shared
+.sql_filter, which needs the repository's default branch; the page used to count every run
+whatever the Scope), and the Migrations table is the before-after export for the same
+configuration."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
+import pandas as pd
 import pytest
 
+from ciflake.export import BEFORE_AFTER_COLUMNS, before_after_export
 from dashboard.filters import SCOPES, Filters
-from dashboard.loaders import failures, shared
+from dashboard.loaders import failures, migrations, shared
+from store.engine import make_engine
+from store.runfilter import RunFilter
+from store.settings import WorkflowConfig, load_config
 from tests.support.collected import collected_copy
 
 REPO = "verl-project/verl"
@@ -69,3 +77,27 @@ def test_no_run_filter_without_the_default_branch():
         filters.run_filter(())  # type: ignore[call-arg]
     where = filters.run_filter((), "main")
     assert where.branch == "main" and where.events and where.since is not None
+
+
+def test_the_migrations_table_is_the_before_after_export(db, monkeypatch):
+    """The page says its table is `ciflake export before-after`: the same rows for the same
+    configuration, even for a configured lineage with no runs yet (a workflow just added),
+    which both list for every event that names no lineage (analytics.config_tables
+    .config_lineages; the export used to list only the lineages with runs)."""
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    base = load_config(db_url=db)
+    ghost = WorkflowConfig(".github/workflows/e2e_new.yml", (), "gpu", "new_lineage")
+    config = replace(base, workflows=(*base.workflows, ghost))
+    monkeypatch.setattr(shared, "current_config", lambda: config)
+    page = migrations.before_after_known(db, _filters(db, "default"))
+    renamed = {
+        f"{side}_success_rate_{bound}": f"{side}_ci_{bound}"
+        for side in ("before", "after")
+        for bound in ("low", "high")
+    }
+    shown = page.rename(columns=renamed)[BEFORE_AFTER_COLUMNS].reset_index(drop=True)
+    engine = make_engine(db, read_only=True)
+    exported = before_after_export(engine, config, RunFilter(repo=REPO), "default")
+    engine.dispose()
+    assert (shown["lineage"] == "new_lineage").any()
+    pd.testing.assert_frame_equal(shown, exported.reset_index(drop=True))

@@ -15,6 +15,7 @@ from analytics import (
     coverage,
     successors,
 )
+from analytics.config_tables import config_lineages
 from dashboard.filters import Filters
 from dashboard.loaders import shared
 from store import page_queries
@@ -72,7 +73,7 @@ def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
         scope=filters.scope,
         default_branch=config.default_branch,
         min_runs=config.min_runs,
-        lineages=sorted({w.lineage for w in config.workflows}),
+        lineages=config_lineages(config.workflows),
     )
 
 
@@ -101,7 +102,7 @@ def _window_mix_args(db_url: str, filters: Filters) -> dict[str, Any]:
         "window_days": config.window_days,
         "scope": filters.scope,
         "default_branch": config.default_branch,
-        "lineages": sorted({w.lineage for w in config.workflows}),
+        "lineages": config_lineages(config.workflows),
     }
 
 
