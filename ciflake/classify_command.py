@@ -19,13 +19,16 @@ EXIT_UNREADABLE = 2
 JSON_KEYS = ("path", "category", "rule", "signature", "line_number", "line")
 
 
-def _row(path: Path, result: Classification, explain: bool) -> dict[str, object]:
+def _row(
+    path: Path, result: Classification, departures: list[Departure] | None
+) -> dict[str, object]:
+    """The JSON row; with ``departures`` (``--explain``), the explanation and the departures."""
     values = {"path": str(path), **vars(result)}
     row = {key: values[key] for key in JSON_KEYS}
-    if explain:
+    if departures is not None:
         row["explanation"] = [vars(step) for step in result.explanation]
         row["departures"] = [
-            {"name": d.name, "step": d.step, "reason": d.reason} for d in _departures(path, result)
+            {"name": d.name, "step": d.step, "reason": d.reason} for d in departures
         ]
     return row
 
@@ -40,7 +43,7 @@ def _where(step: Step) -> str:
     return f"line {step.line_number}" if step.line_number is not None else "no log line"
 
 
-def explanation(path: Path, result: Classification) -> list[str]:
+def explanation(path: Path, result: Classification, departures: list[Departure]) -> list[str]:
     """The decision for one log as lines of text: winner, its line, then every candidate the
     procedure passed over and why (the tool for writing the next rule)."""
     winner, *others = result.explanation
@@ -59,7 +62,7 @@ def explanation(path: Path, result: Classification) -> list[str]:
         lines.append(f"  - {step.rule} [{step.category}], {_where(step)}: {step.verdict}")
         if step.line is not None:
             lines.append(f"      > {step.line}")
-    for departure in _departures(path, result):
+    for departure in departures:
         lines.append(f"  departs from the labelling procedure, step {departure.step} ({DOC}):")
         lines.append(f"    {departure.reason}")
     return lines
@@ -86,15 +89,16 @@ def classify_command(files: tuple[Path, ...], as_json: bool, explain: bool) -> N
     for path in files:
         try:
             result = classify_log(path)
+            departures = _departures(path, result) if explain else None
         except OSError as exc:
             click.echo(f"ciflake: error: {path}: {exc.strerror or exc}", err=True)
             failed = True
             continue
-        row = _row(path, result, explain)
+        row = _row(path, result, departures)
         if as_json:
             click.echo(json.dumps(row, ensure_ascii=False))
-        elif explain:
-            click.echo("\n".join(explanation(path, result)))
+        elif departures is not None:
+            click.echo("\n".join(explanation(path, result, departures)))
         rows.append(row)
     if not as_json and not explain and rows:
         table = Table(*JSON_KEYS, box=None, pad_edge=False)

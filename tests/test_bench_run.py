@@ -33,19 +33,25 @@ Taken once.
 """
 
 
-def test_a_partial_run_keeps_other_rows_and_the_first_reads(tmp_path, monkeypatch):
+def _run_fake(tmp_path, monkeypatch, before: str, command: str) -> str:
+    """RESULTS.md after ``python -m bench.run fake`` over ``before``: the fake benchmark
+    measures "Fake figure" again (value 2, note "new"), its row naming ``command``."""
     results = tmp_path / "RESULTS.md"
-    results.write_text(BEFORE, encoding="utf-8")
+    results.write_text(before, encoding="utf-8")
     fake = types.ModuleType("bench.fake")
     fake.measure = lambda: [  # type: ignore[attr-defined]
         {"figure": "Fake figure", "value": "2", "target": "-", "met": None,
-         "command": "python -m bench.run fake", "note": "new"}
+         "command": command, "note": "new"}
     ]  # fmt: skip
     monkeypatch.setitem(sys.modules, "bench.fake", fake)
     monkeypatch.setattr(run, "RESULTS", results)
     monkeypatch.setattr(sys, "argv", ["bench.run", "fake"])
     assert run.main() == 0
-    after = results.read_text(encoding="utf-8")
+    return results.read_text(encoding="utf-8")
+
+
+def test_a_partial_run_keeps_other_rows_and_the_first_reads(tmp_path, monkeypatch):
+    after = _run_fake(tmp_path, monkeypatch, BEFORE, "python -m bench.run fake")
     assert "| Other figure | 1 |" in after and "| Fake figure | 2 |" in after
     assert "| Fake figure | 1 |" not in after
     assert "## First reads\n\nTaken once.\n\n- `set.jsonl`: **9/10 = 90.0% exact**" in after
@@ -76,20 +82,8 @@ def test_a_row_whose_command_has_arguments_is_replaced_too(tmp_path, monkeypatch
 
 def test_a_figure_measured_again_replaces_its_row_whatever_its_command(tmp_path, monkeypatch):
     """grep's own row names grep's command, not the benchmark's: it is replaced all the same."""
-    results = tmp_path / "RESULTS.md"
-    results.write_text(
-        BEFORE.replace("`python -m bench.run fake`", "`grep -c x bench/out/a.log`"),
-        encoding="utf-8",
-    )
-    fake = types.ModuleType("bench.fake")
-    fake.measure = lambda: [  # type: ignore[attr-defined]
-        {"figure": "Fake figure", "value": "2", "target": "-", "met": None,
-         "command": "grep -c x bench/out/a.log", "note": "new"}
-    ]  # fmt: skip
-    monkeypatch.setitem(sys.modules, "bench.fake", fake)
-    monkeypatch.setattr(run, "RESULTS", results)
-    monkeypatch.setattr(sys, "argv", ["bench.run", "fake"])
-    assert run.main() == 0
-    after = results.read_text(encoding="utf-8")
+    grep = "grep -c x bench/out/a.log"
+    before = BEFORE.replace("`python -m bench.run fake`", f"`{grep}`")
+    after = _run_fake(tmp_path, monkeypatch, before, grep)
     assert after.count("| Fake figure |") == 1 and "| Fake figure | 2 |" in after
     assert after.count("- **Fake figure**") == 1
