@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,6 +42,7 @@ COMMENT_LIMIT = 65_536  # characters of a comment body (danger/danger#424)
 COMMENT_DOCS = "https://docs.github.com/rest/issues/comments#create-an-issue-comment"
 USER_DOCS = "https://docs.github.com/rest/users/users#get-the-authenticated-user"
 LOGIN_KEY = "fakehub.login"  # the environ entry where the app puts the token's login
+COMMENT_ID_BASE = 3_500_000_000  # the first comment is one more
 
 
 def too_long(body: str) -> Response | None:
@@ -105,13 +107,21 @@ def authenticated_user(shapes: Shapes, login: str) -> Response:
 
 
 class RepoApi:
-    """The routes of one repository, backed by its simulated history."""
+    """The routes of one repository, backed by its simulated history. `comment_ids` hands out
+    comment ids; the repositories of one hub share it, as GitHub's ids are global."""
 
-    def __init__(self, history: History, shapes: Shapes, blob_base: str, secret: str) -> None:
+    def __init__(
+        self,
+        history: History,
+        shapes: Shapes,
+        blob_base: str,
+        secret: str,
+        comment_ids: Iterator[int] | None = None,
+    ) -> None:
         self.history, self.shapes, self.blob_base, self.secret = history, shapes, blob_base, secret
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.comment_by_id: dict[int, dict[str, Any]] = {}
-        self.next_comment_id = 3_500_000_000
+        self.comment_ids = comment_ids or itertools.count(COMMENT_ID_BASE + 1)
         self.log_overrides: dict[int, bytes] = {}  # job id -> bytes served instead of its log
         self.checks_readable = True  # False: the token lacks `checks: read` (admin permissions)
         self.checks_retention = timedelta(days=CHECKS_RETENTION_DAYS)
@@ -363,10 +373,9 @@ class RepoApi:
         refused = too_long(body)
         if refused is not None:
             return refused
-        self.next_comment_id += 1
         at = iso(self.history.tick(1.0))
         comment = {
-            "id": self.next_comment_id,
+            "id": next(self.comment_ids),
             "issue": int(number),
             "body": body,
             "login": request.environ.get(LOGIN_KEY, BOT_LOGIN),  # the token's user writes it

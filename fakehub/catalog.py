@@ -1,19 +1,39 @@
-"""The verl CI description fakehub simulates, loaded from `data/verl_ci.json` into typed records.
+"""The CI descriptions fakehub simulates, one JSON file per repository, loaded into typed records.
 
-The JSON is condensed by hand from the shared research notes, so that fakehub carries its own
-facts (workflows, jobs, runners, windows, events, failure processes) and imports nothing else.
+`data/verl_ci.json` (verl) is condensed by hand from the shared research notes, so that fakehub
+carries its own facts (workflows, jobs, runners, windows, events, failure processes) and imports
+nothing else. `data/verl_recipe_ci.json` is a second, much smaller repository of our own
+invention beside it (verl's recipes), with its own workflows, failure mix and one event.
+
+A catalog's `stream` names the random stream its history draws from: verl has none and draws
+from the seed alone, as it always has; any other repository draws from "<stream>:<seed>", so
+that adding or changing one leaves verl's history byte for byte as it was. `ids` gives the
+bases of its run, job, issue and pull-request ids, far enough apart that two repositories never
+share one (GitHub's ids are global).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).with_name("data") / "verl_ci.json"
+DATA_DIR = Path(__file__).with_name("data")
+DATA = DATA_DIR / "verl_ci.json"
+VERL = "verl-project/verl"
+# Every repository fakehub simulates, by "owner/name" (lower case), with its data file.
+CATALOGS = {VERL: "verl_ci.json", "verl-project/verl-recipe": "verl_recipe_ci.json"}
+# verl's ids, which its history and payloads have always used: the defaults of `ids`.
+DEFAULT_IDS = {
+    "run": 17_600_000_000,
+    "job": 49_000_000_000,
+    "issue": 3_100_000_000,
+    "pull": 2_800_000_000,
+}
+DEFAULT_DESCRIPTION = "verl: Volcano Engine Reinforcement Learning for LLMs"
 FAR_PAST = datetime(2000, 1, 1, tzinfo=UTC)
 FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 # GitHub has shown both forms of a run of an invalid workflow file: `failure` with no jobs and
@@ -137,6 +157,16 @@ class Catalog:
     base_rates: dict[str, dict[str, float]]
     changes: tuple[RateChange, ...]
     events: tuple[dict[str, Any], ...]
+    stream: str | None = None  # None: the seed alone (verl); else "<stream>:<seed>"
+    ids: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_IDS))
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.repository['owner']}/{self.repository['name']}"
+
+    @property
+    def description(self) -> str:
+        return str(self.repository.get("description", DEFAULT_DESCRIPTION))
 
 
 def _job(raw: dict[str, Any]) -> JobSpec:
@@ -206,10 +236,25 @@ def _burst(raw: dict[str, Any]) -> RateChange:
     )
 
 
+class UnknownRepository(ValueError):
+    """A repository fakehub has no simulated history of."""
+
+
+def known(repo: str) -> bool:
+    return repo.lower() in CATALOGS
+
+
+def load(repo: str = VERL) -> Catalog:
+    """The catalog of one repository ("owner/name", any case; verl's by default), parsed
+    once per process."""
+    if not known(repo):
+        raise UnknownRepository(f"fakehub simulates {', '.join(CATALOGS)}, not {repo}")
+    return _load(CATALOGS[repo.lower()])
+
+
 @cache
-def load() -> Catalog:
-    """The catalog from the packaged data file (parsed once per process)."""
-    raw = json.loads(DATA.read_text())
+def _load(file: str) -> Catalog:
+    raw = json.loads((DATA_DIR / file).read_text())
     return Catalog(
         repository=raw["repository"],
         start=parse_time(raw["start"]),
@@ -220,4 +265,6 @@ def load() -> Catalog:
         base_rates={entry["kind"]: entry["rates"] for entry in raw["base_rates"]},
         changes=tuple(_regime(r) for r in raw["regimes"]) + tuple(_burst(b) for b in raw["bursts"]),
         events=tuple(raw["events"]),
+        stream=raw.get("stream"),
+        ids={**DEFAULT_IDS, **raw.get("ids", {})},
     )

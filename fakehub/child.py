@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from fakehub.server import DEFAULT_TOKEN, admin_call
 
-SERVING = re.compile(r"fakehub serving \S+ at (http://\S+)")
+SERVING = re.compile(r"fakehub serving (?:\S+, )*\S+ at (http://\S+)")
 COMMAND = "from fakehub.cli import fakehub_command; fakehub_command()"
 STARTUP_SECONDS = 120  # building a scale-1 history takes a few seconds
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
@@ -52,13 +52,16 @@ def spawned(
     rate_limit: int = 5000,
     token: str = DEFAULT_TOKEN,
     web_url: str | None = None,
+    repos: tuple[str, ...] = (),
 ) -> Iterator[ChildHub]:
-    """Serve fakehub (the options of ``ciflake fakehub``) from a child process until exit."""
+    """Serve fakehub (the options of ``ciflake fakehub``) from a child process until exit;
+    ``repos``: the repositories to serve (default: all)."""
     args = [
         *("--seed", str(seed), "--scale", str(scale), "--end", f"{end:%Y-%m-%d}"),
         *("--rate-limit", str(rate_limit), "--token", token),
         *(("--pr-scale", str(pr_scale)) if pr_scale is not None else ()),
         *(("--web-url", web_url) if web_url is not None else ()),
+        *(arg for repo in repos for arg in ("--repo", repo)),
     ]
     # stderr to a file: a pipe nobody reads could fill up and block the child
     with tempfile.TemporaryFile(mode="w+") as errors:

@@ -1,4 +1,5 @@
-"""`ciflake fakehub`: serve the simulated verl CI history on 127.0.0.1 until Ctrl-C."""
+"""`ciflake fakehub`: serve the simulated CI histories of verl and verl-recipe on 127.0.0.1 until
+Ctrl-C."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from datetime import UTC, datetime
 import click
 
 from fakehub.api import CHECKS_RETENTION_DAYS
+from fakehub.catalog import CATALOGS
 from fakehub.history import today
-from fakehub.server import DEFAULT_SCALE, DEFAULT_TOKEN, Hub
+from fakehub.server import DEFAULT_REPOS, DEFAULT_SCALE, DEFAULT_TOKEN, Hub
 
 
 @click.command("fakehub")
@@ -21,7 +23,8 @@ from fakehub.server import DEFAULT_SCALE, DEFAULT_TOKEN, Hub
     default=DEFAULT_SCALE,
     show_default=True,
     help="1 is about verl's real volume; the default is a small history that collects in "
-    "seconds. `ciflake demo` serves --scale 1.6 --pr-scale 0.1.",
+    "seconds. `ciflake demo` serves --scale 1.6 --pr-scale 0.1. It scales verl-recipe too, "
+    "which has about a twentieth of verl's runs.",
 )
 @click.option(
     "--pr-scale",
@@ -29,6 +32,14 @@ from fakehub.server import DEFAULT_SCALE, DEFAULT_TOKEN, Hub
     default=None,
     help="Scale of the pull-request pushes on their own (default: --scale); the main branch's "
     "commits keep --scale.",
+)
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    type=click.Choice(list(CATALOGS), case_sensitive=False),
+    help="A repository to serve (repeatable; default: all). The first is the admin routes' "
+    "default.",
 )
 @click.option("--token", default=DEFAULT_TOKEN, show_default=True, help="Accepted token.")
 @click.option(
@@ -61,6 +72,7 @@ def fakehub_command(
     seed: int,
     scale: float,
     pr_scale: float | None,
+    repos: tuple[str, ...],
     token: str,
     faults: str,
     end: str | None,
@@ -68,7 +80,8 @@ def fakehub_command(
     checks_retention_days: int,
     web_url: str | None,
 ) -> None:
-    """Serve a local GitHub Actions API replica with a simulated verl CI history."""
+    """Serve a local GitHub Actions API replica with simulated verl and verl-recipe CI
+    histories."""
     try:
         end_at = datetime.strptime(end, "%Y-%m-%d").replace(tzinfo=UTC) if end else today()
     except ValueError:
@@ -79,6 +92,7 @@ def fakehub_command(
         seed=seed,
         scale=scale,
         pr_scale=pr_scale,
+        repos=repos or DEFAULT_REPOS,
         token=token,
         faults=faults,
         end=end_at,
@@ -88,13 +102,13 @@ def fakehub_command(
         checks_retention_days=checks_retention_days,
         web_url=web_url,
     ).start()
-    history = hub.history()
     pr = "" if pr_scale is None else f", pull requests {pr_scale}"
     click.echo(f"fakehub serving {', '.join(hub.repos)} at {hub.base_url}")
     click.echo(f"  token:  {hub.token}")
     click.echo(f"  logs:   {hub.blob_url}")
     volume = f"seed {seed}, scale {scale}{pr}, now {end_at:%Y-%m-%d}"
-    click.echo(f"  runs:   {len(history.runs)} ({volume})")
+    counts = ", ".join(f"{len(hub.history(repo).runs)} {repo}" for repo in hub.repos)
+    click.echo(f"  runs:   {counts} ({volume})")
     click.echo(f"  admin:  {hub.base_url}/_admin/inventory")
     try:
         threading.Event().wait()

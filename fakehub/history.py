@@ -1,4 +1,5 @@
-"""The simulated verl CI history: runs, attempts and jobs, generated deterministically from a seed.
+"""A simulated CI history (verl's, or another catalog's): runs, attempts and jobs, generated
+deterministically from a seed.
 
 Main-branch commits and pull-request pushes arrive as Poisson processes (scaled by `scale`, see
 `fakehub.traffic`); each one triggers the workflows whose files are active at that moment, with
@@ -7,6 +8,10 @@ and runner pools of the catalog; failures come from `failures.FailureModel`; fai
 sometimes re-run (reruns keep `created_at`). Logs and step lists are not stored: `steps` and `logs`
 rebuild them from `Job.seed`. The records it is made of (`Run`, `Attempt`, `Job`) are in
 `fakehub.records`.
+
+verl's history draws from `Random(seed)`; another repository's from its catalog's own stream,
+`Random("<stream>:<seed>")` (`History.key`), and its ids start at its catalog's bases, so that
+it shares neither draws nor ids with verl's.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from random import Random
 
 from fakehub import traffic
-from fakehub.catalog import Catalog, JobSpec, WorkflowSpec, load
+from fakehub.catalog import DEFAULT_IDS, Catalog, JobSpec, WorkflowSpec, load
 from fakehub.failures import FailureModel, failure_cause
 from fakehub.records import Attempt, Job, Run
 from fakehub.steps import OTHER_STEPS_SHARE
@@ -35,8 +40,8 @@ def today() -> datetime:
     return datetime(now.year, now.month, now.day, tzinfo=UTC)
 
 
-RUN_ID_BASE = 17_600_000_000
-JOB_ID_BASE = 49_000_000_000
+RUN_ID_BASE = DEFAULT_IDS["run"]  # verl's; another catalog gives its own (`Catalog.ids`)
+JOB_ID_BASE = DEFAULT_IDS["job"]
 
 
 class History:
@@ -58,11 +63,14 @@ class History:
         self.run_by_id: dict[int, Run] = {}
         self.job_by_id: dict[int, Job] = {}
         self._run_numbers: dict[int, int] = {}
-        self._next_run_id = RUN_ID_BASE
-        self._next_job_id = JOB_ID_BASE
+        self._next_run_id = self.catalog.ids["run"]
+        self._next_job_id = self.catalog.ids["job"]
         self._admin_calls = 0
-        rng = Random(seed)
-        pushes = traffic.triggers(rng, self.catalog, self.seed, self.scale, self.now, pr_scale)
+        # verl: the seed itself, as always; another repository: a stream of its own
+        stream = self.catalog.stream
+        self.key: int | str = seed if stream is None else f"{stream}:{seed}"
+        rng = Random(self.key)
+        pushes = traffic.triggers(rng, self.catalog, self.key, self.scale, self.now, pr_scale)
         for trigger in pushes:
             for workflow in self.workflows:
                 share = workflow.push_share if trigger.event == "push" else workflow.pr_share
@@ -307,7 +315,7 @@ class History:
 
     def _admin_rng(self) -> Random:
         self._admin_calls += 1
-        return Random(f"{self.seed}:admin:{self._admin_calls}")
+        return Random(f"{self.key}:admin:{self._admin_calls}")
 
     def delete_run(self, run_id: int) -> None:
         """Forget a run, as a maintainer's or retention's deletion does: it answers 404."""
@@ -352,7 +360,7 @@ class History:
             self._add_run(
                 rng,
                 workflow,
-                traffic.trigger(rng, self.catalog, self.seed, event, at),
+                traffic.trigger(rng, self.catalog, self.key, event, at),
                 forced or "drawn",
             )
             for at in times

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from fakehub.annotations import Note
-from fakehub.catalog import WorkflowSpec
+from fakehub.catalog import DEFAULT_DESCRIPTION, DEFAULT_IDS, WorkflowSpec
 from fakehub.records import Attempt, Job, Run
 from fakehub.steps import plan
 
@@ -94,10 +94,19 @@ def node_id(prefix: str, number: int) -> str:
 
 class Shapes:
     """Builds payloads for one repository served at `base` (e.g. http://127.0.0.1:PORT), whose
-    web pages (every `html_url`) are at `web`, by default `base` too."""
+    web pages (every `html_url`) are at `web`, by default `base` too. `description` and `ids`
+    (the bases of its issue and pull-request ids) are its catalog's; verl's by default."""
 
     def __init__(
-        self, base: str, owner: str, name: str, repo_id: int, created: str, web: str | None = None
+        self,
+        base: str,
+        owner: str,
+        name: str,
+        repo_id: int,
+        created: str,
+        web: str | None = None,
+        description: str = DEFAULT_DESCRIPTION,
+        ids: dict[str, int] | None = None,
     ) -> None:
         self.base, self.owner, self.name, self.repo_id, self.created = (
             base,
@@ -106,6 +115,8 @@ class Shapes:
             repo_id,
             created,
         )
+        self.description = description
+        self.ids = {**DEFAULT_IDS, **(ids or {})}
         self.full = f"{owner}/{name}"
         self.api = f"{base}/repos/{owner}/{name}"
         self.web = web or base
@@ -177,7 +188,7 @@ class Shapes:
             "private": False,
             "owner": {**self.user(self.owner, 175_000_000), "type": "Organization"},
             "html_url": self.html,
-            "description": "verl: Volcano Engine Reinforcement Learning for LLMs",
+            "description": self.description,
             "fork": False,
             "url": a,
             "forks_url": f"{a}/forks",
@@ -367,7 +378,7 @@ class Shapes:
         repo = {"id": self.repo_id, "url": self.api, "name": self.name}
         return {
             "url": f"{self.api}/pulls/{run.pr}",
-            "id": 2_800_000_000 + (run.pr or 0),
+            "id": self.ids["pull"] + (run.pr or 0),
             "number": run.pr,
             "head": {"ref": run.branch, "sha": run.sha, "repo": repo},
             "base": {"ref": "main", "sha": run.sha[::-1], "repo": repo},
@@ -499,8 +510,10 @@ class Shapes:
     def issue(self, number: int, comments: int, at: str) -> dict[str, Any]:
         url = f"{self.api}/issues/{number}"
         return {
-            "id": 3_100_000_000 + number,
-            "node_id": node_id("I_", number),
+            "id": self.ids["issue"] + number,
+            # verl's issues have always had node ids of their numbers; another repository's
+            # are moved by its id base's distance from verl's, so that none is shared
+            "node_id": node_id("I_", number + self.ids["issue"] - DEFAULT_IDS["issue"]),
             "url": url,
             "repository_url": self.api,
             "labels_url": f"{url}/labels{{/name}}",

@@ -11,6 +11,12 @@ every request.
 api.github.com: by default fakehub's own address, which serves them; a fixed one makes the
 stored links of one hub's collect equal to another's.
 
+It serves verl (`verl-project/verl`) and verl's recipes (`verl-project/verl-recipe`), each
+from its own catalog (`fakehub.catalog.CATALOGS`); `repos=` picks some of them (the first is
+the admin routes' default). Both take `seed`, `scale` and `pr_scale`; the recipes repository
+draws from a random stream of its own, so verl's history is the same with or without it. Any
+other repository answers 404, as GitHub does for one that does not exist (or is private).
+
 `users={"token2": "mallory"}` accepts more tokens, each writing as its login; the login
 "github-actions[bot]" makes a token a workflow's GITHUB_TOKEN. `hub.app.users` changes them later.
 
@@ -20,6 +26,7 @@ Port 0 picks a free port. The servers run in daemon threads; `stop()` shuts both
 from __future__ import annotations
 
 import io
+import itertools
 import secrets
 import socketserver
 import threading
@@ -32,10 +39,10 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer,
 import requests
 
 from fakehub.admin import Admin
-from fakehub.api import CHECKS_RETENTION_DAYS, RepoApi
+from fakehub.api import CHECKS_RETENTION_DAYS, COMMENT_ID_BASE, RepoApi
 from fakehub.app import ApiApp, DropConnection
 from fakehub.blob import BlobApp
-from fakehub.catalog import load
+from fakehub.catalog import CATALOGS, load
 from fakehub.faults import Faults
 from fakehub.history import DEFAULT_END, History
 from fakehub.payloads import Shapes
@@ -43,7 +50,7 @@ from fakehub.ratelimit import RateLimit
 
 DEFAULT_SCALE = 0.1  # a small history that collects in seconds: the tests' and the CLI's
 DEFAULT_TOKEN = "fakehub-token"
-DEFAULT_REPOS = ("verl-project/verl",)
+DEFAULT_REPOS = tuple(CATALOGS)  # verl, then verl's recipes
 IDLE_SECONDS = 60  # a kept-alive connection with no request for this long is closed
 
 
@@ -144,6 +151,9 @@ class Hub:
         web_url: str | None = None,
     ) -> None:
         self.token = token
+        catalogs = [load(full) for full in dict.fromkeys(r.lower() for r in repos)]
+        histories = [History(seed, scale, end, catalog, pr_scale) for catalog in catalogs]
+        _check_disjoint(histories)
         secret = secrets.token_hex(8)
         self.app = ApiApp(token, Faults.parse(faults, seed), RateLimit(limit=rate_limit))
         self.app.users.update(users or {})  # more tokens, each with its user's login
@@ -154,21 +164,22 @@ class Hub:
         self._blob_server = make_server(host, blob_port, self.blob, _Server, _Handler)
         self.base_url = f"http://{host}:{self._api_server.server_port}"
         self.blob_url = f"http://{host}:{self._blob_server.server_port}"
-        catalog = load()
-        for index, full in enumerate(repos):
-            owner, name = full.split("/")
-            history = History(seed + index, scale, end, catalog, pr_scale)
+        comment_ids = itertools.count(COMMENT_ID_BASE + 1)  # global on GitHub: one counter
+        for catalog, history in zip(catalogs, histories, strict=True):
+            facts = catalog.repository
             shapes = Shapes(
                 self.base_url,
-                owner,
-                name,
-                catalog.repository["id"] + index,
-                catalog.repository["created_at"],
+                facts["owner"],
+                facts["name"],
+                facts["id"],
+                facts["created_at"],
                 web_url,
+                catalog.description,
+                catalog.ids,
             )
-            api = RepoApi(history, shapes, self.blob_url, secret)
+            api = RepoApi(history, shapes, self.blob_url, secret, comment_ids)
             api.checks_retention = timedelta(days=checks_retention_days)
-            self.app.repos[full.lower()] = api
+            self.app.repos[catalog.full_name.lower()] = api
         self._threads: list[threading.Thread] = []
 
     @property
@@ -198,6 +209,22 @@ class Hub:
         self, method: str, name: str, body: dict[str, Any] | None = None, repo: str | None = None
     ) -> Any:
         return admin_call(self.base_url, method, name, body, repo)
+
+
+def _check_disjoint(histories: list[History]) -> None:
+    """GitHub's run and job (check-run) ids are global: no two repositories may share one. The
+    catalogs' id bases keep them apart up to a scale far above any used (verl's run ids would
+    reach the recipes' base near scale 16); past it, say so."""
+    runs: set[int] = set()
+    jobs: set[int] = set()
+    for history in histories:
+        if not runs.isdisjoint(history.run_by_id) or not jobs.isdisjoint(history.job_by_id):
+            raise ValueError(
+                f"{history.catalog.full_name}'s run or job ids meet another repository's at "
+                f"scale {history.scale}: serve fewer repositories (repos=) or a smaller scale"
+            )
+        runs.update(history.run_by_id)
+        jobs.update(history.job_by_id)
 
 
 def admin_call(

@@ -1,9 +1,9 @@
 """The normal output of each step of a job's log: set up, checkout, install, test and the rest.
 
 What a step that succeeds prints, drawn from the job's seed, with verl's images, CANN versions,
-packages and test scripts of the time; ``fakehub.logs`` writes it with timestamps and appends a
-failure block to the step that failed. Slightly over 350 lines: the word lists are data that
-only these step bodies read.
+packages and test scripts of the time (verl-recipe's DAPO script and dataset in our own words);
+``fakehub.logs`` writes it with timestamps and appends a failure block to the step that failed.
+A little under 400 lines: the word lists are data that only these step bodies read.
 """
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ SCRIPTS = {
     "trtllm_async_unit_tests": "pytest -s -x tests/experimental/trtllm/",
     "ppo_trainer": "tests/special_npu/run_qwen2_5_05b_grpo.sh",
     "sft_trainer": "tests/special_npu/run_qwen2_5_05b_sft_peft_sp2.sh",
+    "dapo": "tests/e2e/run_dapo_qwen2_5_0_5b.sh",  # verl-recipe
 }
+# What a repository's own install step builds: its package and version (verl's by default).
+PACKAGES = {"verl-recipe": ("verl_recipe", "0.2.0.dev0")}
 WARNINGS = (
     "\x1b[33mWARNING: Running pip as the 'root' user can result in broken permissions and "
     "conflicting behaviour with the system package manager.\x1b[0m",
@@ -129,7 +132,7 @@ def step_body(
             ),
         ]
     if kind == "install":
-        return _install(rng, job)
+        return _install(rng, job, repo)
     if kind == "pip_list":
         return [
             "##[group]Run pip3 list",
@@ -141,6 +144,8 @@ def step_body(
         ]
     if kind == "weights":
         return ["##[group]Run ln -s /root/.cache/models ~/models", "##[endgroup]"]
+    if kind == "dataset" and job.spec.algo == "dapo":
+        return _dapo_dataset(rng)
     if kind == "dataset":
         return [
             "##[group]Run python3 examples/data_preprocess/gsm8k.py --local_dataset_path "
@@ -209,6 +214,8 @@ def _set_up(rng: Random, job: Job) -> list[str]:
 
 
 def _checkout(rng: Random, run: Run, repo: str) -> list[str]:
+    name = repo.rsplit("/", 1)[-1]
+    work = f"/home/runner/work/{name}/{name}"
     return [
         "##[group]Run actions/checkout@v4",
         "with:",
@@ -218,11 +225,11 @@ def _checkout(rng: Random, run: Run, repo: str) -> list[str]:
         "##[endgroup]",
         f"Syncing repository: {repo}",
         "##[group]Getting Git version info",
-        "Working directory is '/home/runner/work/verl/verl'",
+        f"Working directory is '{work}'",
         "##[command]/usr/bin/git version",
         "git version 2.43.0",
         "##[endgroup]",
-        "##[command]/usr/bin/git init /home/runner/work/verl/verl",
+        f"##[command]/usr/bin/git init {work}",
         "##[command]/usr/bin/git -c protocol.version=2 fetch --no-tags --prune "
         f"--no-recurse-submodules --depth=1 origin +{run.sha}:refs/remotes/origin/{run.branch}",
         f"remote: Enumerating objects: {rng.randint(2000, 4000)}, done.",
@@ -232,7 +239,7 @@ def _checkout(rng: Random, run: Run, repo: str) -> list[str]:
     ]
 
 
-def _install(rng: Random, job: Job) -> list[str]:
+def _install(rng: Random, job: Job, repo: str) -> list[str]:
     npu = job.spec.kind == "npu_test"
     pip = "uv pip" if npu and job.created_at.isoformat() >= "2026-06-02" else "pip3"
     lines = [
@@ -260,16 +267,31 @@ def _install(rng: Random, job: Job) -> list[str]:
                 f"  Downloading {name.replace('-', '_')}-{version}-"
                 f"py3-none-any.whl.metadata ({rng.randint(2, 40)}.{rng.randint(0, 9)} kB)",
             ]
+    checkout = repo.rsplit("/", 1)[-1]
+    package, release = PACKAGES.get(checkout, ("verl", "0.8.0.dev0"))
     lines += [
         "Installing collected packages: " + ", ".join(n for n, _ in chosen[:5]),
         "Successfully installed " + " ".join(f"{n}-{v}" for n, v in chosen[:5]),
         WARNINGS[0],
-        "Obtaining file:///home/runner/work/verl/verl",
-        "Building wheels for collected packages: verl",
-        "Successfully built verl",
-        "Successfully installed verl-0.8.0.dev0",
+        f"Obtaining file:///home/runner/work/{checkout}/{checkout}",
+        f"Building wheels for collected packages: {package}",
+        f"Successfully built {package}",
+        f"Successfully installed {package}-{release}",
     ]
     return lines
+
+
+def _dapo_dataset(rng: Random) -> list[str]:
+    """verl-recipe's dataset step: the DAPO math prompts and an AIME validation set."""
+    return [
+        "##[group]Run bash tests/e2e/prepare_dapo_data.sh",
+        "bash tests/e2e/prepare_dapo_data.sh",
+        "##[endgroup]",
+        f"fetching dapo-math-17k.parquet from the CI cache ({rng.randint(280, 320)} MB)",
+        f"fetching aime-2024.parquet from the CI cache ({rng.randint(1, 3)} MB)",
+        "train prompts: 17917, validation prompts: 30, kept after dedup: "
+        f"{rng.randint(17390, 17420)}",
+    ]
 
 
 def _test(rng: Random, job: Job, values: dict[str, object]) -> list[str]:
@@ -312,6 +334,12 @@ def _test(rng: Random, job: Job, values: dict[str, object]) -> list[str]:
             "Running fully_async_policy + Multi-Teacher OPD",
             "GPUs: 2 rollout + 4 training + 2 teachers",
         ],
+        "dapo": [
+            f"+ echo 'DAPO recipe e2e, {spec.strategy} backend'",
+            f"DAPO recipe e2e, {spec.strategy} backend",
+            "model: Qwen2.5-0.5B-Instruct, prompts per step: 32, samples per prompt: 8",
+            "dynamic sampling on: groups whose rewards all agree are dropped and regenerated",
+        ],
     }.get(spec.algo, [f"+ {script}"])
     pid = values["pid"]
     lines += [
@@ -352,6 +380,7 @@ def _test(rng: Random, job: Job, values: dict[str, object]) -> list[str]:
             "successfully",
             "fully_async_policy_opd": "Fully async policy + Multi-Teacher OPD E2E test completed "
             "successfully",
+            "dapo": f"DAPO recipe e2e passed ({spec.strategy}): {steps} steps trained",
         }.get(
             spec.algo,
             f"============ {rng.randint(4, 30)} passed in {rng.uniform(30, 300):.2f}s ============",

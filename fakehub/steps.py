@@ -1,7 +1,8 @@
 """The step list of a simulated job, shared by the jobs payload and the log renderer.
 
 Steps follow the real verl job layouts (vemlp `setup`/`cleanup`, GPU jobs with install and
-dataset steps, Ascend jobs in containers with the "Check npu and CANN info" step). A failing
+dataset steps, Ascend jobs in containers with the "Check npu and CANN info" step); verl-recipe's
+DAPO jobs have the same layout with their own dataset and test step names. A failing
 job fails in the step its category points to; later steps are skipped, post steps still run.
 """
 
@@ -23,6 +24,7 @@ PIP_LIST_FROM = parse_time("2026-06-03T07:51:40Z")
 NPU_INFO_STEP = "Check npu and CANN info"
 RUNNER_ACTION = "Run volcengine/vemlp-github-runner@v1"
 CHECKOUT = "Run actions/checkout@v4"
+DATASET_STEPS = {"dapo": "Prepare DAPO-Math-17k dataset"}  # by algo; else GSM8K's, as verl's
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class Step:
 
 def test_step_name(spec: JobSpec) -> str:
     strategy = {"fsdp2": "FSDP2", "megatron": "Megatron"}.get(spec.strategy, spec.strategy)
+    if spec.algo == "dapo":  # verl-recipe's DAPO jobs
+        where = " on Ascend NPU" if spec.kind == "npu_test" else ""
+        return f"Run the DAPO recipe e2e with {strategy}{where}"
     if spec.algo.startswith("v1_separate_async"):
         what = "Multi-Teacher OPD" if spec.algo.endswith("opd") else strategy
         return f"Run V1 separate_async with {what}"
@@ -79,7 +84,7 @@ def layout(job: Job) -> list[tuple[str, str, float]]:
     if kind == "npu_test":
         steps.append(("Prepare weights", "weights", 0.01))
     steps += [
-        ("Prepare GSM8K dataset", "dataset", 0.04),
+        (DATASET_STEPS.get(job.spec.algo, "Prepare GSM8K dataset"), "dataset", 0.04),
         (test_step_name(job.spec), "test", 0.58),
         ("Post Run actions/checkout@v4", "post", 0.01),
     ]

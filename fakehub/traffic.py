@@ -3,7 +3,8 @@
 Main-branch commits and pull-request pushes arrive as Poisson processes at the catalog's weekly
 rates (scaled by ``scale``, pull requests by ``pr_scale`` when given), clustered in verl's
 working hours, each with a commit title, an actor and a SHA drawn from the seed;
-``fakehub.history`` starts the workflows each one triggers.
+``fakehub.history`` starts the workflows each one triggers. A catalog may give its own
+``actors``, ``areas`` and ``topics`` in its ``traffic``; verl's are the lists below.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def pr_number(catalog: Catalog, at: datetime) -> int:
 def triggers(
     rng: Random,
     catalog: Catalog,
-    seed: int,
+    seed: int | str,
     scale: float,
     now: datetime,
     pr_scale: float | None = None,
@@ -141,11 +142,15 @@ def triggers(
     return out
 
 
-def trigger(rng: Random, catalog: Catalog, seed: int, event: str, at: datetime) -> Trigger:
-    """One push at ``at``: to main, or to a pull request's branch."""
-    number = pr_number(catalog, at) - (0 if event == "push" else rng.randrange(1, 60))
-    title = f"[{rng.choice(AREAS)}] {rng.choice(VERBS)}: {rng.choice(TOPICS)}"
-    actor = rng.choice(ACTORS)
+def trigger(rng: Random, catalog: Catalog, seed: int | str, event: str, at: datetime) -> Trigger:
+    """One push at ``at``: to main, or to a pull request's branch. ``seed``: the history's key
+    (``History.key``), which the SHA is made from."""
+    words = catalog.traffic
+    back = words.get("pr_spread", 60)  # a pushed PR was opened up to this many numbers ago
+    number = pr_number(catalog, at) - (0 if event == "push" else rng.randrange(1, back))
+    area = rng.choice(words.get("areas", AREAS))
+    title = f"[{area}] {rng.choice(VERBS)}: {rng.choice(words.get('topics', TOPICS))}"
+    actor = rng.choice(words.get("actors", ACTORS))
     if event == "push":
         return Trigger(
             at,
