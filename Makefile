@@ -24,7 +24,7 @@ demo: $(STAMP)
 
 # Every test, on every core (pytest-xdist; tests of one xdist_group share a worker), then the
 # 15 slowest with their times.
-SOURCES := analytics bench ciflake collector dashboard fakehub migrations store tests
+SOURCES := analytics bench ciflake collector dashboard fakehub migrations reports store tests
 
 test: $(STAMP)
 	$(PY) -m compileall -q $(SOURCES)

@@ -19,6 +19,7 @@ from scipy.special import gammaln
 from analytics.evidence import NO_LOG, describe, known_share
 from analytics.outcomes import in_scope
 from analytics.rates import OUTCOMES, add_rates, stability, verdict_label
+from store.project import Analysis
 from store.vocabulary import RED_OUTCOMES
 
 SIDES = ("before", "after", "first")
@@ -93,7 +94,7 @@ def rows_around(
 
 
 def event_windows(
-    runs: pd.DataFrame, pairs: pd.DataFrame, window_days: int = 14, first_runs: int = 10
+    runs: pd.DataFrame, pairs: pd.DataFrame, window_days: int, first_runs: int
 ) -> pd.DataFrame:
     """Runs tagged with each (event, lineage) ``pair`` they fall around, one row per run and
     side: before = [date - W, date), after = [date, date + W), first = the first N
@@ -127,19 +128,20 @@ def _scoped_windows(
 def before_after(
     runs: pd.DataFrame,
     events: pd.DataFrame,
+    analysis: Analysis,
     *,
-    window_days: int = 14,
-    first_runs: int = 10,
+    default_branch: str,
     scope: str = "default",
-    default_branch: str = "main",
-    min_runs: int = 5,
     lineages: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """One row per (event, lineage): event_date, event_pr, event_title, event_kind, lineage,
     scope, window_days; for each side in before / after / first the columns ``<side>_<c>`` for
     c in runs (= pass + flaky + fail), pass, flaky, fail, excluded, success_rate(_low, _high),
     eventual_success(_low, _high), flake_rate(_low, _high), enough_data; then ``p_value``
-    (before vs after) and ``first_p_value`` (before vs the first N)."""
+    (before vs after) and ``first_p_value`` (before vs the first N). W, N and the runs a
+    side needs for a verdict are ``analysis``'s window_days, first_runs and min_runs."""
+    window_days, first_runs = analysis.window_days, analysis.first_runs
+    min_runs = analysis.min_runs
     pairs, tagged = _scoped_windows(
         runs, events, lineages, scope, default_branch, window_days, first_runs
     )
@@ -184,7 +186,7 @@ def _log_choose(n: int | np.ndarray, k: int | np.ndarray) -> np.ndarray:
 SIGNIFICANT = 0.05  # a before/after p-value under this is a "significant change"
 
 
-def headline(rows: pd.DataFrame, window_days: int, min_runs: int = 5) -> str:
+def headline(rows: pd.DataFrame, analysis: Analysis) -> str:
     """One sentence on an event's before/after, from its rows of ``before_after`` (one per
     lineage it touches), e.g. "#7357: successors 0.82 [0.73, 0.88] n=99 in the 14 days after,
     vs predecessors 0.92 [0.75, 0.98] n=25 in the 14 days before; no significant change
@@ -193,6 +195,7 @@ def headline(rows: pd.DataFrame, window_days: int, min_runs: int = 5) -> str:
     rate and its Wilson interval are of the pooled counts and p is the Fisher test of the
     pooled counts, never an average of rates. A side under ``min_runs`` runs has "not enough
     data" and the sentence no verdict; "significant" only when p < 0.05, with its direction."""
+    window_days, min_runs = analysis.window_days, analysis.min_runs
     if rows.empty:
         return f"No runs in the {window_days} days either side."
     first = rows.iloc[0]
@@ -248,10 +251,10 @@ def fisher_p_values(table: pd.DataFrame, left: str, right: str) -> np.ndarray:
 def category_shift(
     runs: pd.DataFrame,
     events: pd.DataFrame,
+    analysis: Analysis,
     *,
-    window_days: int = 14,
+    default_branch: str,
     scope: str = "default",
-    default_branch: str = "main",
     lineages: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """The mix of failure categories of red logical runs (fail or flaky) in the W days before
@@ -259,6 +262,7 @@ def category_shift(
     columns, lineage, failure_category, ``<side>_count``, ``<side>_share`` (of the side's red
     runs), ``<side>_per_run`` (of its non-excluded runs), ``shift`` = after - before share.
     ``runs`` need failure_category (a red run without one counts as ``unknown``)."""
+    window_days = analysis.window_days
     pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, window_days, 0)
     tagged = tagged[tagged["logical_outcome"] != "excluded"]
     tagged = tagged.assign(red=tagged["logical_outcome"].isin(RED_OUTCOMES))
@@ -294,10 +298,10 @@ def with_basis(table: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
 def basis_mix(
     runs: pd.DataFrame,
     events: pd.DataFrame,
+    analysis: Analysis,
     *,
-    window_days: int = 14,
+    default_branch: str,
     scope: str = "default",
-    default_branch: str = "main",
     lineages: Sequence[str] | None = None,
     per_lineage: bool = True,
 ) -> pd.DataFrame:
@@ -308,6 +312,7 @@ def basis_mix(
     without red runs) and ``<side>_basis`` (analytics.evidence.describe). ``runs`` need
     failure_basis; a red run without one counts as "unknown: no log", as category_shift
     counts it ``unknown``."""
+    window_days = analysis.window_days
     pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, window_days, 0)
     by_event = pairs.groupby(["event_date", "event_title"], sort=False).ngroup()
     pairs = pairs.assign(group=pairs["pair"] if per_lineage else by_event)

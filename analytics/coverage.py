@@ -47,7 +47,7 @@ def coverage_diff(
     events: pd.DataFrame,
     renames: Mapping[str, Mapping[str, str]],
     *,
-    window_days: int = 14,
+    window_days: int,
     kinds: tuple[str, ...] = MIGRATION_KINDS,
 ) -> pd.DataFrame:
     """One row per (event, lineage, job) for the events of ``kinds``: event_date, event_pr,

@@ -1,12 +1,14 @@
 """Works elsewhere (PyTorch HUD): a failure whose job went green on another runner at about
 the same time points at the runner, not at the code. The one definition, shared by the
-dashboard's Runners page and the environment table (docs/vocabulary.md)."""
+dashboard's Runners page, the runner-pools report and the environment table
+(docs/vocabulary.md); and runner pools, read from the jobs' stored labels."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from analytics.rates import rank_by_lower_bound, stability
 from store.vocabulary import GREEN_OUTCOMES
 
 JOB_KEYS = ["workflow_path", "logical_job"]
@@ -73,3 +75,37 @@ def works_elsewhere(failed: pd.DataFrame, by: str) -> pd.DataFrame:
         .agg(failed_jobs=("works_elsewhere", "size"), works_elsewhere=("works_elsewhere", "mean"))
         .reset_index()
     )
+
+
+NO_RUNNER = "(no runner)"
+NO_RUNNER_NAME = "(none)"
+
+
+def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
+    """``runner_pool``: the job's runner labels (a tuple, store.frame_queries) joined by "+"; "(no
+    runner)" when it never ran. Computed once per distinct label set."""
+    codes, distinct = pd.factorize(jobs["labels"])
+    names = np.array([*("+".join(labels) or NO_RUNNER for labels in distinct), NO_RUNNER])
+    return jobs.assign(
+        runner_pool=names[codes],  # code -1 (no labels) picks the last name
+        runner_name=jobs["runner_name"].fillna(NO_RUNNER_NAME),
+    )
+
+
+def runner_rates(
+    placed: pd.DataFrame, flagged: pd.DataFrame, by: str, min_runs: int
+) -> pd.DataFrame:
+    """Stability of logical jobs per ``by`` (runner_pool or runner_name), with failed_jobs and
+    works_elsewhere, ranked by the Wilson lower bound of the fail rate. ``placed``: logical
+    jobs with_runner_pool; ``flagged``: failed_elsewhere of the same jobs by ``by``."""
+    table = stability(placed, [by], min_runs)
+    if by == "runner_name":
+        flagged = flagged.assign(runner_name=flagged[by].fillna(NO_RUNNER_NAME))
+    table = table.merge(works_elsewhere(flagged, by), on=by, how="left")
+    table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
+    table = table.assign(
+        fail_rate=1 - table["success_rate"],
+        fail_rate_low=1 - table["success_rate_high"],
+        fail_rate_high=1 - table["success_rate_low"],
+    )
+    return rank_by_lower_bound(table, "fail_rate")

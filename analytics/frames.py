@@ -38,8 +38,8 @@ from store.frame_queries import (
     load_runs,
     run_outcomes,
 )
+from store.project import Project
 from store.runfilter import RunFilter
-from store.settings import Config
 
 # What a logical job carries of its run; a lean run frame has no repo nor workflow_name.
 RUN_CONTEXT = [
@@ -64,7 +64,7 @@ def failures_frame(engine: Engine, where: RunFilter, *, lean: bool = False) -> p
 
 def logical_run_frame(
     engine: Engine,
-    config: Config,
+    project: Project,
     where: RunFilter,
     *,
     lean: bool = False,
@@ -73,9 +73,9 @@ def logical_run_frame(
     """The logical runs of ``where`` with lineage, tags, failure category and basis; red runs
     in a configured ``[[invalid_windows]]`` are ``ci_config``. ``failures``: failures_frame of
     the same filter, when the caller has it already."""
-    workflows = workflow_table(config.workflows)
-    windows = invalid_window_table(config.invalid_windows)
-    if derived.is_current(engine, where.repo, config.job_name_strip):
+    workflows = workflow_table(project.workflows)
+    windows = invalid_window_table(project.invalid_windows)
+    if derived.is_current(engine, where.repo, project.job_name_strip):
         frame = attach_lineage(_as_computed(derived_runs(engine, where, lean=lean)), workflows)
         failure = [c for c in DERIVED_RUN_COLUMNS if c.startswith("failure_")]
         frame = frame[[c for c in frame.columns if c not in failure] + failure]
@@ -94,7 +94,7 @@ def logical_run_frame(
 
 def logical_job_frame(
     engine: Engine,
-    config: Config,
+    project: Project,
     where: RunFilter,
     runs: pd.DataFrame,
     *,
@@ -106,8 +106,8 @@ def logical_job_frame(
     configured invalid window). ``runs``:
     logical_run_frame of the same filter; ``failures`` as there."""
     context = runs[[c for c in RUN_CONTEXT if c in runs.columns]]
-    windows = invalid_window_table(config.invalid_windows)
-    if derived.is_current(engine, where.repo, config.job_name_strip):
+    windows = invalid_window_table(project.invalid_windows)
+    if derived.is_current(engine, where.repo, project.job_name_strip):
         stored = derived_jobs(engine, where, lean=lean)
         jobs = context.merge(_as_computed(stored), on="run_id", how="inner")
         if lean:  # as the raw rows give them: pages read no job times
@@ -121,7 +121,7 @@ def logical_job_frame(
         attempts = load_jobs(engine, where)
     if failures is None:
         failures = failures_frame(engine, where, lean=lean)
-    jobs = logical_jobs(attempts, context, config.job_name_strip)
+    jobs = logical_jobs(attempts, context, project.job_name_strip)
     jobs = jobs.assign(category=job_categories(jobs, failures))
     return mark_invalid_windows(jobs, windows, category="category")
 

@@ -60,7 +60,7 @@ def outcome_counts(
     return counts.reset_index()
 
 
-def add_rates(counts: pd.DataFrame, min_runs: int = 5) -> pd.DataFrame:
+def add_rates(counts: pd.DataFrame, min_runs: int) -> pd.DataFrame:
     """``counts`` (outcome_counts) with every rate, its Wilson interval (``<rate>_low``,
     ``<rate>_high``), and ``enough_data`` (runs >= min_runs); rates are NaN when undefined."""
     # Numpy columns, joined once: row sums and column inserts on a frame cost a millisecond
@@ -76,7 +76,7 @@ def add_rates(counts: pd.DataFrame, min_runs: int = 5) -> pd.DataFrame:
     return pd.concat([counts, pd.DataFrame(columns, index=counts.index)], axis=1)
 
 
-def stability(frame: pd.DataFrame, by: Sequence[str], min_runs: int = 5) -> pd.DataFrame:
+def stability(frame: pd.DataFrame, by: Sequence[str], min_runs: int) -> pd.DataFrame:
     """Counts and rates of logical runs (or logical jobs) per group of ``by`` columns."""
     return add_rates(outcome_counts(frame, by), min_runs)
 
@@ -113,3 +113,12 @@ def verdict_label(table: pd.DataFrame, rate: str = "success_rate") -> pd.Series:
     )
     short = NOT_ENOUGH_DATA + " (n=" + table["runs"].astype(str) + ")"
     return text.where(table["enough_data"], short)
+
+
+FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames
+
+
+def flaky_table(jobs: pd.DataFrame, min_runs: int) -> pd.DataFrame:
+    """Logical jobs (per lineage) ranked by the Wilson lower bound of their flake rate: the
+    Flaky jobs page, ``ciflake export flaky-jobs`` and the summary's flaky list alike."""
+    return rank_by_lower_bound(stability(jobs, FLAKY_KEYS, min_runs), "flake_rate")

@@ -21,9 +21,9 @@ import pandas as pd
 from analytics.before_after import fisher_p_values
 from analytics.rates import stability, verdict_label
 from analytics.staleness import STALE, staleness
+from store.project import Analysis
 from store.vocabulary import RED_OUTCOMES
 
-RECENT_DAYS = 14  # [dashboard] recent_days of the verl defaults
 TREND_P = 0.05
 RETIRE_DAYS = 30  # a workflow that ran this close before a migration and never after: removed
 SPARK_BUCKETS = 24
@@ -89,10 +89,9 @@ def tile_table(
     by: str,
     reference: pd.Timestamp | None,
     events: pd.DataFrame,
+    analysis: Analysis,
     *,
-    recent_days: int = RECENT_DAYS,
-    stale_factor: float = 3.0,
-    min_runs: int = 5,
+    recent_days: int,
 ) -> pd.DataFrame:
     """One row per ``by`` value (workflow_path or lineage) of ``runs`` (logical runs in scope,
     with html_url): name, status, recent_days, the window's runs/pass/success_rate(_low,
@@ -102,24 +101,25 @@ def tile_table(
     retired_at, retired_by (the migration's PR) and successors."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status"])
-    return _Tiles(runs, reference, events, stale_factor).table(by, recent_days, min_runs)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor)
+    return tiles.table(by, recent_days, analysis.min_runs)
 
 
 def tile_tables(
     runs: pd.DataFrame,
     reference: pd.Timestamp | None,
     events: pd.DataFrame,
+    analysis: Analysis,
     *,
-    recent_days: int = RECENT_DAYS,
-    stale_factor: float = 3.0,
-    min_runs: int = 5,
+    recent_days: int,
 ) -> pd.DataFrame:
     """``tile_table`` by lineage, then by workflow_path, with ``level`` ("lineage" or
     "workflow"): what both levels share (the sorted runs, the retirements, each workflow's
     staleness) is computed once."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status", "level"])
-    tiles = _Tiles(runs, reference, events, stale_factor)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor)
+    min_runs = analysis.min_runs
     levels = (("lineage", "lineage"), ("workflow_path", "workflow"))
     return pd.concat(
         [tiles.table(by, recent_days, min_runs).assign(level=level) for by, level in levels],

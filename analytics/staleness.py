@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-STALE_FACTOR = 3.0  # [analytics] stale_factor of the verl defaults: silent for 3 usual gaps
 MIN_GAPS = 3  # fewer gaps between runs than this: no rhythm to miss, no verdict
 STALE, OK, NO_VERDICT = "STALE", "OK", "not enough data"
 COLUMNS = ["last_run_at", "usual_gap_hours", "gaps", "silent_hours", "status"]
@@ -21,7 +20,7 @@ def staleness(
     runs: pd.DataFrame,
     by: str,
     reference: pd.Timestamp | None,
-    stale_factor: float = STALE_FACTOR,
+    stale_factor: float,
     min_gaps: int = MIN_GAPS,
 ) -> pd.DataFrame:
     """One row per ``by`` value (workflow_path or lineage) of ``runs``: last_run_at,

@@ -344,8 +344,8 @@ def scale1_ready() -> Path:
     url = f"sqlite:///{SCALE1_DB}"
     engine = make_engine(url)
     upgrade(engine)
-    config = load_config(env={}, db_url=url)
-    derived.ensure_current(engine, config.repo, config.job_name_strip)
+    project = load_config(env={}, db_url=url).project()
+    derived.ensure_current(engine, project.repo, project.job_name_strip)
     engine.dispose()
     return SCALE1_DB
 

@@ -16,17 +16,20 @@ if TYPE_CHECKING:
     from ciflake.cli import State
 
 
-def _service_options(command: Any) -> Any:
+def _service_options(repo_help: str) -> Any:
     """--repo and --api-url, for the commands that talk to GitHub."""
-    command = click.option(
-        "--api-url",
-        metavar="URL",
-        help="GitHub API URL (default: $CIFLAKE_API_URL, else https://api.github.com; GitHub "
-        "Enterprise Server: https://HOST/api/v3); a fakehub URL works the same.",
-    )(command)
-    return click.option("--repo", metavar="OWNER/NAME", help="Repository (default: the config's).")(
-        command
-    )
+
+    def add(command: Any) -> Any:
+        command = click.option("--api-url", metavar="URL", help=API_URL_HELP)(command)
+        return click.option("--repo", metavar="OWNER/NAME", help=repo_help)(command)
+
+    return add
+
+
+API_URL_HELP = (
+    "GitHub API URL (default: $CIFLAKE_API_URL, else https://api.github.com; GitHub "
+    "Enterprise Server: https://HOST/api/v3); a fakehub URL works the same."
+)
 
 
 @click.command()
@@ -43,7 +46,7 @@ def _service_options(command: Any) -> Any:
     help="Ignore watermarks and ETags: list and re-fetch "
     "every run and its jobs (archived logs are kept).",
 )
-@_service_options
+@_service_options("Only this configured repository (default: every one, in turn).")
 @click.option("--no-logs", is_flag=True, help="Do not download logs of failed jobs.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar: only the one-line report.")
 @click.option(
@@ -91,7 +94,7 @@ def collect(
 
     lazy.lean_pandas()  # this process only collects
 
-    state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
+    state.overrides = {"api_url": api_url} if api_url else {}
     options_since = parse_datetime(since, "--since") if since else None
     config = state.config
     if reserve is not None:
@@ -105,6 +108,7 @@ def collect(
         quiet=quiet,
         once=once,
         max_requests=max_requests,
+        projects=config.select(repo),
     )
 
 
@@ -116,7 +120,8 @@ def reclassify(state: State) -> None:
     from collector.reclassify import reclassify_all
 
     engine = state.migrated_engine()
-    changed, total, version = reclassify_all(engine, state.config.job_name_strip)
+    config = state.config
+    changed, total, version = reclassify_all(engine, lambda r: config.project_for(r).job_name_strip)
     click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
 
 
@@ -127,7 +132,7 @@ def reclassify(state: State) -> None:
     help="Estimate the first backfill from DATE (default: as collect, 30 days before the "
     "earliest configured event).",
 )
-@_service_options
+@_service_options("A configured repository (default: the only one configured).")
 @click.pass_obj
 def doctor(state: State, since: str | None, repo: str | None, api_url: str | None) -> None:
     """Check ciflake against GitHub with about 20 requests (the count is printed), and estimate
@@ -147,17 +152,18 @@ def doctor(state: State, since: str | None, repo: str | None, api_url: str | Non
     from collector.sync import default_since
     from store.settings import parse_datetime
 
-    state.overrides = {k: v for k, v in {"repo": repo, "api_url": api_url}.items() if v}
-    start = parse_datetime(since, "--since") if since else default_since(state.config)
-    status = run_doctor(state.config, start, click.echo)
-    for line in refusal_lines(state):
+    state.overrides = {"api_url": api_url} if api_url else {}
+    project = state.config.project(repo)
+    start = parse_datetime(since, "--since") if since else default_since(state.config, project)
+    status = run_doctor(state.config, project, start, click.echo)
+    for line in refusal_lines(state, project.repo):
         click.echo(line)
     sys.exit(status)
 
 
-def refusal_lines(state: State) -> list[str]:
-    """What GitHub refused to earlier collects of the configured repository, as the database
-    recorded it; nothing when there is no database yet."""
+def refusal_lines(state: State, repo: str) -> list[str]:
+    """What GitHub refused to earlier collects of ``repo``, as the database recorded it;
+    nothing when there is no database yet."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from collector.sync_report import describe_refusal
@@ -165,7 +171,7 @@ def refusal_lines(state: State) -> list[str]:
     from store.engine import DatabaseURLError
 
     try:
-        rows = retries.listed(state.engine(read_only=True), state.config.repo)
+        rows = retries.listed(state.engine(read_only=True), repo)
     except (
         SQLAlchemyError,
         DatabaseURLError,

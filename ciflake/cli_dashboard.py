@@ -54,21 +54,25 @@ def _serve_dashboard(db_url: str, host: str, port: int, config_path: str | None)
 @click.option("--no-dashboard", is_flag=True, help="Stop after the collect.")
 @click.pass_obj
 def demo(state: State, port: int | None, no_dashboard: bool) -> None:
-    """Start fakehub (a local GitHub replica with a simulated verl history), collect it into
-    a demo database (default sqlite:///ciflake-demo.db, or --db), then serve the dashboard.
+    """Start fakehub (a local GitHub replica with the simulated histories of verl and of its
+    recipes repository), collect both into a demo database (default sqlite:///ciflake-demo.db,
+    or --db), then serve the dashboard; the sidebar's Repository switches between them.
 
-    No token and no network needed. Running it again is incremental.
+    No token and no network needed. Running it again is incremental. The two repositories are
+    those of the demo's own configuration (ciflake/demo.toml), whatever --config says.
     """
-    from ciflake.demo import DEMO_DB_URL, DEMO_SEED, collect_demo
+    from ciflake.demo import DEMO_DB_URL, DEMO_SEED, collect_demo, demo_config, demo_config_path
     from store.engine import safe_url
 
     db_url = state.db_url or DEMO_DB_URL
     state.db_url = db_url
-    with collect_demo(state.config, state.migrated_engine()) as (hub, report):
-        click.echo(f"fakehub: {hub.base_url} (simulated verl history, seed {DEMO_SEED})")
-        click.echo(f"collect: {report.line()}")
+    config = demo_config(db_url)
+    with collect_demo(config, state.migrated_engine()) as (hub, reports):
+        click.echo(f"fakehub: {hub.base_url} (simulated histories, seed {DEMO_SEED})")
+        for repo, report in reports:
+            click.echo(f"collect: {repo}: {report.line()}")
         click.echo(f"database: {safe_url(db_url)}")
         if no_dashboard:
             return
-        config = state.config
-        _serve_dashboard(db_url, config.dashboard_host, port or config.dashboard_port, None)
+        port = port or config.dashboard_port
+        _serve_dashboard(db_url, config.dashboard_host, port, demo_config_path())

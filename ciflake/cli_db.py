@@ -52,15 +52,17 @@ def db_upgrade(state: State) -> None:
 def db_rebuild(state: State, check: bool) -> None:
     """Recompute the derived tables (logical runs and jobs) from the stored runs, jobs and
     failures, then check them against a fresh computation. The collector keeps them current;
-    run this after editing `[analytics] job_name_strip` (the dashboard reads the raw rows, more
+    run this after editing a repository's `job_name_strip` (the dashboard reads the raw rows, more
     slowly, until then) or to verify a database."""
     from analytics import derived
 
     engine = state.engine() if check else state.migrated_engine()
-    strip = state.config.job_name_strip
     if not check:
         _rebuild(state, engine, only_stale=False)
-    found = {repo: derived.differences(engine, repo, strip) for repo in _repositories(engine)}
+    found = {
+        repo: derived.differences(engine, repo, _strip(state, repo))
+        for repo in _repositories(engine)
+    }
     bad = {repo: diff for repo, diff in found.items() if diff}
     for repo, diff in bad.items():
         rows = ", ".join(f"{table} {count} rows" for table, count in diff.items())
@@ -76,6 +78,11 @@ def _repositories(engine: Engine) -> list[str]:
     return repositories(engine)
 
 
+def _strip(state: State, repo: str) -> str:
+    """``repo``'s job-name rule: its own when configured, else [analytics] job_name_strip."""
+    return state.config.project_for(repo).job_name_strip
+
+
 def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
     """Rebuild each repository's derived tables (``only_stale``: those not current), with a
     progress bar over its runs."""
@@ -86,8 +93,8 @@ def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
     from analytics import derived
     from store.derived import run_ids
 
-    strip = state.config.job_name_strip
     for repo in _repositories(engine):
+        strip = _strip(state, repo)
         if only_stale and derived.is_current(engine, repo, strip):
             continue
         total = len(run_ids(engine, repo))

@@ -21,16 +21,21 @@ def events() -> None:
     """Dated CI changes (migrations, fixes, config and image changes) drawn on every chart."""
 
 
+REPO_HELP = "A configured repository (default: the only one configured)."
+
+
 @events.command("list")
+@click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
 @click.pass_obj
-def events_list(state: State) -> None:
-    """List the change events: those of the config file and those added or detected."""
+def events_list(state: State, repo: str | None) -> None:
+    """List a repository's change events: those of the config file and those added or
+    detected."""
     from rich.console import Console
     from rich.table import Table
 
     from store.events import all_events
 
-    rows = all_events(state.config, state.engine() if _db_exists(state) else None)
+    rows = all_events(state.config.project(repo), state.engine() if _db_exists(state) else None)
     table = Table("date (UTC)", "PR", "kind", "source", "title", box=None, pad_edge=False)
     for event in rows:
         table.add_row(
@@ -48,16 +53,20 @@ def events_list(state: State) -> None:
 @click.argument("title")
 @click.option("--pr", type=int, help="The pull request that made the change.")
 @click.option("--kind", type=click.Choice(EVENT_KINDS), default="config", show_default=True)
+@click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
 @click.pass_obj
-def events_add(state: State, date: str, title: str, pr: int | None, kind: str) -> None:
+def events_add(
+    state: State, date: str, title: str, pr: int | None, kind: str, repo: str | None
+) -> None:
     """Record a change event on DATE (YYYY-MM-DD or ISO-8601 UTC) with a TITLE."""
     from store.events import add_event
     from store.settings import ConfigError, parse_datetime
 
+    project = state.config.project(repo)
     when = parse_datetime(date, "DATE")
     if when > datetime.now(UTC):
         raise ConfigError(f"DATE {date!r} is in the future")
-    created = add_event(state.migrated_engine(), state.config.repo, when, title, pr, kind)
+    created = add_event(state.migrated_engine(), project.repo, when, title, pr, kind)
     click.echo(("added" if created else "already recorded") + f": {when:%Y-%m-%d} {title}")
 
 

@@ -13,6 +13,8 @@ import click
 if TYPE_CHECKING:
     from ciflake.cli import State
 
+REPO_HELP = "A configured repository (default: the only one configured)."
+
 
 @click.command()
 @click.option("--pr", type=int, metavar="N", help="The migration made by PR N (default: latest).")
@@ -25,8 +27,11 @@ if TYPE_CHECKING:
     help="Failures of runs created since then (UTC).",
 )
 @click.option("--post", is_flag=True, help="Create or edit the one summary comment on GitHub.")
+@click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
 @click.pass_obj
-def summary(state: State, pr: int | None, issue: int | None, since: str, post: bool) -> None:
+def summary(
+    state: State, pr: int | None, issue: int | None, since: str, post: bool, repo: str | None
+) -> None:
     """Markdown about a migration: successors vs predecessors, their first runs, failures since
     --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), coverage lost, stale workflows, freshness.
 
@@ -35,16 +40,17 @@ def summary(state: State, pr: int | None, issue: int | None, since: str, post: b
     backfill) has not yet listed the days the summary reads, --post posts nothing and says
     what is missing; the printed Markdown says it too.
     """
-    from collector.summary import run_summary
+    from ciflake.summary import run_summary
     from store.events import all_events
     from store.settings import ConfigError
 
     if pr is not None and issue is not None:
         raise ConfigError("give --pr or --issue, not both")
-    engine = state.migrated_engine()
-    events = all_events(state.config, engine)
+    config, engine = state.config, state.migrated_engine()
+    project = config.project(repo)
+    events = all_events(project, engine)
     click.echo(
-        run_summary(state.config, engine, events, pr=pr, issue=issue, since=since, post=post)
+        run_summary(config, project, engine, events, pr=pr, issue=issue, since=since, post=post)
     )
 
 
@@ -56,13 +62,13 @@ def schedule(state: State) -> None:
 
     SIGTERM or Ctrl-C lets the running job finish, then exits 0. Logs go to stderr.
     """
+    from ciflake.schedule import run_schedule
     from collector import lazy
-    from collector.schedule import run_schedule
     from store.events import all_events
 
     lazy.lean_pandas()  # collects and summaries: no dashboard in this process
     config, engine = state.config, state.migrated_engine()
-    run_schedule(config, engine, lambda: all_events(config, engine))
+    run_schedule(config, engine, lambda project: all_events(project, engine))
 
 
 # ---- export ---------------------------------------------------------------------------------
@@ -81,13 +87,14 @@ def schedule(state: State) -> None:
     type=click.Choice(["default", "pr", "all"]),
     default="default",
     show_default=True,
-    help="flaky, before-after, health: default-branch runs, pull-request runs, or both.",
+    help="Default-branch runs, pull-request runs, or both (the dashboard's Scope).",
 )
 @click.option(
     "--category",
     metavar="C",
-    help="runs, jobs, failures, signatures: only this failure category (oom, npu_env, ...).",
+    help="runs, jobs, failures, signatures, verdicts: only this failure category (oom, ...).",
 )
+@click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
 @click.pass_obj
 def export(
     state: State,
@@ -98,16 +105,22 @@ def export(
     workflows: tuple[str, ...],
     scope: str,
     category: str | None,
+    repo: str | None,
 ) -> None:
-    """Write TABLE (runs, jobs, failures, signatures, flaky, before-after, health) as CSV with
-    a fixed column order (README: "ciflake export")."""
-    from ciflake.export import check_table, export_table, parse_range, write_csv
-    from store.runfilter import RunFilter
+    """Write TABLE as CSV with a fixed column order, the file the dashboard's Export page
+    downloads for the same filters (docs/commands.md, "ciflake export").
+
+    TABLE: runs, jobs, failures, signatures, flaky-jobs, verdicts, before-after,
+    coverage-lost, changepoints, runner-pools, health.
+    """
+    from analytics.spreadsheet import csv_bytes
+    from reports.query import Query
+    from reports.tables import build, check_table, parse_range, write_csv
 
     check_table(table, category)
     start, end = parse_range(since, until)
-    where = RunFilter(state.config.repo, start, end, workflows)
-    engine = state.engine(read_only=True)
-    frame = export_table(engine, state.config, table, where, scope, category)
-    write_csv(frame, out_path)
+    project = state.config.project(repo)
+    query = Query(start, end, workflows, scope, category)
+    frame = build(state.engine(read_only=True), project, table, query)
+    write_csv(csv_bytes(frame), out_path)
     click.echo(f"{out_path}: {len(frame)} rows")

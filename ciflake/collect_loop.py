@@ -9,8 +9,9 @@ import click
 from sqlalchemy import Engine
 
 from collector.client import CollectError
-from collector.once import collect_once
+from collector.once import collect_all
 from collector.sync_report import CollectOptions
+from store.project import Project
 from store.settings import Config, ConfigError
 
 
@@ -24,7 +25,9 @@ def run_collect(
     quiet: bool,
     once: bool,
     max_requests: int | None = None,
+    projects: tuple[Project, ...] | None = None,
 ) -> None:
+    """Collect ``projects`` (default: every configured repository) and print one line each."""
     if config.token is None and "api.github.com" in config.api_url:
         click.echo("warning: no token (GITHUB_TOKEN); GitHub allows 60 requests an hour", err=True)
     options = CollectOptions(
@@ -32,10 +35,11 @@ def run_collect(
     )
     while True:
         try:
-            report = collect_once(config, engine, options)
+            reports = collect_all(config, engine, options, projects)
         except CollectError as exc:
             raise ConfigError(f"collect stopped: {exc}") from None
-        click.echo(f"{config.repo}: {report.line()}")
+        for repo, report in reports:
+            click.echo(f"{repo}: {report.line()}")
         if once:
             return
         time.sleep(config.interval_minutes * 60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from store.engine import safe_url
+from store.project import Project
 from store.settings import Config
 
 
@@ -10,7 +11,6 @@ def render_config(config: Config) -> str:
     lines = [
         f"# effective configuration (source: {config.source})",
         "[github]",
-        f'repo = "{config.repo}"',
         f'api_url = "{config.api_url}"',
         f'token = "{"set" if config.token else "unset"}"  # from {config.token_source}'
         if config.token
@@ -25,38 +25,56 @@ def render_config(config: Config) -> str:
         f"since_days_before_first_event = {config.since_days_before_first_event}",
         f"log_workers = {config.log_workers}",
         f"window_days = {config.collect_window_days}",
+        f"reserve = {config.collect_reserve}",
         "",
         "[summary]",
         f'nightly_at = "{config.summary_nightly_at}"',
-        f"pr = {config.summary_pr}",
         "",
-        "[analytics]",
-        f"window_days = {config.window_days}",
-        f"first_runs = {config.first_runs}",
-        f"min_runs = {config.min_runs}",
-        f'default_branch = "{config.default_branch}"',
-        f"job_name_strip = '{config.job_name_strip}'",
-        f"stale_factor = {config.stale_factor}",
+        "[dashboard]",
+        f'host = "{config.dashboard_host}"',
+        f"port = {config.dashboard_port}",
+        f"recent_days = {config.dashboard_recent_days}",
         "",
     ]
-    for wf in config.workflows:
+    for project in config.projects:
+        lines += _project_lines(project)
+    return "\n".join(lines)
+
+
+def _project_lines(project: Project) -> list[str]:
+    """One [[repositories]] entry with every setting spelled out, as the commands use it."""
+    analysis = project.analysis
+    lines = [
+        "[[repositories]]",
+        f'repo = "{project.repo}"',
+        f'default_branch = "{project.default_branch}"',
+        f"job_name_strip = '{project.job_name_strip}'",
+        f"window_days = {analysis.window_days}",
+        f"first_runs = {analysis.first_runs}",
+        f"min_runs = {analysis.min_runs}",
+        f"stale_factor = {analysis.stale_factor}",
+        f"summary_pr = {project.summary_pr}" if project.summary_pr else "# no summary_pr",
+        "",
+    ]
+    for wf in project.workflows:
         tags = ", ".join(f'"{t}"' for t in wf.tags)
         lines += [
-            "[[workflows]]",
+            "[[repositories.workflows]]",
             f'path = "{wf.path}"',
             f"tags = [{tags}]",
             f'accelerator = "{wf.accelerator}"',
             f'lineage = "{wf.lineage}"',
             "",
         ]
-    for ev in config.events:
+    for ev in project.events:
         lines += [
-            "[[events]]",
+            "[[repositories.events]]",
             f'date = "{ev.date:%Y-%m-%dT%H:%M:%SZ}"',
             f"pr = {ev.pr}" if ev.pr else "# no PR",
             f'kind = "{ev.kind}"',
             f'title = "{ev.title}"',
             "",
         ]
-    lines.append(f"# {len(config.invalid_windows)} known invalid-workflow windows")
-    return "\n".join(lines)
+    lines.append(f"# {len(project.invalid_windows)} known invalid-workflow windows")
+    lines.append("")
+    return lines

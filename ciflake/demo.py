@@ -1,19 +1,21 @@
-"""``ciflake demo``: fakehub + collect + dashboard on one machine, with nothing to configure."""
+"""``ciflake demo``: fakehub + collect + dashboard on one machine, with nothing to configure:
+two simulated repositories (verl and its recipes repository), as ``demo.toml`` tracks them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 
 from sqlalchemy import Engine
 
-from collector.once import collect_once
+from collector.once import collect_all
 from collector.sync_report import CollectOptions, CollectReport
 from fakehub.child import ChildHub, spawned
 from fakehub.history import today
-from store.settings import Config
+from store.settings import Config, load_config
 
 DEMO_DB_URL = "sqlite:///ciflake-demo.db"
 DEMO_SEED = 1
@@ -29,6 +31,15 @@ DEMO_PR_SCALE = 0.1
 DEMO_SINCE = datetime(2026, 5, 1, tzinfo=UTC)
 
 
+def demo_config_path() -> str:
+    """The demo's configuration: verl (built in) and verl-recipe, as fakehub simulates them."""
+    return str(resources.files("ciflake").joinpath("demo.toml"))
+
+
+def demo_config(db_url: str | None = None) -> Config:
+    return load_config(demo_config_path(), db_url=db_url, env={})
+
+
 def demo_database(directory: Path, end: datetime | None = None) -> str:
     """The demo's database in ``directory``, made as ``ciflake demo --no-dashboard`` makes it
     (the tests' and the screenshots' demo); its URL. ``end``: the simulation's last day
@@ -36,12 +47,11 @@ def demo_database(directory: Path, end: datetime | None = None) -> str:
     day)."""
     from store.engine import make_engine
     from store.migrate import upgrade
-    from store.settings import load_config
 
     url = f"sqlite:///{directory / 'ciflake-demo.db'}"
     engine = make_engine(url)
     upgrade(engine)
-    with collect_demo(load_config(env={}, db_url=url), engine, quiet=True, end=end):
+    with collect_demo(demo_config(url), engine, quiet=True, end=end):
         pass
     engine.dispose()
     return url
@@ -50,10 +60,10 @@ def demo_database(directory: Path, end: datetime | None = None) -> str:
 @contextmanager
 def collect_demo(
     config: Config, engine: Engine, *, quiet: bool = False, end: datetime | None = None
-) -> Iterator[tuple[ChildHub, CollectReport]]:
-    """Start fakehub with the demo's seed and volume in a child process, collect its history
-    since DEMO_SINCE into ``engine`` (incrementally when run again), and keep fakehub up while
-    the caller runs, so that links to jobs keep working."""
+) -> Iterator[tuple[ChildHub, list[tuple[str, CollectReport]]]]:
+    """Start fakehub with the demo's seed and volume in a child process, collect the history
+    of every repository of ``config`` since DEMO_SINCE into ``engine`` (incrementally when run
+    again), and keep fakehub up while the caller runs, so that links to jobs keep working."""
     with spawned(
         seed=DEMO_SEED,
         scale=DEMO_SCALE,
@@ -61,6 +71,6 @@ def collect_demo(
         end=end or today(),
         rate_limit=DEMO_RATE_LIMIT,
     ) as hub:
-        demo_config = config.with_overrides(api_url=hub.base_url, token=hub.token)
-        report = collect_once(demo_config, engine, CollectOptions(since=DEMO_SINCE, quiet=quiet))
-        yield hub, report
+        hub_config = config.with_overrides(api_url=hub.base_url, token=hub.token)
+        options = CollectOptions(since=DEMO_SINCE, quiet=quiet)
+        yield hub, collect_all(hub_config, engine, options)

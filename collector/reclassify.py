@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,17 +29,19 @@ def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None]]:
         yield job, None
 
 
-def _save(writer: Session, rows: list[dict[str, Any]], job_name_strip: str) -> None:
+def _save(writer: Session, rows: list[dict[str, Any]], strip_of: Callable[[str], str]) -> None:
     with writer.begin():
         upsert(writer, Failure, rows)
-        run_ids = sorted({row["run_id"] for row in rows})
-        derived.refresh(writer.connection(), run_ids, job_name_strip)
+        repos = bookkeeping.repo_of_runs(writer, sorted({row["run_id"] for row in rows}))
+        for repo in sorted(set(repos.values())):
+            run_ids = sorted(run for run, of in repos.items() if of == repo)
+            derived.refresh(writer.connection(), run_ids, strip_of(repo))
 
 
-def reclassify_all(engine: Engine, job_name_strip: str) -> tuple[int, int, str]:
+def reclassify_all(engine: Engine, strip_of: Callable[[str], str]) -> tuple[int, int, str]:
     """Classify every failed job again, and the derived rows of their runs in the same
-    transactions. Returns (failures whose category, rule or signature changed, total, rules
-    version)."""
+    transactions, each repository's with its job-name rule ``strip_of(repo)``. Returns
+    (failures whose category, rule or signature changed, total, rules version)."""
     changed = total = 0
     now = datetime.now(UTC)
     pending: list[dict[str, Any]] = []
@@ -58,7 +60,7 @@ def reclassify_all(engine: Engine, job_name_strip: str) -> tuple[int, int, str]:
             pending.append(failure_row(job.run_id, job.run_attempt, job.id, result, now))
             total += 1
             if len(pending) >= FLUSH_EVERY:
-                _save(writer, pending, job_name_strip)
+                _save(writer, pending, strip_of)
                 pending = []
-        _save(writer, pending, job_name_strip)
+        _save(writer, pending, strip_of)
     return changed, total, RULES_VERSION

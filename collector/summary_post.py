@@ -23,10 +23,10 @@ from collector.client import (
     Forbidden,
     GitHubClient,
 )
-from collector.summary_render import MARKER
 from store.models import PostedComment
 from store.settings import parse_datetime
 from store.upsert import upsert
+from store.vocabulary import SUMMARY_MARKER as MARKER
 
 ACTIONS_BOT = "github-actions[bot]"  # who a workflow's GITHUB_TOKEN comments as
 INTEGRATION = "not accessible by integration"  # GitHub's 403 to GET /user for such a token

@@ -2,7 +2,7 @@
 
 A workflow's first collect is a backfill: it lists windows of `[collect] window_days`, those
 around the configured events first, for every workflow, then the rest newest first
-(collector.backfill), and records each window once processed. Later collects list runs created
+(store.backfill), and records each window once processed. Later collects list runs created
 since (watermark - trailing window). Either way, each run listed is compared with what is stored,
 and for every new or changed run the jobs of all its attempts and the logs of its failed jobs are
 fetched. Runs are processed oldest first in batches; each batch (runs, attempts, jobs, logs,
@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from collector import backfill, lazy
+from collector import lazy
 from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound, ResourceError
 from collector.logs import LogFetcher
 from collector.payloads import parse_time, run_fingerprint
@@ -42,9 +42,10 @@ from collector.runs import (
 from collector.sync_batch import BatchStage
 from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import save_state
-from store import bookkeeping, retries
+from store import backfill, bookkeeping, retries
 from store import derived as derived_rows
 from store.models import SyncLog, SyncState
+from store.project import Project
 from store.settings import Config
 
 BATCH_RUNS = 25
@@ -52,9 +53,9 @@ REPO_STATE_ID = 0  # sync_state row of the repository itself: the workflow list'
 COST_PER_RUN = 4.0  # requests a run costs before any was measured (jobs, annotations, logs)
 
 
-def default_since(config: Config) -> datetime:
+def default_since(config: Config, project: Project) -> datetime:
     """Far enough back that every before/after window of the configured events is covered."""
-    first = min((e.date for e in config.events), default=datetime.now(UTC))
+    first = min((e.date for e in project.events), default=datetime.now(UTC))
     return first - timedelta(days=config.since_days_before_first_event)
 
 
@@ -62,28 +63,30 @@ class Collector:
     def __init__(
         self,
         config: Config,
+        project: Project,
         engine: Engine,
         client: GitHubClient,
         options: CollectOptions,
         progress: CollectProgress,
     ) -> None:
         self.config = config
-        self.repo = config.repo
+        self.project = project
+        self.repo = project.repo
         self.engine = engine
         self.client = client
         self.options = options
         self.progress = progress
         self.report = CollectReport()
-        self.fetcher = LogFetcher(client, config.repo, config.log_workers)
+        self.fetcher = LogFetcher(client, project.repo, config.log_workers)
         self.batches = BatchStage(
-            config.repo,
+            project.repo,
             engine,
             client,
             options,
             progress,
             self.report,
             self.fetcher,
-            config.job_name_strip,
+            project.job_name_strip,
         )
         self._done: dict[int, list[backfill.Span]] = {}  # spans each backfill has listed
         self._tracked: list[int] = []  # ids of the tracked workflows GitHub knows
@@ -113,7 +116,7 @@ class Collector:
     def _collect(self) -> None:
         # a new database, a new version of ciflake or a new job-name rule: derived tables
         # computed before any batch adds its rows to them
-        strip = self.config.job_name_strip
+        strip = self.project.job_name_strip
         if not derived_rows.is_current(self.engine, self.repo, derived_rows.VERSION, strip):
             lazy.derived().ensure_current(self.engine, self.repo, strip)
         try:
@@ -168,7 +171,7 @@ class Collector:
             save_state(session, self.repo, REPO_STATE_ID, None, new_etags)
             stored = {wf.path: wf for wf in bookkeeping.stored_workflows(session, self.repo)}
         tracked = []
-        for wf_config in self.config.workflows:
+        for wf_config in self.project.workflows:
             wf = stored.get(wf_config.path)
             if wf is not None:
                 tracked.append({"id": wf.id, "path": wf.path})
@@ -244,7 +247,7 @@ class Collector:
     # ---- a first collect: a backfill ------------------------------------------------------
 
     def _floor(self) -> datetime:
-        return self.options.since or default_since(self.config)
+        return self.options.since or default_since(self.config, self.project)
 
     def _in_backfill(self, state: SyncState | None) -> bool:
         return self.options.full or state is None or state.window_start is None
@@ -290,7 +293,8 @@ class Collector:
         return complete, watermark
 
     def _plan(self, now: datetime, done: list[backfill.Span]) -> list[backfill.Window]:
-        focus = backfill.event_spans((e.date for e in self.config.events), self.config.window_days)
+        events = (e.date for e in self.project.events)
+        focus = backfill.event_spans(events, self.project.analysis.window_days)
         size = timedelta(days=self.config.collect_window_days)
         return backfill.plan(self._floor(), now, done, focus, size)
 
@@ -426,13 +430,15 @@ def _reason(exc: BaseException) -> str:
 
 def collect(
     config: Config,
+    project: Project,
     engine: Engine,
     client: GitHubClient,
     options: CollectOptions,
     progress: CollectProgress | None = None,
 ) -> CollectReport:
-    """Run one collect; the database must be migrated. Raises ``CollectError`` with a one-line
-    message when it cannot go on (bad token, a wait longer than allowed, ...)."""
+    """Run one collect of ``project``'s repository; the database must be migrated. Raises
+    ``CollectError`` with a one-line message when it cannot go on (bad token, a wait longer
+    than allowed, ...)."""
     progress = progress or CollectProgress(enabled=not options.quiet)
     with progress:
-        return Collector(config, engine, client, options, progress).run()
+        return Collector(config, project, engine, client, options, progress).run()

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from collector import backfill
+from store import backfill
 from store.models import SyncState
 from store.upsert import upsert
 

@@ -24,10 +24,10 @@ if problem is not None:
     st.stop()
 
 repos = shared.repositories(config.database_url)
-default_repo = config.repo if config.repo in repos else repos[0]
+default_repo = next((r for r in config.repos if r in repos), repos[0])
 repo = st.session_state.get("repo", default_repo)
 span = shared.day_span(config.database_url, repo)
-filters = sidebar_filters(repos, default_repo, span, shared.config_tags())
+filters = sidebar_filters(repos, default_repo, span, shared.project(repo).tags)
 view = View(config.database_url, filters)
 share_view(view)
 pages = [

@@ -45,7 +45,7 @@ def render_status(view: View, interval_minutes: int) -> None:
     repo = view.filters.repo
     if shared.is_simulated(view.db_url, repo):
         st.info(
-            "Simulated data: these runs come from fakehub's replica of verl's CI history, "
+            f"Simulated data: these runs come from fakehub's replica of {repo}'s CI history, "
             "not from GitHub.",
             icon=":material/science:",
         )

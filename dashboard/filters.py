@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 import streamlit as st
 
-from analytics.outcomes import scope_terms
-from store.runfilter import RunFilter
+from reports.query import Query
 
 SCOPES = {"default": "Default branch", "pr": "Pull requests", "all": "Both"}
 
@@ -28,34 +27,30 @@ class Filters:
         since = datetime.combine(self.first_day, time(), UTC)
         return since, datetime.combine(self.last_day + timedelta(days=1), time(), UTC)
 
-    def run_filter(
-        self, paths: tuple[str, ...], default_branch: str, *, dated: bool = True
-    ) -> RunFilter:
-        """The SQL filter: ``paths`` are the workflows carrying the selected tags, and only the
-        runs of the selected scope of a repository whose default branch is ``default_branch``
-        (required, so that no page can leave the scope out: loaders.shared.sql_filter)."""
-        events, branch = scope_terms(self.scope, default_branch)
-        where = RunFilter(repo=self.repo, paths=paths, events=events, branch=branch)
-        if not dated:
-            return where
+    def query(self, paths: tuple[str, ...]) -> Query:
+        """The selection as a report query: ``paths`` are the workflows carrying the selected
+        tags. Its SQL filter needs the repository's Project (``Query.where``), so no page can
+        leave the scope or the default branch out: loaders.shared.sql_filter."""
         since, until = self.window()
-        return replace(where, since=since, until=until)
+        return Query(since, until, paths, self.scope)
 
 
 def sidebar_filters(
     repos: list[str], default_repo: str, span: tuple[date, date], tags: tuple[str, ...]
 ) -> Filters:
-    """Render the filters; widget keys keep each choice when the user switches pages. ``tags``:
-    those of the config's workflows (loaders.shared.config_tags)."""
+    """Render the filters; widget keys keep each choice when the user switches pages. ``span``
+    and ``tags``: those of the repository selected (its runs' days, its workflows' tags), so
+    the date range and the tags are kept per repository: switching to another one never
+    carries a date or a tag it does not have."""
     sidebar = st.sidebar
     options = repos if default_repo in repos else [default_repo, *repos]
     repo = sidebar.selectbox("Repository", options, index=options.index(default_repo), key="repo")
     first, last = span
     chosen = sidebar.date_input(
-        "Date range", value=(first, last), min_value=first, max_value=last, key="dates"
+        "Date range", value=(first, last), min_value=first, max_value=last, key=f"dates-{repo}"
     )
     first_day, last_day = (chosen[0], chosen[-1]) if chosen else span
-    tags = sidebar.multiselect("Tags (any of)", tags, key="tags")
+    tags = sidebar.multiselect("Tags (any of)", tags, key=f"tags-{repo}")
     scope = sidebar.radio(
         "Scope", list(SCOPES), format_func=SCOPES.__getitem__, key="scope", horizontal=True
     )

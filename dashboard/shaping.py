@@ -1,6 +1,6 @@
 """Page-shaping helpers: what a page needs laid out that is no concept of its own (those live
-in ``analytics``): the job x day grid cells, unknown failures by stage, runner pools from
-stored labels. DataFrames in and out, no Streamlit, so they are tested like the analytics."""
+in ``analytics``): the job x day grid cells, unknown failures by stage. DataFrames in and
+out, no Streamlit, so they are tested like the analytics."""
 
 from __future__ import annotations
 
@@ -34,8 +34,6 @@ def job_day_cells(jobs: pd.DataFrame, days: int) -> pd.DataFrame:
 
 
 NO_STEP = "(no step)"
-NO_RUNNER = "(no runner)"
-NO_RUNNER_NAME = "(none)"
 
 
 def unknown_by_stage(failures: pd.DataFrame) -> pd.DataFrame:
@@ -52,14 +50,3 @@ def unknown_by_stage(failures: pd.DataFrame) -> pd.DataFrame:
     )
     order = table.sort_values(["failures", "stage", "basis"], ascending=[False, True, True])
     return order.reset_index(drop=True)
-
-
-def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
-    """``runner_pool``: the job's runner labels (a tuple, store.frame_queries) joined by "+"; "(no
-    runner)" when it never ran. Computed once per distinct label set."""
-    codes, distinct = pd.factorize(jobs["labels"])
-    names = np.array([*("+".join(labels) or NO_RUNNER for labels in distinct), NO_RUNNER])
-    return jobs.assign(
-        runner_pool=names[codes],  # code -1 (no labels) picks the last name
-        runner_name=jobs["runner_name"].fillna(NO_RUNNER_NAME),
-    )

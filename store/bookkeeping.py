@@ -116,6 +116,16 @@ def workflow_of_runs(session: Session, run_ids: list[int]) -> dict[int, int]:
     return found
 
 
+def repo_of_runs(session: Session, run_ids: list[int]) -> dict[int, str]:
+    """run id -> its repository, for the stored runs among ``run_ids``."""
+    found: dict[int, str] = {}
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        stmt = select(WorkflowRun.id, WorkflowRun.repo).where(WorkflowRun.id.in_(chunk))
+        found.update((run_id, repo) for run_id, repo in session.execute(stmt))
+    return found
+
+
 def sync_states(session: Session, repo: str) -> dict[int, SyncState]:
     return {
         s.workflow_id: s for s in session.scalars(select(SyncState).where(SyncState.repo == repo))

@@ -9,7 +9,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from store.models import ChangeEvent
-from store.settings import Config
+from store.project import Project
 from store.upsert import upsert
 
 
@@ -23,14 +23,15 @@ class Event:
     lineages: tuple[str, ...] | None
 
 
-def all_events(config: Config, engine: Engine | None) -> list[Event]:
-    """Every event, oldest first; an event stored in the database that repeats one of the
-    config file (same date and title) is shown once."""
-    events = [Event(e.date, e.title, e.pr, e.kind, "config", e.lineages) for e in config.events]
+def all_events(project: Project, engine: Engine | None) -> list[Event]:
+    """Every event of ``project``'s repository, oldest first: the config file's, then those
+    stored in the database; a stored one that repeats one of the file (same date and title)
+    is shown once."""
+    events = [Event(e.date, e.title, e.pr, e.kind, "config", e.lineages) for e in project.events]
     seen = {(e.date, e.title) for e in events}
     if engine is not None:
         with Session(engine) as session:
-            rows = session.scalars(select(ChangeEvent).where(ChangeEvent.repo == config.repo))
+            rows = session.scalars(select(ChangeEvent).where(ChangeEvent.repo == project.repo))
             for row in rows:
                 if (row.occurred_at, row.title) not in seen:
                     events.append(

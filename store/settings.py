@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from store.engine import DatabaseURLError, parse_url
+from store.project import (
+    Analysis,
+    EventConfig,
+    InvalidWindow,
+    LineageConfig,
+    Project,
+    WorkflowConfig,
+)
 from store.vocabulary import EVENT_KINDS
 
 DEFAULTS_NAME = "verl_defaults.toml"
@@ -32,39 +40,10 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class WorkflowConfig:
-    path: str
-    tags: tuple[str, ...]
-    accelerator: str
-    lineage: str
-
-
-@dataclass(frozen=True)
-class LineageConfig:
-    name: str
-    job_renames: dict[str, str]
-
-
-@dataclass(frozen=True)
-class EventConfig:
-    date: datetime
-    title: str
-    pr: int | None
-    kind: str
-    lineages: tuple[str, ...] | None  # None: every lineage
-
-
-@dataclass(frozen=True)
-class InvalidWindow:
-    workflow: str
-    start: datetime
-    end: datetime
-    reason: str
-
-
-@dataclass(frozen=True)
 class Config:
-    repo: str
+    """The settings of the process (database, API, token, collect rhythm, summary clock,
+    dashboard) and the repositories it tracks, each a ``Project``."""
+
     api_url: str
     database_url: str
     token: str | None = field(repr=False)
@@ -76,27 +55,53 @@ class Config:
     collect_window_days: int
     collect_reserve: int
     summary_nightly_at: str
-    summary_pr: int | None
-    window_days: int
-    first_runs: int
-    min_runs: int
-    default_branch: str
-    job_name_strip: str
-    stale_factor: float
     dashboard_host: str
     dashboard_port: int
     dashboard_recent_days: int
-    workflows: tuple[WorkflowConfig, ...]
-    lineages: tuple[LineageConfig, ...]
-    events: tuple[EventConfig, ...]
-    invalid_windows: tuple[InvalidWindow, ...]
+    projects: tuple[Project, ...]
+    defaults: Analysis  # [analytics]: for a repository in the database but not in the config
+    default_branch: str
+    job_name_strip: str
     source: str
 
     def with_overrides(self, **changes: Any) -> Config:
         return replace(self, **changes)
 
-    def workflow(self, path: str) -> WorkflowConfig | None:
-        return next((w for w in self.workflows if w.path == path), None)
+    @property
+    def repos(self) -> tuple[str, ...]:
+        return tuple(p.repo for p in self.projects)
+
+    def project(self, repo: str | None = None) -> Project:
+        """The configured repository ``repo``; without one, the only one configured. A name
+        the config does not list is a one-line error that lists those it does."""
+        configured = ", ".join(self.repos)
+        if repo is None:
+            if len(self.projects) == 1:
+                return self.projects[0]
+            raise ConfigError(
+                f"{self.source}: {len(self.projects)} repositories are configured "
+                f"({configured}): choose one with --repo"
+            )
+        for project in self.projects:
+            if project.repo == repo:
+                return project
+        raise ConfigError(
+            f"{self.source}: repository {repo!r} is not configured (configured: {configured}); "
+            "add it as a [[repositories]] entry"
+        )
+
+    def project_for(self, repo: str) -> Project:
+        """``project(repo)``, or for a repository the database holds but the config does not
+        list, one with no workflows, lineages or events and the [analytics] settings."""
+        if repo in self.repos:
+            return self.project(repo)
+        return Project(
+            repo, self.default_branch, self.job_name_strip, self.defaults, (), (), (), (), None
+        )
+
+    def select(self, repo: str | None) -> tuple[Project, ...]:
+        """Every configured repository, or only ``repo`` (checked) when given."""
+        return self.projects if repo is None else (self.project(repo),)
 
 
 # Known keys per table, with their types: anything else is a mistake worth one clear line.
@@ -139,6 +144,19 @@ _LISTS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "reason": str,
     },
 }
+# A [[repositories]] entry: its repository, optional overrides of [analytics] and [summary] pr,
+# and its own arrays of tables (_LISTS), which are checked as the top-level ones are.
+_REPOSITORY: dict[str, type | tuple[type, ...]] = {
+    "repo": str,
+    "default_branch": str,
+    "job_name_strip": str,
+    "window_days": int,
+    "first_runs": int,
+    "min_runs": int,
+    "stale_factor": (int, float),
+    "summary_pr": int,
+    **dict.fromkeys(("workflows", "lineages", "events", "invalid_windows"), list),
+}
 # The settings that may be unset (no default in verl_defaults.toml): every other key of _TABLES
 # has its one default there (tests/test_config.py holds that).
 OPTIONAL_SETTINGS = frozenset({("github", "token_file")})
@@ -160,25 +178,36 @@ def _read_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(f"{source}: arrays or inline tables nested too deeply") from None
 
 
-def _check_keys(data: dict[str, Any], source: str) -> None:
+def _check_keys(data: dict[str, Any], source: str, prefix: str = "") -> None:
     for name, value in data.items():
-        where = f"{source}: [{name}]"
-        if name in _TABLES:
+        where = f"{source}: [{prefix}{name}]"
+        if name in _TABLES and not prefix:
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: '{name}' must be a table")
             _check_entry(value, _TABLES[name], where)
-        elif name in _LISTS:
-            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-                raise ConfigError(f"{source}: '{name}' must be an array of tables [[{name}]]")
-            for i, entry in enumerate(value):
-                entry_where = f"{source}: [[{name}]] #{i + 1}"
+        elif name in _LISTS or (name == "repositories" and not prefix):
+            for i, entry in enumerate(_array_of_tables(value, f"{prefix}{name}", source)):
+                entry_where = f"{source}: [[{prefix}{name}]] #{i + 1}"
+                if name == "repositories":
+                    _check_entry(entry, _REPOSITORY, entry_where)
+                    if "repo" not in entry:
+                        raise ConfigError(f"{entry_where}: missing key 'repo'")
+                    lists = {k: v for k, v in entry.items() if k in _LISTS}
+                    _check_keys(lists, source, prefix="repositories.")
+                    continue
                 _check_entry(entry, _LISTS[name], entry_where)
                 for key in _REQUIRED[name]:
                     if key not in entry:
                         raise ConfigError(f"{entry_where}: missing key '{key}'")
         else:
-            known = ", ".join(sorted([*_TABLES, *_LISTS]))
+            known = ", ".join(sorted([*_TABLES, *_LISTS, "repositories"]))
             raise ConfigError(f"{source}: unknown key '{name}' (known: {known})")
+
+
+def _array_of_tables(value: Any, name: str, source: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError(f"{source}: '{name}' must be an array of tables [[{name}]]")
+    return value
 
 
 def _check_entry(entry: dict[str, Any], schema: dict[str, Any], where: str) -> None:
@@ -304,14 +333,14 @@ def load_config(
     *,
     db_url: str | None = None,
     api_url: str | None = None,
-    repo: str | None = None,
     env: dict[str, str] | None = None,
 ) -> Config:
     """The effective configuration. ``path`` (or ``CIFLAKE_CONFIG``, or ``./ciflake.toml`` when
     it exists) is read over the built-in verl defaults; flags given here win over both."""
     env = dict(os.environ) if env is None else env
     defaults_text = resources.files("store").joinpath(DEFAULTS_NAME).read_text("utf-8")
-    data = _read_toml(defaults_text, "built-in defaults")
+    builtin = _read_toml(defaults_text, "built-in defaults")
+    data, user = builtin, {}
     source = "built-in verl defaults"
     config_path = path or env.get("CIFLAKE_CONFIG")
     if config_path is None and Path(DEFAULT_CONFIG_FILE).is_file():
@@ -325,7 +354,7 @@ def load_config(
             raise ConfigError(f"cannot read config file {file}: {reason}") from None
         user = _read_toml(text, str(file))
         _check_keys(user, str(file))
-        data = _merge(data, user)
+        data = _merge(builtin, user)
         source = str(file)
     _check_keys(data, source)
 
@@ -335,75 +364,142 @@ def load_config(
     collect, summary = data["collect"], data["summary"]
     analytics, dashboard = data["analytics"], data["dashboard"]
 
-    repo = repo or github["repo"]
-    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
-        raise ConfigError(f"{source}: [github] repo must be OWNER/NAME, got {repo!r}")
     database_url = db_url or env.get("CIFLAKE_DB_URL") or database["url"]
     try:
         parse_url(database_url)
     except DatabaseURLError as exc:
         raise ConfigError(f"database URL: {exc}") from None
-    strip = analytics["job_name_strip"]
-    try:
-        re.compile(strip)
-    except re.error as exc:
-        raise ConfigError(f"{source}: [analytics] job_name_strip is not a regex: {exc}") from None
     nightly = summary["nightly_at"]
     if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", nightly):
         raise ConfigError(f"{source}: [summary] nightly_at must be HH:MM, got {nightly!r}")
     token, token_source = _read_token(env, github.get("token_file"), source)
 
-    workflows = _workflows(data.get("workflows", []), source)
-    lineages = tuple(
-        LineageConfig(e["name"], {str(k): str(v) for k, v in e.get("job_renames", {}).items()})
-        for e in data.get("lineages", [])
-    )
     positive = {
         "[collect] interval_minutes": collect["interval_minutes"],
         "[collect] log_workers": collect["log_workers"],
         "[collect] window_days": collect["window_days"],
-        "[analytics] window_days": analytics["window_days"],
-        "[analytics] first_runs": analytics["first_runs"],
         "[dashboard] recent_days": dashboard["recent_days"],
     }
-    for key, value in positive.items():
-        if value <= 0:
-            raise ConfigError(f"{source}: {key} must be positive, got {value}")
+    _check_counts(positive, source, least=1)
     spans = {
-        **positive,
         "[collect] trailing_days": collect["trailing_days"],
         "[collect] reserve": collect["reserve"],
         "[collect] since_days_before_first_event": collect["since_days_before_first_event"],
     }
-    for key, value in spans.items():  # beyond this, date arithmetic and sleeps overflow
-        if not 0 <= value <= MAX_COUNT:
-            raise ConfigError(f"{source}: {key} must be between 0 and {MAX_COUNT}, got {value}")
+    _check_counts(spans, source, least=0)
+    defaults = _analysis(analytics, source, "[analytics]")
+    _check_regex(analytics["job_name_strip"], f"{source}: [analytics] job_name_strip")
     return Config(
-        repo=repo,
         api_url=(api_url or env.get("CIFLAKE_API_URL") or github["api_url"]).rstrip("/"),
         database_url=database_url,
         token=token,
         token_source=token_source,
-        interval_minutes=positive["[collect] interval_minutes"],
-        trailing_days=spans["[collect] trailing_days"],
-        since_days_before_first_event=spans["[collect] since_days_before_first_event"],
-        log_workers=positive["[collect] log_workers"],
-        collect_window_days=positive["[collect] window_days"],
-        collect_reserve=spans["[collect] reserve"],
+        interval_minutes=collect["interval_minutes"],
+        trailing_days=collect["trailing_days"],
+        since_days_before_first_event=collect["since_days_before_first_event"],
+        log_workers=collect["log_workers"],
+        collect_window_days=collect["window_days"],
+        collect_reserve=collect["reserve"],
         summary_nightly_at=nightly,
-        summary_pr=summary["pr"],
-        window_days=positive["[analytics] window_days"],
-        first_runs=positive["[analytics] first_runs"],
-        min_runs=analytics["min_runs"],
-        default_branch=analytics["default_branch"],
-        job_name_strip=strip,
-        stale_factor=float(analytics["stale_factor"]),
         dashboard_host=dashboard["host"],
         dashboard_port=dashboard["port"],
-        dashboard_recent_days=positive["[dashboard] recent_days"],
-        workflows=workflows,
-        lineages=lineages,
-        events=_events(data.get("events", []), source),
-        invalid_windows=_windows(data.get("invalid_windows", []), source),
+        dashboard_recent_days=dashboard["recent_days"],
+        projects=_projects(builtin, user, data, source),
+        defaults=defaults,
+        default_branch=analytics["default_branch"],
+        job_name_strip=analytics["job_name_strip"],
         source=source,
     )
+
+
+_LIST_NAMES = ("workflows", "lineages", "events", "invalid_windows")
+
+
+def _projects(
+    builtin: dict[str, Any], user: dict[str, Any], data: dict[str, Any], source: str
+) -> tuple[Project, ...]:
+    """The single-repository form ([github] repo and top-level arrays) means one repository;
+    ``[[repositories]]`` lists several, each over [analytics]. An entry for the built-in
+    repository that gives no workflows takes the built-in workflows, lineages, events and
+    invalid windows, and [summary] pr."""
+    analytics, summary_pr = data["analytics"], data["summary"]["pr"]
+    if "repositories" not in user:
+        only = {"repo": data["github"]["repo"], "summary_pr": summary_pr}
+        only.update({name: data.get(name, []) for name in _LIST_NAMES})
+        return (_project(only, analytics, source, "[github]"),)
+    if given := [name for name in _LIST_NAMES if name in user]:
+        raise ConfigError(
+            f"{source}: [[{given[0]}]] beside [[repositories]]: move it into its repository's "
+            f"entry as [[repositories.{given[0]}]]"
+        )
+    projects: dict[str, Project] = {}
+    for i, entry in enumerate(user["repositories"]):
+        where = f"[[repositories]] #{i + 1}"
+        if entry["repo"] == builtin["github"]["repo"] and "workflows" not in entry:
+            entry = {
+                **{name: builtin.get(name, []) for name in _LIST_NAMES},
+                "summary_pr": summary_pr,
+                **entry,
+            }
+        elif "workflows" not in entry:
+            raise ConfigError(f"{source}: {where}: missing key 'workflows'")
+        project = _project(entry, analytics, source, where)
+        if project.repo in projects:
+            raise ConfigError(f"{source}: {where}: repository {project.repo!r} is listed twice")
+        projects[project.repo] = project
+    if not projects:
+        raise ConfigError(f"{source}: [[repositories]] lists no repository")
+    return tuple(projects.values())
+
+
+def _project(entry: dict[str, Any], analytics: dict[str, Any], source: str, where: str) -> Project:
+    """One repository from its entry, each missing setting taken from [analytics]."""
+    repo = entry["repo"]
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+        raise ConfigError(f"{source}: {where} repo must be OWNER/NAME, got {repo!r}")
+    settings = {**analytics, **{k: v for k, v in entry.items() if k in analytics}}
+    strip = settings["job_name_strip"]
+    _check_regex(strip, f"{source}: {where} job_name_strip")
+    return Project(
+        repo=repo,
+        default_branch=settings["default_branch"],
+        job_name_strip=strip,
+        analysis=_analysis(settings, source, where),
+        workflows=_workflows(entry.get("workflows", []), source),
+        lineages=tuple(
+            LineageConfig(e["name"], {str(k): str(v) for k, v in e.get("job_renames", {}).items()})
+            for e in entry.get("lineages", [])
+        ),
+        events=_events(entry.get("events", []), source),
+        invalid_windows=_windows(entry.get("invalid_windows", []), source),
+        summary_pr=entry.get("summary_pr"),
+    )
+
+
+def _analysis(settings: dict[str, Any], source: str, where: str) -> Analysis:
+    counts = {f"{where} {key}": settings[key] for key in ("window_days", "first_runs")}
+    _check_counts(counts, source, least=1)
+    return Analysis(
+        window_days=settings["window_days"],
+        first_runs=settings["first_runs"],
+        min_runs=settings["min_runs"],
+        stale_factor=float(settings["stale_factor"]),
+    )
+
+
+def _check_counts(counts: dict[str, int], source: str, *, least: int) -> None:
+    """Days, minutes, workers and runs: at least ``least``, and never so many that date
+    arithmetic and sleeps overflow."""
+    for key, value in counts.items():
+        if value < least:
+            word = "positive" if least == 1 else f"at least {least}"
+            raise ConfigError(f"{source}: {key} must be {word}, got {value}")
+        if value > MAX_COUNT:
+            raise ConfigError(f"{source}: {key} must be between 0 and {MAX_COUNT}, got {value}")
+
+
+def _check_regex(pattern: str, where: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"{where} is not a regex: {exc}") from None

@@ -38,3 +38,7 @@ LOG_STATUSES: tuple[str, ...] = ("ok", "expired", "missing", "error")
 # check-run annotations, the job's own facts (failed step, job name, no jobs, duration), or
 # nothing that survives (category `unknown`).
 EVIDENCE: tuple[str, ...] = ("log", "annotations", "job", "none")
+
+# The first line of the nightly summary's comment, by which ciflake finds it again to edit it in
+# place (reports.summary_render writes it, collector.summary_post looks for it).
+SUMMARY_MARKER = "<!-- ciflake:summary -->"

@@ -33,6 +33,7 @@ from store.settings import load_config
 from tests.support.changepoint_seeds import search
 from tests.support.collected import Scenario, collected
 from tests.support.hubtools import migrated
+from tests.support.settings import ANALYSIS
 from tests.support.simulated_truth import (
     BIG_SHIFT,
     LINEAGE,
@@ -69,7 +70,7 @@ def history(tmp_path_factory):
     db = collected(FULL, tmp_path_factory.mktemp("accept"))
     assert db.report.runs_new > 0 and db.report.log_errors == 0
     engine, config = migrated(db.url), load_config()
-    yield engine, config, logical_run_frame(engine, config, RunFilter())
+    yield engine, config, logical_run_frame(engine, config.project(), RunFilter())
     engine.dispose()
 
 
@@ -84,7 +85,7 @@ def june(tmp_path_factory):
     db = collected(JUNE, tmp_path_factory.mktemp("june"))
     assert db.report.logs_expired == 0
     engine, config = migrated(db.url), load_config()
-    yield logical_run_frame(engine, config, RunFilter()), config
+    yield logical_run_frame(engine, config.project(), RunFilter()), config
     engine.dispose()
 
 
@@ -115,7 +116,9 @@ def test_oom_share_drops_across_6568_and_6649(june):
     # 7 at scale 1), and the share at #6649 alone (rises on seed 4, 0.22 -> 0.27): its before
     # window holds #6568's invalid-file window and its after window #6551's, whose ci_config
     # reds dilute the share, and the rollout-memory OOM regime (#6649 until #6784) starts there.
-    shift = category_shift(runs, event_table(config.events), scope="all")
+    shift = category_shift(
+        runs, event_table(config.project().events), ANALYSIS, scope="all", default_branch="main"
+    )
     oom = shift[(shift["failure_category"] == "oom") & (shift["lineage"] == LINEAGE)]
     oom = oom.set_index("event_pr")
     assert oom.loc[6568, "after_share"] < oom.loc[6568, "before_share"]
@@ -128,8 +131,15 @@ def test_oom_share_drops_across_6568_and_6649(june):
 
 def test_coverage_diff_at_7357_lists_the_trtllm_jobs(history):
     engine, config, runs = history
-    jobs = logical_jobs(load_jobs(engine), runs, config.job_name_strip)
-    lost = lost_jobs(coverage_diff(jobs, event_table(config.events), job_renames(config.lineages)))
+    jobs = logical_jobs(load_jobs(engine), runs, config.project().job_name_strip)
+    lost = lost_jobs(
+        coverage_diff(
+            jobs,
+            event_table(config.project().events),
+            job_renames(config.project().lineages),
+            window_days=config.project().analysis.window_days,
+        )
+    )
     at_7357 = set(lost.loc[lost["event_pr"] == 7357, "logical_job"])
     assert {
         "trtllm_async_unit_tests",

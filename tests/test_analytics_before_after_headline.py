@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import fisher_exact
 
 from analytics.before_after import headline
+from tests.support.settings import analysis
 
 
 def _row(
@@ -49,7 +50,7 @@ def test_a_significant_drop_says_worse_with_its_p():
     # 18 of 20 passed before, 10 of 20 after (flaky counts as not passing on the first try):
     # Fisher [[18, 2], [10, 10]], two-sided p = 0.0138
     assert fisher_exact([[18, 2], [10, 10]]).pvalue == pytest.approx(0.0138, abs=1e-4)
-    sentence = headline(_rows(_row((18, 1, 1), (10, 4, 6))), window_days=14, min_runs=5)
+    sentence = headline(_rows(_row((18, 1, 1), (10, 4, 6))), analysis(window_days=14, min_runs=5))
     assert sentence == (
         "#7357: successors 0.50 [0.30, 0.70] n=20 in the 14 days after, "
         "vs predecessors 0.90 [0.70, 0.97] n=20 in the 14 days before; "
@@ -58,14 +59,14 @@ def test_a_significant_drop_says_worse_with_its_p():
 
 
 def test_a_significant_rise_says_better():
-    sentence = headline(_rows(_row((10, 4, 6), (18, 1, 1))), window_days=14, min_runs=5)
+    sentence = headline(_rows(_row((10, 4, 6), (18, 1, 1))), analysis(window_days=14, min_runs=5))
     assert sentence.endswith("; significant change, better (p=0.014)")
 
 
 def test_no_significant_change_names_the_p_and_uses_before_after_off_a_migration():
     # [[8, 2], [7, 3]]: every table with these margins is at most as likely: p = 1
     rows = _rows(_row((8, 0, 2), (7, 1, 2), pr=None, title="pin vllm", kind="fix"))
-    assert headline(rows, window_days=7, min_runs=5) == (
+    assert headline(rows, analysis(window_days=7, min_runs=5)) == (
         "pin vllm: after 0.70 [0.40, 0.89] n=10 in the 7 days after, "
         "vs before 0.80 [0.49, 0.94] n=10 in the 7 days before; "
         "no significant change (p=1.00)"
@@ -73,7 +74,7 @@ def test_no_significant_change_names_the_p_and_uses_before_after_off_a_migration
 
 
 def test_a_side_under_min_runs_has_not_enough_data_and_no_verdict():
-    sentence = headline(_rows(_row((3, 0, 0), (2, 4, 4))), window_days=14, min_runs=5)
+    sentence = headline(_rows(_row((3, 0, 0), (2, 4, 4))), analysis(window_days=14, min_runs=5))
     assert sentence == (
         "#7357: successors 0.20 [0.06, 0.51] n=10 in the 14 days after, "
         "vs predecessors not enough data (n=3) in the 14 days before; "
@@ -90,7 +91,7 @@ def test_several_lineages_are_pooled_counts_not_averaged_rates():
         _row((9, 0, 1), (5, 0, 5), lineage="A"),
         _row((1, 1, 0), (2, 0, 0), lineage="B"),
     )
-    assert headline(rows, window_days=14, min_runs=5) == (
+    assert headline(rows, analysis(window_days=14, min_runs=5)) == (
         "#7357 (2 lineages pooled): successors 0.58 [0.32, 0.81] n=12 in the 14 days after, "
         "vs predecessors 0.83 [0.55, 0.95] n=12 in the 14 days before; "
         "no significant change (p=0.37)"
@@ -103,7 +104,7 @@ def test_pooling_lets_small_lineages_reach_min_runs_together():
         _row((3, 0, 0), (0, 0, 3), lineage="A"),
         _row((3, 0, 0), (0, 1, 2), lineage="B"),
     )
-    sentence = headline(rows, window_days=14, min_runs=5)
+    sentence = headline(rows, analysis(window_days=14, min_runs=5))
     assert "successors 0.00 [0.00, 0.39] n=6" in sentence
     assert "predecessors 1.00 [0.61, 1.00] n=6" in sentence
     # [[6, 0], [0, 6]]: p = 2 / C(12, 6) = 0.0022
@@ -111,4 +112,4 @@ def test_pooling_lets_small_lineages_reach_min_runs_together():
 
 
 def test_no_rows_no_numbers():
-    assert headline(_rows(), window_days=14) == "No runs in the 14 days either side."
+    assert headline(_rows(), analysis(window_days=14)) == "No runs in the 14 days either side."

@@ -24,6 +24,7 @@ from analytics.evidence import (
 )
 from dashboard.shaping import NO_STEP, unknown_by_stage
 from tests.support.analytics_frames import day, runs_frame
+from tests.support.settings import ANALYSIS
 
 # (category, evidence, log_status) -> basis
 CASES = [
@@ -171,7 +172,7 @@ def _runs() -> pd.DataFrame:
 
 def test_basis_mix_per_lineage_hand_computed():
     events = event_table([_Event(EVENT_AT, "E", ("L", "M"))])
-    mix = basis_mix(_runs(), events).set_index("lineage")
+    mix = basis_mix(_runs(), events, ANALYSIS, default_branch="main").set_index("lineage")
     assert mix.loc["L", "before_red"] == 3 and mix.loc["L", "after_red"] == 2
     assert mix.loc["L", "before_basis"] == (
         "category from annotations 33%, unknown 67% (logs expired 67%); n=3 failures"
@@ -190,7 +191,9 @@ def test_basis_mix_per_lineage_hand_computed():
 def test_basis_mix_per_event_counts_the_red_runs_of_the_category_mix():
     events = event_table([_Event(EVENT_AT, "E", ("L", "M")), _Event(day(30), "later", None)])
     runs = _runs()
-    mix = basis_mix(runs, events, per_lineage=False).set_index("event_title")
+    mix = basis_mix(runs, events, ANALYSIS, per_lineage=False, default_branch="main").set_index(
+        "event_title"
+    )
     assert "lineage" not in mix.columns and list(mix.index) == ["E", "later"]
     assert mix.loc["E", "before_basis"] == (
         "category from annotations 25%, from job facts 25%, unknown 50% (logs expired 50%); "
@@ -198,9 +201,11 @@ def test_basis_mix_per_event_counts_the_red_runs_of_the_category_mix():
     )
     assert mix.loc["E", "before_known"] == pytest.approx(0.5)
     assert mix.loc["later", "after_red"] == 0 and mix.loc["later", "after_basis"] == "no failures"
-    shift = category_shift(runs, events)
+    shift = category_shift(runs, events, ANALYSIS, default_branch="main")
     for side in ("before", "after"):
         counted = shift[shift["event_title"] == "E"][f"{side}_count"].sum()
         assert mix.loc["E", f"{side}_red"] == counted
-    everything = basis_mix(runs, events, scope="all", per_lineage=False).set_index("event_title")
+    everything = basis_mix(
+        runs, events, ANALYSIS, scope="all", per_lineage=False, default_branch="main"
+    ).set_index("event_title")
     assert everything.loc["E", "before_red"] == 5  # the pull-request run counts in scope "all"

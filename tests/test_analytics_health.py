@@ -88,7 +88,7 @@ def test_coverage_diff_hand_computed():
 def test_lost_jobs_link_their_last_run_before_the_event():
     jobs = _coverage_jobs()
     jobs = jobs.assign(html_url="https://github.com/o/r/actions/runs/" + jobs["run_id"].astype(str))
-    lost = lost_jobs(coverage_diff(jobs, event_table([_Event(day(10))]), RENAMES))
+    lost = lost_jobs(coverage_diff(jobs, event_table([_Event(day(10))]), RENAMES, window_days=14))
     urls = dict(zip(lost["logical_job"], lost["last_run_url"], strict=True))
     assert urls["trtllm_async_unit_tests"] == "https://github.com/o/r/actions/runs/2"
     assert urls["e2e_fully_async_policy_megatron"] == "https://github.com/o/r/actions/runs/1"
@@ -96,7 +96,7 @@ def test_lost_jobs_link_their_last_run_before_the_event():
 
 def test_coverage_diff_empty_window():
     events = event_table([_Event(datetime(2027, 1, 1, tzinfo=UTC))])
-    assert coverage_diff(_coverage_jobs(), events, RENAMES).empty
+    assert coverage_diff(_coverage_jobs(), events, RENAMES, window_days=14).empty
 
 
 def _daily(rates: list[float], runs_per_day: int = 10) -> pd.DataFrame:

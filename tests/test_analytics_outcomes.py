@@ -127,7 +127,7 @@ def test_attach_lineage_from_config_and_fallback():
             ]
         }
     )
-    out = attach_lineage(frame, workflow_table(config.workflows))
+    out = attach_lineage(frame, workflow_table(config.project().workflows))
     assert out["lineage"].tolist() == ["e2e_v1_separate_async", "other"]
     assert out["tags"].tolist() == ["fully_async", ""]
     assert out["accelerator"].tolist() == ["gpu", ""]
@@ -300,7 +300,9 @@ def test_red_runs_in_a_configured_invalid_window_are_ci_config(tmp_path):
         "[[invalid_windows]]\n"
         'workflow = "a.yml"\nfrom = "2026-06-02"\nto = "2026-06-04"\nreason = "bad yaml"\n'
     )
-    windows = invalid_window_table(load_config(tmp_path / "c.toml", env={}).invalid_windows)
+    windows = invalid_window_table(
+        load_config(tmp_path / "c.toml", env={}).project().invalid_windows
+    )
     runs = pd.DataFrame(
         {
             "run_id": [1, 2, 3, 4, 5],

@@ -24,6 +24,7 @@ from analytics.rates import (
     with_period,
 )
 from tests.support.analytics_frames import day, runs_frame
+from tests.support.settings import ANALYSIS, analysis
 
 
 def test_wilson_known_values():
@@ -52,6 +53,7 @@ def test_stability_hand_computed():
             }
         ),
         ["workflow_path"],
+        ANALYSIS.min_runs,
     ).set_index("workflow_path")
     a = table.loc["a"]
     assert (a["runs"], a["pass"], a["flaky"], a["fail"], a["excluded"]) == (10, 6, 2, 2, 1)
@@ -68,7 +70,7 @@ def test_stability_hand_computed():
 
 
 def test_empty_frame_gives_empty_table():
-    table = stability(_frame({}), ["workflow_path"])
+    table = stability(_frame({}), ["workflow_path"], ANALYSIS.min_runs)
     assert table.empty and "success_rate_low" in table.columns
 
 
@@ -83,6 +85,7 @@ def test_rank_by_lower_bound_puts_small_samples_last_and_breaks_ties_by_n():
             }
         ),
         ["workflow_path"],
+        ANALYSIS.min_runs,
     )
     order = rank_by_lower_bound(table, "flake_rate")["workflow_path"].tolist()
     assert order == ["bigger_same", "big", "clean", "tiny"]
@@ -104,7 +107,7 @@ def test_with_period_day_and_week():
 )
 def test_rate_properties(outcomes, keys):
     frame = pd.DataFrame({"k": keys[: len(outcomes)], "logical_outcome": outcomes})
-    table = stability(frame, ["k"])
+    table = stability(frame, ["k"], ANALYSIS.min_runs)
     assert (table["pass"] + table["flaky"] + table["fail"] == table["runs"]).all()
     assert table["runs"].sum() + table["excluded"].sum() == len(outcomes)
     for rate in ("success_rate", "eventual_success", "flake_rate"):
@@ -176,7 +179,9 @@ def _history() -> pd.DataFrame:
 
 def test_before_after_hand_computed():
     events = event_table([_Event(EVENT_AT, 1, ("L",))])
-    table = before_after(_history(), events, window_days=14, first_runs=3)
+    table = before_after(
+        _history(), events, analysis(window_days=14, first_runs=3), default_branch="main"
+    )
     row = table.iloc[0]
     assert (row["before_runs"], row["before_pass"], row["before_flaky"], row["before_fail"]) == (
         9,
@@ -198,22 +203,24 @@ def test_before_after_hand_computed():
     assert row["p_value"] == pytest.approx(0.1698, abs=1e-4)
     assert (row["first_runs"], row["first_pass"]) == (3, 3)
     assert row["scope"] == "default" and row["window_days"] == 14
-    pr = before_after(_history(), events, scope="pr").iloc[0]
+    pr = before_after(_history(), events, ANALYSIS, scope="pr", default_branch="main").iloc[0]
     assert (pr["before_runs"], pr["after_runs"], pr["after_fail"]) == (0, 1, 1)
     assert math.isnan(pr["p_value"])
-    both = before_after(_history(), events, scope="all").iloc[0]
+    both = before_after(_history(), events, ANALYSIS, scope="all", default_branch="main").iloc[0]
     assert both["after_runs"] == 11
 
 
 def test_before_after_window_edges_and_empty_windows():
     events = event_table([_Event(EVENT_AT, None, None)])
-    narrow = before_after(_history(), events, window_days=1).iloc[0]
+    narrow = before_after(_history(), events, analysis(window_days=1), default_branch="main").iloc[
+        0
+    ]
     # [day 9, day 10) holds run 10 (excluded); [day 10, day 11) holds run 11 (pass)
     assert (narrow["before_runs"], narrow["before_excluded"], narrow["after_runs"]) == (0, 1, 1)
     assert math.isnan(narrow["before_success_rate"]) and math.isnan(narrow["p_value"])
     assert not narrow["before_enough_data"]
     far = event_table([_Event(datetime(2027, 1, 1, tzinfo=UTC), 2, ("L", "unknown"))])
-    table = before_after(_history(), far)
+    table = before_after(_history(), far, ANALYSIS, default_branch="main")
     assert table["lineage"].tolist() == ["L", "unknown"]
     assert (table["before_runs"] == 0).all() and (table["after_runs"] == 0).all()
     assert table["p_value"].isna().all()
@@ -222,14 +229,18 @@ def test_before_after_window_edges_and_empty_windows():
 def test_before_after_all_excluded_window():
     runs = _history()
     runs["logical_outcome"] = "excluded"
-    row = before_after(runs, event_table([_Event(EVENT_AT, 1, None)])).iloc[0]
+    row = before_after(
+        runs, event_table([_Event(EVENT_AT, 1, None)]), ANALYSIS, default_branch="main"
+    ).iloc[0]
     assert (row["before_runs"], row["after_runs"], row["first_runs"]) == (0, 0, 0)
     assert row["before_excluded"] == 10 and row["after_excluded"] == 10
 
 
 def test_category_shift_hand_computed():
     events = event_table([_Event(EVENT_AT, 1, ("L",))])
-    shift = category_shift(_history(), events).set_index("failure_category")
+    shift = category_shift(_history(), events, ANALYSIS, default_branch="main").set_index(
+        "failure_category"
+    )
     assert shift.loc["oom", "before_count"] == 5 and shift.loc["oom", "after_count"] == 1
     assert shift.loc["oom", "before_share"] == pytest.approx(1.0)
     assert shift.loc["oom", "after_share"] == pytest.approx(0.5)

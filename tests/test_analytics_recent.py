@@ -15,7 +15,8 @@ from analytics.recent import (
     tile_table,
     tile_tables,
 )
-from store.settings import EventConfig
+from store.project import EventConfig
+from tests.support.settings import ANALYSIS, analysis
 
 START = pd.Timestamp("2025-11-01", tz="UTC")
 NEW, OLD, LONE = "new.yml", "old.yml", "lone.yml"
@@ -51,7 +52,7 @@ def _events(*events: tuple[str, str, tuple[str, ...] | None]) -> pd.DataFrame:
 def test_red_for_a_year_then_green_for_two_weeks_is_passing_and_rising():
     runs = _runs(_daily(NEW, range(365), "fail") + _daily(NEW, range(365, 379), "pass"))
     reference = runs["created_at"].max()
-    tile = tile_table(runs, "workflow_path", reference, _events()).iloc[0]
+    tile = tile_table(runs, "workflow_path", reference, _events(), ANALYSIS, recent_days=14).iloc[0]
     assert tile["status"] == "PASSING" and tile["trend"] == UP
     assert (tile["runs"], tile["pass"], tile["previous_runs"], tile["previous_pass"]) == (
         14,
@@ -69,6 +70,8 @@ def test_red_for_a_year_then_green_for_two_weeks_is_passing_and_rising():
         "workflow_path",
         START + pd.Timedelta(days=199, hours=3),
         _events(),
+        ANALYSIS,
+        recent_days=14,
     ).iloc[0]
     assert early["status"] == "FAILING" and early["trend"] == ""
 
@@ -76,10 +79,17 @@ def test_red_for_a_year_then_green_for_two_weeks_is_passing_and_rising():
 def test_a_small_change_draws_no_arrow_and_a_drop_draws_one_down():
     calm = _daily(NEW, range(0, 28), "pass")
     calm[20] = (NEW, "l", calm[20][2], "fail")  # one red in the last 14 days
-    tile = tile_table(_runs(calm), "workflow_path", None, _events()).iloc[0]
+    tile = tile_table(_runs(calm), "workflow_path", None, _events(), ANALYSIS, recent_days=14).iloc[
+        0
+    ]
     assert tile["status"] == "FLAKY" and tile["trend"] == ""
     drop = _daily(NEW, range(0, 14), "pass") + _daily(NEW, range(14, 28), "fail")
-    assert tile_table(_runs(drop), "workflow_path", None, _events()).iloc[0]["trend"] == DOWN
+    assert (
+        tile_table(_runs(drop), "workflow_path", None, _events(), ANALYSIS, recent_days=14).iloc[0][
+            "trend"
+        ]
+        == DOWN
+    )
 
 
 def test_workflows_a_migration_removed_are_retired_with_their_successor():
@@ -94,10 +104,14 @@ def test_workflows_a_migration_removed_are_retired_with_their_successor():
     retired = retirements(runs, events).set_index("workflow_path")
     assert set(retired.index) == {OLD, LONE}  # stopped.yml stopped 60 days before: not removed
     assert retired.loc[OLD, "successors"] == NEW and retired.loc[LONE, "successors"] == ""
-    tiles = tile_table(runs, "workflow_path", runs["created_at"].max(), events).set_index("name")
+    tiles = tile_table(
+        runs, "workflow_path", runs["created_at"].max(), events, ANALYSIS, recent_days=14
+    ).set_index("name")
     assert tiles.loc[OLD, "status"] == RETIRED and tiles.loc[LONE, "status"] == RETIRED
     assert tiles.loc["stopped.yml", "status"] == "STALE" and tiles.loc[NEW, "status"] == "PASSING"
-    lineages = tile_table(runs, "lineage", runs["created_at"].max(), events).set_index("name")
+    lineages = tile_table(
+        runs, "lineage", runs["created_at"].max(), events, ANALYSIS, recent_days=14
+    ).set_index("name")
     # a lineage is retired only with all its workflows: "l" goes on in new.yml
     assert lineages.loc["l", "status"] == "PASSING" and lineages.loc["alone", "status"] == RETIRED
     assert lineages.loc["alone", "successors"] == "" and lineages.loc["other", "status"] == "STALE"
@@ -116,7 +130,7 @@ def test_both_levels_at_once_from_runs_in_no_order():
     ).sample(frac=1, random_state=7)
     events = _events((str(migration.date()) + "T12:00Z", "migration", None))
     reference = runs["created_at"].max()
-    both = tile_tables(runs, reference, events, recent_days=10, min_runs=3)
+    both = tile_tables(runs, reference, events, analysis(min_runs=3), recent_days=10)
     lineages = both[both["level"] == "lineage"].set_index("name")
     workflows = both[both["level"] == "workflow"].set_index("name")
     # "l" goes on in new.yml, which fails; "alone" lost its only workflow; "other" stopped
@@ -134,7 +148,9 @@ def test_both_levels_at_once_from_runs_in_no_order():
     )
     assert lineages.loc["l", "last_run"] == newest[NEW]
     alone = [
-        tile_table(runs, by, reference, events, recent_days=10, min_runs=3).assign(level=level)
+        tile_table(runs, by, reference, events, analysis(min_runs=3), recent_days=10).assign(
+            level=level
+        )
         for by, level in (("lineage", "lineage"), ("workflow_path", "workflow"))
     ]
     pd.testing.assert_frame_equal(both, pd.concat(alone, ignore_index=True))
@@ -163,9 +179,16 @@ def test_a_quiet_successor_does_not_make_its_lineage_stale():
     runs = _runs(busy + quiet)
     events = _events((str(migration.date()) + "T00:00Z", "migration", None))
     reference = runs["created_at"].max() + pd.Timedelta(days=2.5)  # less than 3 of its gaps
-    lineage = tile_table(runs, "lineage", reference, events).set_index("name").loc["l"]
+    lineage = (
+        tile_table(runs, "lineage", reference, events, ANALYSIS, recent_days=14)
+        .set_index("name")
+        .loc["l"]
+    )
     assert lineage["status"] != "STALE"  # pooled, the predecessor's 8 h gaps would say STALE
     later = reference + pd.Timedelta(days=5)  # now the successor stopped: 7.5 days > 3 x 2
     assert (
-        tile_table(runs, "lineage", later, events).set_index("name").loc["l", "status"] == "STALE"
+        tile_table(runs, "lineage", later, events, ANALYSIS, recent_days=14)
+        .set_index("name")
+        .loc["l", "status"]
+        == "STALE"
     )

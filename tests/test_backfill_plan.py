@@ -1,11 +1,11 @@
-"""The order a backfill lists its windows in (collector.backfill): around the events first,
+"""The order a backfill lists its windows in (store.backfill): around the events first,
 then the rest newest first, never a span twice, and the whole range covered."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from collector.backfill import Progress, event_spans, merge, plan, progress_of, subtract
+from store.backfill import Progress, event_spans, merge, plan, progress_of, subtract
 
 DAY = timedelta(days=1)
 FLOOR = datetime(2026, 1, 1, tzinfo=UTC)

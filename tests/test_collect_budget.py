@@ -110,7 +110,10 @@ def test_the_progress_bar_shows_the_budget(hub, db_url):
     config = hub_config(hub, db_url)
     client = GitHubClient(config.api_url, config.token, max_requests=BUDGET)
     progress = CollectProgress(enabled=False)
-    report = collect(config, migrated_engine(db_url), client, CollectOptions(since=SINCE), progress)
+    engine = migrated_engine(db_url)
+    report = collect(
+        config, config.project(), engine, client, CollectOptions(since=SINCE), progress
+    )
     assert report.stopped
     spent, budget = progress.budget_shown
     assert budget == BUDGET and 0 < spent <= BUDGET
@@ -162,15 +165,17 @@ def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
 ):
     """Budgeted nights collect every workflow's event windows before anything else; the summary
     is not posted while the spans it reads are missing, and is once they are in."""
-    from collector.backfill import event_spans
-    from collector.summary import run_summary
+    from ciflake.summary import run_summary
+    from store.backfill import event_spans
     from store.events import all_events
     from tests.support.hubtools import hub_config
 
     everything = _runs(collected_db().url)
     nights_url = f"sqlite:///{tmp_path / 'nights.db'}"
     config = hub_config(hub, nights_url)
-    spans = event_spans([e.date for e in config.events], config.window_days)
+    spans = event_spans(
+        [e.date for e in config.project().events], config.project().analysis.window_days
+    )
     around = {i for i, at in everything.items() if any(a <= at < b for a, b in spans)}
     assert around and len(around) < len(everything)
     nights = [collect(hub, nights_url, max_requests=BUDGET)]
@@ -184,8 +189,10 @@ def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
 
     def post() -> str:
         engine = migrated_engine(nights_url)
-        events = all_events(config, engine)
-        return run_summary(config, engine, events, pr=None, issue=None, since="24h", post=True)
+        events = all_events(config.project(), engine)
+        return run_summary(
+            config, config.project(), engine, events, pr=None, issue=None, since="24h", post=True
+        )
 
     refused = post()
     assert refused.startswith("summary not posted: the backfill has not collected ")

@@ -24,7 +24,7 @@ def test_a_workflow_missing_from_the_list_is_found_by_file_name(
 ):
     db_url = collected_db().url
     expected = snapshot(migrated(db_url))
-    dropped = hub_config(hub, db_url).workflows[0].path
+    dropped = hub_config(hub, db_url).project().workflows[0].path
     real = collector.sync.fetch_workflows
 
     def without_one(client, repo, etags):

@@ -19,10 +19,10 @@ from sqlalchemy.orm import Session
 
 from analytics.config_tables import event_table
 from analytics.newness import NEW_DAYS
-from collector.summary import load_summary
-from collector.summary_tables import SummaryData
 from dashboard.filters import Filters
 from dashboard.loaders import failures, migrations, overview, runners, shared
+from reports.summary import load_summary
+from reports.summary_tables import SummaryData
 from store.engine import make_engine
 from store.events import all_events
 from store.models import Failure, WorkflowRun
@@ -45,10 +45,16 @@ class History:
         self.url = url
         self.config: Config = load_config(env={}, db_url=url)
         self.engine: Engine = make_engine(url)
-        self.event = event_table(all_events(self.config, self.engine)).set_index("event_pr").loc[PR]
-        lineages = self.event["event_lineages"] or [w.lineage for w in self.config.workflows]
+        self.event = (
+            event_table(all_events(self.config.project(), self.engine))
+            .set_index("event_pr")
+            .loc[PR]
+        )
+        lineages = self.event["event_lineages"] or [
+            w.lineage for w in self.config.project().workflows
+        ]
         touched = set(lineages)  # as the summary reads them: none given, every lineage
-        self.paths = [w.path for w in self.config.workflows if w.lineage in touched]
+        self.paths = [w.path for w in self.config.project().workflows if w.lineage in touched]
         self.move_to_pr(~WorkflowRun.workflow_path.in_(self.paths))
 
     def move_to_pr(self, *where: object) -> None:
@@ -73,8 +79,8 @@ class History:
         return pd.Timestamp(run_span(self.engine, REPO)[1])
 
     def summary(self, since: datetime, now: datetime) -> SummaryData:
-        events = all_events(self.config, self.engine)
-        return load_summary(self.engine, self.config, events, pr=PR, since=since, now=now)
+        events = all_events(self.config.project(), self.engine)
+        return load_summary(self.engine, self.config.project(), events, pr=PR, since=since, now=now)
 
     def filters(self, first_day: date, last_day: date | None = None) -> Filters:
         return Filters(REPO, first_day, last_day or self.newest().date(), (), "default")
@@ -110,7 +116,9 @@ def test_stale_is_the_same_on_the_tiles_and_in_the_summary(history):
     history.move_to_pr(WorkflowRun.id.in_(v1[3:]))
     since = datetime(2026, 8, 15, tzinfo=UTC)  # reads runs from since - 21 days, at midnight
     start = since - timedelta(days=21)
-    assert start < history.event["event_date"] - timedelta(days=history.config.window_days)
+    assert start < history.event["event_date"] - timedelta(
+        days=history.config.project().analysis.window_days
+    )
     data = history.summary(since, datetime(2026, 11, 30, tzinfo=UTC))
     tiles = overview.tiles(history.url, history.filters(start.date()))
     tiles = tiles[(tiles["level"] == "workflow") & tiles["name"].isin(history.paths)]

@@ -1,5 +1,6 @@
 import re
 import tomllib
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -13,8 +14,8 @@ from store.settings import _TABLES, DEFAULTS_NAME, OPTIONAL_SETTINGS, ConfigErro
 
 def test_builtin_defaults_track_verl():
     config = load_config(env={})
-    assert config.repo == "verl-project/verl"
-    paths = {w.path.rsplit("/", 1)[1] for w in config.workflows}
+    assert config.project().repo == "verl-project/verl"
+    paths = {w.path.rsplit("/", 1)[1] for w in config.project().workflows}
     assert {
         "e2e_fully_async_policy.yml",
         "e2e_one_step_off_policy.yml",
@@ -27,9 +28,9 @@ def test_builtin_defaults_track_verl():
         "e2e_v1_separate_async_ascend.yml",
         "e2e_ascend.yml",
     } == paths
-    prs = {e.pr for e in config.events}
+    prs = {e.pr for e in config.project().events}
     assert {6568, 6649, 7357, 7127, 5791, 6784, 7041, 6520, 5523} <= prs
-    migration = next(e for e in config.events if e.pr == 7357)
+    migration = next(e for e in config.project().events if e.pr == 7357)
     assert migration.kind == "migration"
     assert migration.date == datetime(2026, 8, 12, 12, 44, tzinfo=UTC)
     assert config.token is None
@@ -46,7 +47,7 @@ def test_precedence_flag_over_env_over_file(tmp_path):
     assert load_config(file, env={}).database_url == "sqlite:///file.db"
     assert load_config(file, env={}).api_url == "http://f"
     # tables merge key by key: the file's [database] keeps the built-in [github] repo
-    assert load_config(file, env={}).repo == "verl-project/verl"
+    assert load_config(file, env={}).repos == ("verl-project/verl",)
 
 
 def test_own_repository_replaces_workflows_and_events(tmp_path):
@@ -57,10 +58,10 @@ def test_own_repository_replaces_workflows_and_events(tmp_path):
         '[[events]]\ndate = 2026-01-02\ntitle = "new runners"\nkind = "config"\n'
     )
     config = load_config(file, env={})
-    assert config.repo == "acme/widgets"
-    assert [w.path for w in config.workflows] == [".github/workflows/ci.yml"]
-    assert [e.title for e in config.events] == ["new runners"]
-    assert config.events[0].date == datetime(2026, 1, 2, tzinfo=UTC)
+    assert config.project().repo == "acme/widgets"
+    assert [w.path for w in config.project().workflows] == [".github/workflows/ci.yml"]
+    assert [e.title for e in config.project().events] == ["new runners"]
+    assert config.project().events[0].date == datetime(2026, 1, 2, tzinfo=UTC)
 
 
 def test_token_from_env_or_file_never_in_repr(tmp_path):
@@ -71,6 +72,68 @@ def test_token_from_env_or_file_never_in_repr(tmp_path):
     assert "canary" not in repr(config)
     config = load_config(env={"GITHUB_TOKEN": "ghp_canary_env"})
     assert config.token == "ghp_canary_env" and config.token_source == "environment GITHUB_TOKEN"
+
+
+# Two repositories: verl with its built-in workflows and events, and one of its own.
+TWO = """
+[[repositories]]
+repo = "verl-project/verl"
+
+[[repositories]]
+repo = "verl-project/verl-recipe"
+default_branch = "trunk"
+window_days = 7
+summary_pr = 412
+
+[[repositories.workflows]]
+path = ".github/workflows/recipe_dapo.yml"
+tags = ["dapo"]
+lineage = "recipe_dapo"
+
+[[repositories.lineages]]
+name = "recipe_dapo"
+job_renames = { "dapo (old)" = "dapo" }
+
+[[repositories.events]]
+date = "2026-07-20"
+title = "Recipe CI on the new runners"
+pr = 412
+"""
+
+
+def test_two_repositories_each_a_project_of_its_own(tmp_path, runner):
+    file = tmp_path / "two.toml"
+    file.write_text(TWO)
+    config = load_config(file, env={})
+    assert config.repos == ("verl-project/verl", "verl-project/verl-recipe")
+    verl, recipe = config.projects
+    builtin = load_config(env={}).project()
+    # the built-in repository named without workflows keeps everything built in
+    assert verl == builtin
+    assert [w.lineage for w in recipe.workflows] == ["recipe_dapo"]
+    assert [e.pr for e in recipe.events] == [412] and recipe.summary_pr == 412
+    assert recipe.lineages[0].job_renames == {"dapo (old)": "dapo"}
+    assert recipe.default_branch == "trunk"
+    # its own window, the other settings from [analytics]
+    assert recipe.analysis == replace(builtin.analysis, window_days=7)
+    assert config.project("verl-project/verl-recipe") is recipe
+    with pytest.raises(ConfigError, match="choose one with --repo"):
+        config.project()
+    with pytest.raises(ConfigError, match="'x/y' is not configured"):
+        config.project("x/y")
+    # a repository only collected, not configured: nothing of the others' story
+    other = config.project_for("x/y")
+    assert other.workflows == () and other.events == () and other.lineages == ()
+    shown = runner.invoke(cli, ["--config", str(file), "config", "show"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count("[[repositories]]") == 2
+    assert 'repo = "verl-project/verl-recipe"' in shown.output
+    listed = runner.invoke(cli, ["--config", str(file), "events", "list"])
+    assert listed.exit_code == 2 and "choose one with --repo" in listed.output
+    mine = ["--config", str(file), "events", "list", "--repo", "verl-project/verl-recipe"]
+    listed = runner.invoke(cli, mine)
+    assert listed.exit_code == 0, listed.output
+    assert "Recipe CI on the new runners" in listed.output and "#7357" not in listed.output
 
 
 @pytest.mark.parametrize(
@@ -88,6 +151,13 @@ def test_token_from_env_or_file_never_in_repr(tmp_path):
         ("[database]\nurl = 'not a url'\n", "not a database URL"),
         ("[github]\nrepo = 'no-slash'\n", "OWNER/NAME"),
         ("[summary]\nnightly_at = '25:00'\n", "HH:MM"),
+        ("[[repositories]]\nrepo = 'a/b'\n", "missing key 'workflows'"),
+        ("[[repositories]]\ndefault_branch = 'main'\n", "missing key 'repo'"),
+        ("[[repositories]]\nrepo = 'a/b'\nbranch = 'x'\n", "unknown key 'branch'"),
+        ("[[repositories]]\nrepo = 'a/b'\n[[repositories.workflows]]\npath = 'a.yml'\n", "lineage"),
+        (TWO + "[[workflows]]\npath = 'a.yml'\nlineage = 'a'\n", "[[workflows]] beside"),
+        (TWO + "[[repositories]]\nrepo = 'verl-project/verl'\n", "listed twice"),
+        ("[[repositories]]\nrepo = 'a/b'\nwindow_days = 0\nworkflows = []\n", "positive"),
     ],
 )
 def test_bad_config_gives_one_clear_line(tmp_path, runner, content, expected):

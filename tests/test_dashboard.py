@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
+from analytics import elsewhere
 from dashboard import charts, shaping
 from dashboard.context import freshness_line
 from store.engine import make_engine
@@ -81,9 +82,9 @@ def test_tag_filter_changes_the_tiles(app: AppTest, history_db: str) -> None:
     # AppTest drops the entrypoint's sidebar from its tree on reruns of an st.navigation app
     # (the widget state still applies), so the filter is set before a fresh first run.
     ascend_app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    ascend_app.session_state["tags"] = ["ascend"]
+    ascend_app.session_state["tags-verl-project/verl"] = ["ascend"]
     ascend_app.run()
-    assert ascend_app.sidebar.multiselect(key="tags").value == ["ascend"]
+    assert ascend_app.sidebar.multiselect(key="tags-verl-project/verl").value == ["ascend"]
     ascend = _tiles(ascend_app)
     assert ascend and ascend < _tiles(app)
     assert all("ascend" in tile for tile in ascend)
@@ -181,9 +182,19 @@ def test_repair_time_first_and_the_job_costs_on_request(app: AppTest) -> None:
 
 
 def test_export_offers_a_csv_per_table(app: AppTest) -> None:
+    """The page lists the report tables of `ciflake export --help`, by the same names."""
+    from click.testing import CliRunner
+
+    from ciflake.cli import cli
+    from reports.tables import TABLES
+
     _visit(app, "export")
-    buttons = app.get("download_button")
-    assert len(buttons) == 8
+    labels = [button.proto.label for button in app.get("download_button")]
+    assert labels == [f"{name}.csv" for name in TABLES]
+    helped = CliRunner().invoke(cli, ["export", "--help"]).output
+    listed = re.search(r"TABLE: ([a-z, -]+)\.", " ".join(helped.split()))
+    assert listed is not None, helped
+    assert [name.strip() for name in listed.group(1).split(",")] == list(TABLES)
 
 
 def test_empty_database_gets_the_command_to_run(
@@ -238,7 +249,7 @@ def test_runner_pools_from_stored_labels() -> None:
             "runner_name": ["r1", None, None, "r2", "n1"],
         }
     )
-    pooled = shaping.with_runner_pool(jobs)
+    pooled = elsewhere.with_runner_pool(jobs)
     assert list(pooled["runner_pool"]) == [
         "linux+gpu-8",
         "(no runner)",

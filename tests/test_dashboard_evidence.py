@@ -118,9 +118,11 @@ def test_drill_down_says_why_a_failure_is_unknown(app: AppTest, demo_db: str) ->
 def _red_runs(db_url: str, event: pd.Series, side: str, lineages: list[str]) -> pd.DataFrame:
     """The default-branch red runs of the event's lineages in the window on ``side``."""
     config = load_config(env={}, db_url=db_url)
-    runs = logical_run_frame(make_engine(db_url, read_only=True), config, RunFilter(REPO))
-    runs = runs[in_scope(runs, "default", config.default_branch) & runs["lineage"].isin(lineages)]
-    window = pd.Timedelta(days=config.window_days)
+    runs = logical_run_frame(make_engine(db_url, read_only=True), config.project(), RunFilter(REPO))
+    runs = runs[
+        in_scope(runs, "default", config.project().default_branch) & runs["lineage"].isin(lineages)
+    ]
+    window = pd.Timedelta(days=config.project().analysis.window_days)
     start, end = (
         (event["event_date"] - window, event["event_date"])
         if side == "before"
@@ -144,9 +146,11 @@ def test_migrations_page_says_how_much_of_each_side_is_known(app: AppTest, demo_
             _n(line.split(": ", 1)[1])
         chooser = app.selectbox(key="migration-event")
     config = load_config(env={}, db_url=demo_db)
-    events = event_table(all_events(config, make_engine(demo_db, read_only=True)))
+    events = event_table(all_events(config.project(), make_engine(demo_db, read_only=True)))
     event = events[events["event_pr"] == 7357].iloc[0]
-    lineages = list(event["event_lineages"] or sorted({w.lineage for w in config.workflows}))
+    lineages = list(
+        event["event_lineages"] or sorted({w.lineage for w in config.project().workflows})
+    )
     chooser.select(next(label for label in chooser.options if "#7357" in label)).run()
     captions = dict(
         c.value.split(": ", 1) for c in app.caption if c.value.startswith("Failure causes ")

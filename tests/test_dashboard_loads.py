@@ -27,6 +27,7 @@ from store.runfilter import RunFilter
 from store.settings import load_config
 from store.upsert import upsert
 from tests.support.collected import collected_copy
+from tests.support.settings import analysis
 
 REPO = "verl-project/verl"
 RUN_KEYS = [
@@ -49,8 +50,8 @@ def reference(db, monkeypatch):
     """(logical runs, logical jobs) of every run, loaded in full (analytics.frames)."""
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
     engine, config = make_engine(db, read_only=True), load_config()
-    runs = logical_run_frame(engine, config, RunFilter(repo=REPO))
-    jobs = logical_job_frame(engine, config, RunFilter(repo=REPO), runs)
+    runs = logical_run_frame(engine, config.project(), RunFilter(repo=REPO))
+    jobs = logical_job_frame(engine, config.project(), RunFilter(repo=REPO), runs)
     yield runs, jobs, config
     engine.dispose()
 
@@ -76,11 +77,11 @@ def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
     runs, jobs, config = reference
     filters = Filters(REPO, *shared.day_span(db, REPO), (), scope)
     shown_runs = shared.runs(db, filters, dated=False)
-    expected_runs = runs[in_scope(runs, scope, config.default_branch)]
+    expected_runs = runs[in_scope(runs, scope, config.project().default_branch)]
     assert (shown_runs["logical_outcome"] == "flaky").any()
     pd.testing.assert_frame_equal(_rows(shown_runs, RUN_KEYS), _rows(expected_runs, RUN_KEYS))
     shown_jobs = shared.jobs(db, filters, dated=False)
-    expected_jobs = jobs[in_scope(jobs, scope, config.default_branch)]
+    expected_jobs = jobs[in_scope(jobs, scope, config.project().default_branch)]
     assert shown_jobs["category"].notna().any()
     pd.testing.assert_frame_equal(_rows(shown_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
 
@@ -108,10 +109,10 @@ def test_migrations_basis_lines_equal_those_of_the_full_loads(db, reference):
     shown = migrations.basis_mix(db, filters)
     expected = basis_mix(
         runs,
-        event_table(all_events(config, make_engine(db, read_only=True))),
-        window_days=config.window_days,
-        default_branch=config.default_branch,
-        lineages=sorted({w.lineage for w in config.workflows}),
+        event_table(all_events(config.project(), make_engine(db, read_only=True))),
+        analysis(window_days=config.project().analysis.window_days),
+        default_branch=config.project().default_branch,
+        lineages=sorted({w.lineage for w in config.project().workflows}),
         per_lineage=False,
     )
     assert shown["before_red"].sum() > 0 and shown["before_basis"].str.contains("n=").any()

@@ -6,18 +6,20 @@ configuration."""
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from dataclasses import replace
 
 import pandas as pd
 import pytest
 
-from ciflake.export import BEFORE_AFTER_COLUMNS, before_after_export
 from dashboard.filters import SCOPES, Filters
 from dashboard.loaders import failures, migrations, shared
+from reports.query import Query
+from reports.tables import BEFORE_AFTER_COLUMNS, before_after_table
 from store.engine import make_engine
-from store.runfilter import RunFilter
-from store.settings import WorkflowConfig, load_config
+from store.project import WorkflowConfig
+from store.settings import load_config
 from tests.support.collected import collected_copy
 
 REPO = "verl-project/verl"
@@ -70,13 +72,16 @@ def test_a_signatures_drill_down_follows_the_scope(db, monkeypatch):
         assert shown[scope] <= own
 
 
-def test_no_run_filter_without_the_default_branch():
-    """The builder's signature: a page cannot ask for runs without saying the default branch."""
+def test_no_run_filter_without_the_repository_project():
+    """The builder's signature: a page cannot ask for runs without the repository's Project,
+    which says its default branch."""
     filters = Filters(REPO, *(shared.date.today(),) * 2, (), "default")
+    query = filters.query(())
     with pytest.raises(TypeError):
-        filters.run_filter(())  # type: ignore[call-arg]
-    where = filters.run_filter((), "main")
+        query.where()  # type: ignore[call-arg]
+    where = query.where(load_config(env={}).project(REPO))
     assert where.branch == "main" and where.events and where.since is not None
+    assert where.repo == REPO
 
 
 def test_the_migrations_table_is_the_before_after_export(db, monkeypatch):
@@ -87,7 +92,8 @@ def test_the_migrations_table_is_the_before_after_export(db, monkeypatch):
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
     base = load_config(db_url=db)
     ghost = WorkflowConfig(".github/workflows/e2e_new.yml", (), "gpu", "new_lineage")
-    config = replace(base, workflows=(*base.workflows, ghost))
+    project = base.project()
+    config = replace(base, projects=(replace(project, workflows=(*project.workflows, ghost)),))
     monkeypatch.setattr(shared, "current_config", lambda: config)
     page = migrations.before_after_known(db, _filters(db, "default"))
     renamed = {
@@ -97,7 +103,73 @@ def test_the_migrations_table_is_the_before_after_export(db, monkeypatch):
     }
     shown = page.rename(columns=renamed)[BEFORE_AFTER_COLUMNS].reset_index(drop=True)
     engine = make_engine(db, read_only=True)
-    exported = before_after_export(engine, config, RunFilter(repo=REPO), "default")
+    exported = before_after_table(engine, config.project(), Query())
     engine.dispose()
     assert (shown["lineage"] == "new_lineage").any()
     pd.testing.assert_frame_equal(shown, exported.reset_index(drop=True))
+
+
+def _by_scope(load) -> dict[str, int]:
+    return {scope: load(scope) for scope in SCOPES}
+
+
+def _differ(counts: dict[str, int]) -> None:
+    """Default-branch and pull-request runs are different runs: neither count is empty, they
+    differ, and Both holds at least their sum."""
+    assert counts["default"] > 0 and counts["pr"] > 0, counts
+    assert counts["default"] != counts["pr"], counts
+    assert counts["default"] + counts["pr"] <= counts["all"], counts
+
+
+def test_the_overview_follows_the_scope(db, monkeypatch):
+    from dashboard.loaders import overview
+
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+
+    def tiles(scope: str) -> int:
+        table = overview.tiles(db, _filters(db, scope))
+        return int(table.loc[table["level"] == "workflow", "runs"].fillna(0).sum())
+
+    _differ(_by_scope(tiles))
+    _differ(_by_scope(lambda s: int(overview.timeline(db, _filters(db, s), "W")["runs"].sum())))
+
+
+def test_the_migrations_page_follows_the_scope(db, monkeypatch):
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+
+    def windows(scope: str) -> int:
+        table = migrations.before_after(db, _filters(db, scope))
+        return int((table["before_runs"] + table["after_runs"]).sum())
+
+    _differ(_by_scope(windows))
+
+
+def test_the_flaky_jobs_page_follows_the_scope(db, monkeypatch):
+    from dashboard.loaders import flaky_jobs
+
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    _differ(_by_scope(lambda s: int(flaky_jobs.flaky_jobs(db, _filters(db, s))["runs"].sum())))
+    _differ(_by_scope(lambda s: len(flaky_jobs.job_verdicts(db, _filters(db, s)))))
+
+
+def test_the_runners_page_follows_the_scope(db, monkeypatch):
+    from dashboard.loaders import runners
+
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+
+    def pooled(scope: str) -> int:
+        return int(runners.runner_rates(db, _filters(db, scope), "runner_pool")["runs"].sum())
+
+    _differ(_by_scope(pooled))
+
+
+def test_the_export_page_follows_the_scope(db, monkeypatch):
+    from dashboard.loaders import export
+
+    monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    for table in ("runs", "failures", "verdicts"):
+
+        def rows(scope: str, table: str = table) -> int:
+            return len(pd.read_csv(io.BytesIO(export.table_csv(db, _filters(db, scope), table))))
+
+        _differ(_by_scope(rows))

@@ -62,8 +62,8 @@ def test_another_job_name_rule_makes_readers_take_the_raw_rows(collected_db, mon
     db_url = collected_db().url
     engine = make_engine(db_url)
     config = load_config(env={}, db_url=db_url)
-    assert derived.is_current(engine, REPO, config.job_name_strip)
-    merged = replace(config, job_name_strip=r"_.*$")  # e2e_fsdp2, e2e_megatron: one job
+    assert derived.is_current(engine, REPO, config.project().job_name_strip)
+    merged = replace(config.project(), job_name_strip=r"_.*$")  # e2e_fsdp2, e2e_megatron: one
     assert not derived.is_current(engine, REPO, merged.job_name_strip)
     runs = logical_run_frame(engine, merged, RunFilter(REPO), lean=True)
     jobs = logical_job_frame(engine, merged, RunFilter(REPO), runs, lean=True)
@@ -121,12 +121,14 @@ def test_frames_from_the_tables_equal_frames_from_the_raw_rows(collected_db, mon
     engine = make_engine(db_url, read_only=True)
     config = load_config(env={}, db_url=db_url)
     for lean in (True, False):
-        runs = logical_run_frame(engine, config, RunFilter(REPO), lean=lean)
-        jobs = logical_job_frame(engine, config, RunFilter(REPO), runs, lean=lean)
+        runs = logical_run_frame(engine, config.project(), RunFilter(REPO), lean=lean)
+        jobs = logical_job_frame(engine, config.project(), RunFilter(REPO), runs, lean=lean)
         with monkeypatch.context() as raw:
             raw.setattr(derived, "is_current", lambda *args, **kwargs: False)
-            raw_runs = logical_run_frame(engine, config, RunFilter(REPO), lean=lean)
-            raw_jobs = logical_job_frame(engine, config, RunFilter(REPO), raw_runs, lean=lean)
+            raw_runs = logical_run_frame(engine, config.project(), RunFilter(REPO), lean=lean)
+            raw_jobs = logical_job_frame(
+                engine, config.project(), RunFilter(REPO), raw_runs, lean=lean
+            )
         for got, expected, keys in (
             (runs, raw_runs, ["run_id"]),
             (jobs, raw_jobs, ["run_id", "logical_job"]),
@@ -223,7 +225,7 @@ def test_the_collect_only_commands_make_pandas_lean(command, tmp_path, monkeypat
     asked: list[str] = []
     monkeypatch.setattr(lazy, "lean_pandas", lambda: asked.append("lean"))
     monkeypatch.setattr("ciflake.collect_loop.run_collect", lambda *a, **k: asked.append("run"))
-    monkeypatch.setattr("collector.schedule.run_schedule", lambda *a, **k: asked.append("run"))
+    monkeypatch.setattr("ciflake.schedule.run_schedule", lambda *a, **k: asked.append("run"))
     url = f"sqlite:///{tmp_path / 'ciflake.db'}"
     result = CliRunner().invoke(cli, ["--db", url, *command])
     assert result.exit_code == 0, result.output

@@ -18,10 +18,10 @@ from click.testing import CliRunner
 
 from analytics import derived
 from ciflake.cli import cli
-from ciflake.export import TABLES
-from collector.summary import run_summary
+from ciflake.summary import run_summary
 from dashboard.filters import Filters
 from dashboard.loaders import failures, flaky_jobs, migrations, overview, runners, shared
+from reports.tables import TABLES
 from store.engine import make_engine
 from store.events import all_events
 from store.settings import Config, load_config
@@ -87,9 +87,17 @@ def _answers(
     # Both readings on one clock: the footer says when the summary was generated and how
     # long ago the last collect was (30 days: scale 1's history ends a few days back).
     engine = make_engine(db_url, read_only=True)
-    events = all_events(config, engine)
+    events = all_events(config.project(), engine)
     answers["summary"] = run_summary(
-        config, engine, events, pr=7357, issue=None, since="30d", post=False, now=now
+        config,
+        config.project(),
+        engine,
+        events,
+        pr=7357,
+        issue=None,
+        since="30d",
+        post=False,
+        now=now,
     )
     engine.dispose()
     return answers
@@ -133,7 +141,7 @@ def _compare(db_url: str, tmp: Path, monkeypatch, *, with_loaders: bool) -> None
     monkeypatch.delenv("CIFLAKE_CONFIG", raising=False)
     engine = make_engine(db_url, read_only=True)
     config = load_config(env={}, db_url=db_url)
-    strip = config.job_name_strip
+    strip = config.project().job_name_strip
     assert derived.is_current(engine, REPO, strip), "the collector left the tables stale"
     assert derived.differences(engine, REPO, strip) == {}
     engine.dispose()

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 import fakehub
 from ciflake.cli import cli
-from collector.doctor_checks import token_kind, url_check
-from collector.doctor_estimate import wall_seconds
+from collector.doctor.checks import token_kind, url_check
+from collector.doctor.estimate import wall_seconds
 from store.settings import load_config
 from tests.support.hubtools import collect
 
@@ -22,7 +22,7 @@ SCALE = 0.05
 # runs since then has expired, so the old-logs line is ok unless a test asks for older runs.
 RECENT = "2026-10-01"
 CHECKS = ("api url", "network", "token", "rate budget", "repository", "workflow")
-TRACKED = len(load_config(env={}).workflows)
+TRACKED = len(load_config(env={}).project().workflows)
 
 
 @pytest.fixture
@@ -215,7 +215,7 @@ def test_the_estimate_starts_where_a_first_collect_does(monkeypatch):
     class Asked(Exception):
         pass
 
-    def ask(config):
+    def ask(config, project):
         raise Asked
 
     monkeypatch.setattr(collector.sync, "default_since", ask)

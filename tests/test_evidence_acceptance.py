@@ -16,6 +16,7 @@ from store.settings import load_config
 from tests.support.collected import Scenario, collected
 from tests.support.evidence_truth import score
 from tests.support.hubtools import migrated
+from tests.support.settings import ANALYSIS
 
 DEFAULT_SCALE = fakehub.DEFAULT_SCALE
 
@@ -36,8 +37,10 @@ def _timeouts_around_7127(engine) -> None:
     """#7127 changed the v1 GPU jobs' limits (20 -> 60 minutes): their time limits, which GitHub
     calls `cancelled`, are counted in its before/after instead of vanishing as excluded."""
     config = load_config()
-    runs = logical_run_frame(engine, config, RunFilter())
-    shift = category_shift(runs, event_table(config.events), scope="all")
+    runs = logical_run_frame(engine, config.project(), RunFilter())
+    shift = category_shift(
+        runs, event_table(config.project().events), ANALYSIS, scope="all", default_branch="main"
+    )
     timeouts = shift[
         (shift["event_pr"] == 7127)
         & (shift["lineage"] == "e2e_v1_separate_async")

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from analytics.rates import wilson_interval
 from analytics.spreadsheet import csv_bytes, for_spreadsheets
 from ciflake.cli import cli
-from ciflake.export import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS
+from reports.tables import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS
 from store.engine import make_engine
 from store.frame_queries import load_attempts, load_failures, load_jobs, load_runs
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
@@ -266,12 +266,16 @@ def test_before_after_csv_recomputed_from_runs_csv(filled, db_url, runner, tmp_p
 
 
 def test_export_failures_and_jobs_carry_evidence(filled, db_url, runner, tmp_path):
-    failures = pd.read_csv(_export(runner, db_url, tmp_path, "failures"), keep_default_na=False)
+    failures = pd.read_csv(
+        _export(runner, db_url, tmp_path, "failures", "--scope", "all"), keep_default_na=False
+    )
     categories = [c for _, _, _, conclusions, c in HISTORY for x in conclusions if x == "failure"]
     assert len(failures) == len(categories)
     assert list(failures["evidence"]) == [EVIDENCE.get(c, "none") for c in categories]
     assert list(failures["stage"]) == [STAGES.get(c, "") for c in categories]
-    jobs = pd.read_csv(_export(runner, db_url, tmp_path, "jobs"), keep_default_na=False)
+    jobs = pd.read_csv(
+        _export(runner, db_url, tmp_path, "jobs", "--scope", "all"), keep_default_na=False
+    )
     evidence = dict(zip(failures["job_id"], failures["evidence"], strict=True))
     assert list(jobs["evidence"]) == [evidence.get(job, "") for job in jobs["job_id"]]
 
@@ -296,7 +300,7 @@ def test_export_filters_and_errors(filled, db_url, runner, tmp_path):
             "2026-08-01",
         ],
         "unknown table": ["export", "bogus", "--out", str(out)],
-        "category without one": ["export", "flaky", "--out", str(out), "--category", "oom"],
+        "category without one": ["export", "flaky-jobs", "--out", str(out), "--category", "oom"],
         "unknown category": ["export", "runs", "--out", str(out), "--category", "bogus"],
         "unwritable": ["export", "runs", "--out", str(tmp_path / "no" / "such" / "x.csv")],
     }

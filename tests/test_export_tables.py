@@ -13,31 +13,14 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ciflake.cli import cli
-from ciflake.export import (
-    BEFORE_AFTER_COLUMNS,
-    FAILURES_COLUMNS,
-    FLAKY_COLUMNS,
-    HEALTH_EXPORT_COLUMNS,
-    JOBS_COLUMNS,
-    RUNS_COLUMNS,
-    SIGNATURES_COLUMNS,
-    TABLES,
-)
+from reports.tables import TABLES
 from store.engine import make_engine
 from store.models import Failure, Job, WorkflowRun
 from store.runfilter import conclusion
 from tests.support.collected import collected_copy
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-COLUMNS = {
-    "runs": RUNS_COLUMNS,
-    "jobs": JOBS_COLUMNS,
-    "failures": FAILURES_COLUMNS,
-    "signatures": SIGNATURES_COLUMNS,
-    "flaky": FLAKY_COLUMNS,
-    "before-after": BEFORE_AFTER_COLUMNS,
-    "health": HEALTH_EXPORT_COLUMNS,
-}
+README = Path(__file__).resolve().parents[1] / "docs" / "commands.md"
+COLUMNS = {table.name: table.columns for table in TABLES.values()}
 FORMULA = '=HYPERLINK("http://example.invalid","click")'
 NEW = ".github/workflows/e2e_v1_separate_async.yml"
 
@@ -86,10 +69,10 @@ def _scalar(db_url: str, stmt):
 
 
 def test_runs_jobs_failures_match_the_database(db, runner, tmp_path):
-    runs = _export(runner, db, tmp_path, "runs")
+    runs = _export(runner, db, tmp_path, "runs", "--scope", "all")
     assert len(runs) == _scalar(db, select(func.count()).select_from(WorkflowRun))
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["created_at"]) for r in runs)
-    jobs = _export(runner, db, tmp_path, "jobs")
+    jobs = _export(runner, db, tmp_path, "jobs", "--scope", "all")
     with Session(make_engine(db)) as session:
         stored = dict(session.execute(select(Job.id, conclusion(Job))).all())
         failures_db = session.execute(
@@ -98,7 +81,7 @@ def test_runs_jobs_failures_match_the_database(db, runner, tmp_path):
     assert {int(j["job_id"]): j["conclusion"] for j in jobs} == {
         k: v or "" for k, v in stored.items()
     }
-    failures = _export(runner, db, tmp_path, "failures")
+    failures = _export(runner, db, tmp_path, "failures", "--scope", "all")
     rows = {
         (int(f["run_id"]), int(f["run_attempt"]), int(f["job_id"]), f["category"]) for f in failures
     }
@@ -120,7 +103,7 @@ def test_failures_and_jobs_carry_the_stored_evidence(db, runner, tmp_path):
                 )
             )
         }
-    failures = _export(runner, db, tmp_path, "failures")
+    failures = _export(runner, db, tmp_path, "failures", "--scope", "all")
     exported = {
         (int(f["run_id"]), int(f["run_attempt"]), int(f["job_id"])): (f["evidence"], f["stage"])
         for f in failures
@@ -128,7 +111,7 @@ def test_failures_and_jobs_carry_the_stored_evidence(db, runner, tmp_path):
     assert exported == stored
     assert {e for e, _ in stored.values()} >= {"log", "none"}
     by_job = {job_id: evidence for (_, _, job_id), (evidence, _) in stored.items() if job_id}
-    jobs = _export(runner, db, tmp_path, "jobs")
+    jobs = _export(runner, db, tmp_path, "jobs", "--scope", "all")
     assert {int(j["job_id"]): j["evidence"] for j in jobs if j["evidence"]} == by_job
 
 
@@ -146,7 +129,7 @@ def test_before_after_says_how_much_is_known(db, runner, tmp_path):
 
 
 def test_signatures_and_flaky_match_the_database(db, runner, tmp_path):
-    signatures = _export(runner, db, tmp_path, "signatures")
+    signatures = _export(runner, db, tmp_path, "signatures", "--scope", "all")
     with Session(make_engine(db)) as session:
         counts = dict(
             session.execute(
@@ -154,7 +137,7 @@ def test_signatures_and_flaky_match_the_database(db, runner, tmp_path):
             ).all()
         )
     assert {s["signature"]: int(s["failures"]) for s in signatures} == counts
-    flaky = pd.DataFrame(_export(runner, db, tmp_path, "flaky"))
+    flaky = pd.DataFrame(_export(runner, db, tmp_path, "flaky-jobs"))
     numbers = flaky[["runs", "pass", "flaky", "fail"]].astype(int)
     assert (numbers["runs"] == numbers["pass"] + numbers["flaky"] + numbers["fail"]).all()
     rated = flaky[flaky["flake_rate"] != ""]
@@ -164,7 +147,7 @@ def test_signatures_and_flaky_match_the_database(db, runner, tmp_path):
 
 
 def test_filters(db, runner, tmp_path):
-    oom = _export(runner, db, tmp_path, "failures", "--category", "oom")
+    oom = _export(runner, db, tmp_path, "failures", "--category", "oom", "--scope", "all")
     count = _scalar(db, select(func.count()).select_from(Failure).where(Failure.category == "oom"))
     assert len(oom) == count > 0 and {f["category"] for f in oom} == {"oom"}
     window = ["--since", "2026-09-01", "--until", "2026-10-01", "--workflow", NEW]

@@ -29,7 +29,7 @@ from store.vocabulary import EVENT_KINDS
 TOKEN = "test-token"
 VERL, RECIPE = "verl-project/verl", "verl-project/verl-recipe"
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "two-repositories.toml"
+EXAMPLE = ROOT / "ciflake" / "demo.toml"  # the demo's config, an example of two repositories
 # The last commit before fakehub had a second repository: verl's history must be what that
 # commit's fakehub generates. A pinned commit, not a pinned number: the digest below is
 # computed from that commit's code each time. (Skipped where the commit is not in the clone.)

@@ -40,7 +40,7 @@ def test_an_upward_import_added_to_a_copy_of_the_tree_is_caught(tmp_path: Path) 
         ("store", "import analytics.rates", "store imports analytics.rates"),
         ("collector", "from ciflake import cli", "collector imports ciflake"),
         ("dashboard", "from collector.logs import LogResult", "dashboard imports collector.logs"),
-        ("migrations", "from ciflake.export import TABLES", "migrations imports ciflake.export"),
+        ("migrations", "from reports.tables import TABLES", "migrations imports reports.tables"),
         ("fakehub", "from store.models import Run", "fakehub imports store.models"),
         ("fakehub", "from store import vocabulary, models", "fakehub imports store.models"),
         ("collector", "import click", "click outside"),

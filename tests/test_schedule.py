@@ -16,7 +16,7 @@ import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 
 import fakehub
-from collector.schedule import MISFIRE_GRACE_S, Triggers, build_scheduler, config_triggers
+from ciflake.schedule import MISFIRE_GRACE_S, Triggers, build_scheduler, config_triggers
 from store.settings import load_config
 from tests.support.hubtools import TEST_SCALE, collect, migrated, snapshot
 
@@ -117,7 +117,7 @@ def test_sigterm_mid_collect_finishes_it_and_exits_zero(tmp_path):
         log = stderr.decode()
         assert process.returncode == 0, log
         assert "SIGTERM: letting the running job finish" in log
-        assert "collect: runs " in log and "schedule: stopped" in log
+        assert "collect: verl-project/verl: runs " in log and "schedule: stopped" in log
         assert hub.token not in log
         assert _finished_collects(db_path) == 1  # the interrupted collect ran to its end
 

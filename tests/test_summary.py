@@ -16,11 +16,11 @@ from sqlalchemy.orm import Session
 import fakehub
 from ciflake.cli import cli
 from collector.client import GitHubClient
-from collector.markdown import code_block, md_text
-from collector.summary import load_summary
 from collector.summary_post import find_marked_comment
-from collector.summary_render import MARKER, render_summary
-from collector.summary_target import parse_since
+from reports.markdown import code_block, md_text
+from reports.summary import load_summary
+from reports.summary_render import MARKER, render_summary
+from reports.summary_target import parse_since
 from store.engine import make_engine
 from store.events import all_events
 from store.models import Failure, JobLog, PostedComment, WorkflowRun
@@ -55,7 +55,14 @@ def hostile_db(tmp_path_factory) -> str:
 def _render(db_url: str) -> str:
     config = load_config(env={}, db_url=db_url)
     engine = make_engine(db_url, read_only=True)
-    data = load_summary(engine, config, all_events(config, engine), pr=None, since=SINCE, now=NOW)
+    data = load_summary(
+        engine,
+        config.project(),
+        all_events(config.project(), engine),
+        pr=None,
+        since=SINCE,
+        now=NOW,
+    )
     return render_summary(data)
 
 
@@ -86,7 +93,14 @@ def test_failures_say_how_much_of_their_categories_is_known(tmp_path):
     config = load_config(env={}, db_url=url)
     engine = make_engine(url, read_only=True)
     since = datetime(2026, 6, 1, tzinfo=UTC)  # expired logs before, archived ones after
-    data = load_summary(engine, config, all_events(config, engine), pr=None, since=since, now=NOW)
+    data = load_summary(
+        engine,
+        config.project(),
+        all_events(config.project(), engine),
+        pr=None,
+        since=since,
+        now=NOW,
+    )
     markdown = render_summary(data)
     lines = [m for m in map(KNOWN_LINE.fullmatch, markdown.splitlines()) if m]
     assert len(lines) == 1

@@ -18,11 +18,11 @@ import requests
 import fakehub
 from ciflake.cli import cli
 from collector.client import GitHubClient
-from collector.markdown import code_block, md_text
-from collector.summary import load_summary
 from collector.summary_post import ACTIONS_BOT, token_login, upsert_comment
-from collector.summary_render import BODY_LIMIT, MARKER, github_length, render_summary
 from fakehub.payloads import BOT_LOGIN
+from reports.markdown import code_block, md_text
+from reports.summary import load_summary
+from reports.summary_render import BODY_LIMIT, MARKER, github_length, render_summary
 from store.engine import make_engine
 from store.events import all_events
 from store.settings import load_config
@@ -130,7 +130,14 @@ def _huge(db_url: str):
     """The real summary with every failure group full of long lines and 400 jobs lost."""
     config = load_config(env={}, db_url=db_url)
     engine = make_engine(db_url, read_only=True)
-    data = load_summary(engine, config, all_events(config, engine), pr=None, since=SINCE, now=NOW)
+    data = load_summary(
+        engine,
+        config.project(),
+        all_events(config.project(), engine),
+        pr=None,
+        since=SINCE,
+        now=NOW,
+    )
     assert not data.failures.empty
     long = "E " + "x" * 150 + " GH-123 #45 @someone " + "y" * 150
     failures = pd.concat(
@@ -186,7 +193,14 @@ def test_a_100000_character_summary_is_cut_under_the_limit_and_still_renders(db)
 def test_a_summary_under_the_limit_is_not_cut(db):
     config = load_config(env={}, db_url=db)
     engine = make_engine(db, read_only=True)
-    data = load_summary(engine, config, all_events(config, engine), pr=None, since=SINCE, now=NOW)
+    data = load_summary(
+        engine,
+        config.project(),
+        all_events(config.project(), engine),
+        pr=None,
+        since=SINCE,
+        now=NOW,
+    )
     assert render_summary(data) == render_summary(data, limit=None)
     assert "Cut to fit" not in render_summary(data)
 

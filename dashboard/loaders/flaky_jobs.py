@@ -19,8 +19,7 @@ from store import frame_queries
 def flaky_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
     """Logical jobs ranked by the Wilson lower bound of their flake rate."""
     frame = shared.jobs(db_url, filters)
-    table = rates.stability(frame, ["lineage", "logical_job"], shared.current_config().min_runs)
-    return rates.rank_by_lower_bound(table, "flake_rate")
+    return rates.flaky_table(frame, shared.project(filters.repo).analysis.min_runs)
 
 
 @st.cache_data(ttl=shared.TTL)

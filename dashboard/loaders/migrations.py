@@ -64,16 +64,14 @@ STRIP_RUN_COLUMNS = [
 
 @st.cache_data(ttl=shared.TTL)
 def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
-    config = shared.current_config()
+    chosen = shared.project(filters.repo)
     return ba.before_after(
         shared.all_runs(db_url, shared.sql_filter(filters))[WINDOW_RUN_COLUMNS],
-        shared.events(db_url),
-        window_days=config.window_days,
-        first_runs=config.first_runs,
+        shared.events(db_url, filters.repo),
+        chosen.analysis,
         scope=filters.scope,
-        default_branch=config.default_branch,
-        min_runs=config.min_runs,
-        lineages=config_lineages(config.workflows),
+        default_branch=chosen.default_branch,
+        lineages=config_lineages(chosen.workflows),
     )
 
 
@@ -82,27 +80,25 @@ def event_sentences(db_url: str, filters: Filters) -> dict[pd.Timestamp, str]:
     """Each event's one-sentence answer (analytics.before_after.headline), by event date, from
     the lineages with a run on either side; cached with the table, so a page view only reads
     them."""
-    config = shared.current_config()
+    analysis = shared.project(filters.repo).analysis
     table = before_after(db_url, filters)
     counted = table[table["before_runs"] + table["after_runs"] > 0]
     return {
-        date: ba.headline(
-            counted[counted["event_date"] == date], config.window_days, config.min_runs
-        )
+        date: ba.headline(counted[counted["event_date"] == date], analysis)
         for date in table["event_date"].unique()
     }
 
 
 def _window_mix_args(db_url: str, filters: Filters) -> dict[str, Any]:
     """What category_shift and basis_mix read: the windowed runs and the same settings."""
-    config = shared.current_config()
+    chosen = shared.project(filters.repo)
     return {
         "runs": shared.all_runs(db_url, shared.sql_filter(filters))[WINDOW_RUN_COLUMNS],
-        "events": shared.events(db_url),
-        "window_days": config.window_days,
+        "events": shared.events(db_url, filters.repo),
+        "analysis": chosen.analysis,
         "scope": filters.scope,
-        "default_branch": config.default_branch,
-        "lineages": config_lineages(config.workflows),
+        "default_branch": chosen.default_branch,
+        "lineages": config_lineages(chosen.workflows),
     }
 
 
@@ -129,10 +125,10 @@ def basis_mix(db_url: str, filters: Filters) -> pd.DataFrame:
 def successor_first_runs(db_url: str, filters: Filters) -> pd.DataFrame:
     """The first runs of the workflows each event created (analytics.successors), over
     every date: a workflow's first run in the range is not its first run."""
-    config = shared.current_config()
+    analysis = shared.project(filters.repo).analysis
     frame = shared.all_runs(db_url, shared.sql_filter(filters))[STRIP_RUN_COLUMNS]
     return successors.successor_first_runs(
-        frame, shared.events(db_url), config.first_runs, config.window_days
+        frame, shared.events(db_url, filters.repo), analysis.first_runs, analysis.window_days
     )
 
 
@@ -147,19 +143,19 @@ def changepoints(db_url: str, filters: Filters) -> pd.DataFrame:
         shared.runs(db_url, filters, dated=False),
         page_queries.daily_job_presence(shared.engine(db_url), shared.sql_filter(filters)),
     )
-    return cp.nearest_events(found, shared.events(db_url))
+    return cp.nearest_events(found, shared.events(db_url, filters.repo))
 
 
 @st.cache_data(ttl=shared.TTL)
 def coverage_lost(db_url: str, filters: Filters) -> pd.DataFrame:
     """Logical jobs that ran in the window before an event (of any kind) and have no
     successor after it (analytics.coverage)."""
-    config, table = shared.current_config(), shared.events(db_url)
+    chosen, table = shared.project(filters.repo), shared.events(db_url, filters.repo)
     diff = coverage.coverage_diff(
         shared.jobs(db_url, filters, dated=False)[COVERAGE_JOB_COLUMNS],
         table,
-        config_tables.job_renames(config.lineages),
-        window_days=config.window_days,
+        config_tables.job_renames(chosen.lineages),
+        window_days=chosen.analysis.window_days,
         kinds=tuple(table["event_kind"].unique()),
     )
     return coverage.lost_jobs(diff)[COVERAGE_LOST_COLUMNS]

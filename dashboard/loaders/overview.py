@@ -16,27 +16,24 @@ from store import page_queries
 def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
     """Status tiles per lineage and per workflow (analytics.recent.tile_tables: the last
     ``[dashboard] recent_days`` before the repository's newest run, RETIRED, STALE)."""
-    config = shared.current_config()
     frame = shared.runs(db_url, filters)
     _, newest = page_queries.run_span(shared.engine(db_url), filters.repo)
     reference = min(pd.Timestamp(newest), pd.Timestamp(filters.window()[1])) if newest else None
-    settings = {
-        "recent_days": config.dashboard_recent_days,
-        "stale_factor": config.stale_factor,
-        "min_runs": config.min_runs,
-    }
-    events = shared.events(db_url)
-    return recent.tile_tables(frame, reference, events, **settings)
+    events = shared.events(db_url, filters.repo)
+    analysis = shared.project(filters.repo).analysis
+    recent_days = shared.current_config().dashboard_recent_days
+    return recent.tile_tables(frame, reference, events, analysis, recent_days=recent_days)
 
 
 @st.cache_data(ttl=shared.TTL)
 def timeline(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
     """Success rate with its Wilson interval per lineage and day or week."""
     frame = shared.runs(db_url, filters)
+    min_runs = shared.project(filters.repo).analysis.min_runs
     if frame.empty:
-        return rates.stability(frame.assign(period=pd.NaT), ["lineage", "period"])
+        return rates.stability(frame.assign(period=pd.NaT), ["lineage", "period"], min_runs)
     periods = rates.with_period(frame, freq)
-    return rates.stability(periods, ["lineage", "period"], shared.current_config().min_runs)
+    return rates.stability(periods, ["lineage", "period"], min_runs)
 
 
 @st.cache_data(ttl=shared.TTL)

@@ -6,12 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics import (
-    elsewhere,
-    environments,
-    rates,
-)
-from dashboard import shaping
+from analytics import elsewhere, environments
 from dashboard.filters import Filters
 from dashboard.loaders import shared
 from store import frame_queries
@@ -21,7 +16,7 @@ from store import frame_queries
 # jobs with their pool, and the hard failures flagged "works elsewhere" per place.
 @st.cache_resource(ttl=shared.TTL)
 def _placed_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
-    return shaping.with_runner_pool(shared.jobs(db_url, filters))
+    return elsewhere.with_runner_pool(shared.jobs(db_url, filters))
 
 
 @st.cache_resource(ttl=shared.TTL)
@@ -38,19 +33,9 @@ def _flagged(db_url: str, filters: Filters, where: str) -> pd.DataFrame:
 @st.cache_data(ttl=shared.TTL)
 def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
     """Stability of logical jobs per runner pool or runner, with "works elsewhere"."""
-    frame = _placed_jobs(db_url, filters)
-    table = rates.stability(frame, [by], shared.current_config().min_runs)
+    min_runs = shared.project(filters.repo).analysis.min_runs
     flagged = _flagged(db_url, filters, by)
-    if by == "runner_name":
-        flagged = flagged.assign(runner_name=flagged[by].fillna(shaping.NO_RUNNER_NAME))
-    table = table.merge(elsewhere.works_elsewhere(flagged, by), on=by, how="left")
-    table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
-    table = table.assign(
-        fail_rate=1 - table["success_rate"],
-        fail_rate_low=1 - table["success_rate_high"],
-        fail_rate_high=1 - table["success_rate_low"],
-    )
-    return rates.rank_by_lower_bound(table, "fail_rate")
+    return elsewhere.runner_rates(_placed_jobs(db_url, filters), flagged, by, min_runs)
 
 
 @st.cache_data(ttl=shared.TTL)

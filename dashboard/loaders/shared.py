@@ -1,5 +1,6 @@
-"""What every page shares: the config, the read-only engine, the database checks, and the
-logical runs, jobs and failures of the scope (analytics.frames), cached once as resources.
+"""What every page shares: the config and the selected repository's ``Project``, the read-only
+engine, the database checks, and the logical runs, jobs and failures of the scope
+(analytics.frames), cached once as resources.
 Streamlit reruns a page on every click, so each loader is cached with a TTL (new collects show
 up without a restart) and keyed on the database URL and the sidebar filters only."""
 
@@ -20,10 +21,12 @@ from analytics import (
     frames,
 )
 from dashboard.filters import Filters
+from reports.query import Query
 from store import bookkeeping, page_queries, runfilter
 from store.engine import DatabaseURLError, make_engine
 from store.events import all_events
 from store.migrate import current_revision, head_revision
+from store.project import Project
 from store.settings import Config, load_config
 
 TTL = "5m"
@@ -42,9 +45,10 @@ def current_config() -> Config:
     return config_for(os.environ.get("CIFLAKE_CONFIG"), os.environ.get("CIFLAKE_DB_URL"))
 
 
-def config_tags() -> tuple[str, ...]:
-    """The tags of the config's workflows, each once, in the order the config gives them."""
-    return tuple(dict.fromkeys(tag for w in current_config().workflows for tag in w.tags))
+def project(repo: str) -> Project:
+    """The selected repository's workflows, lineages, events and analysis settings: those the
+    config gives it, else none and the [analytics] defaults (a repository only collected)."""
+    return current_config().project_for(repo)
 
 
 @st.cache_resource
@@ -98,19 +102,23 @@ def is_simulated(db_url: str, repo: str) -> bool:
     return url is not None and urlparse(url).hostname in LOOPBACK_HOSTS
 
 
-def tagged_paths(config: Config, tags: tuple[str, ...]) -> tuple[str, ...]:
+def tagged_paths(chosen: Project, tags: tuple[str, ...]) -> tuple[str, ...]:
     """The workflow files carrying any of ``tags`` (no tags: every workflow, no filter)."""
     if not tags:
         return ()
-    return tuple(w.path for w in config.workflows if set(w.tags) & set(tags)) or ("<none>",)
+    return tuple(w.path for w in chosen.workflows if set(w.tags) & set(tags)) or ("<none>",)
 
 
 def sql_filter(filters: Filters, *, dated: bool = False) -> runfilter.RunFilter:
     """The SQL filter: repository, tagged workflows and scope, and by default every date: the
     shared frames cut dates in pandas (``in_range``), so every date range shares one load."""
-    config = current_config()
-    paths = tagged_paths(config, filters.tags)
-    return filters.run_filter(paths, config.default_branch, dated=dated)
+    return query(filters).where(project(filters.repo), dated=dated)
+
+
+def query(filters: Filters) -> Query:
+    """The sidebar's selection as a report query (reports.query): the dates, the workflows of
+    the selected tags and the scope; ``ciflake export`` builds the same from its options."""
+    return filters.query(tagged_paths(project(filters.repo), filters.tags))
 
 
 def in_range(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
@@ -125,8 +133,8 @@ def in_range(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
 @st.cache_resource(ttl=TTL)
 def all_runs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
     failures = all_failures(db_url, where)
-    config = current_config()
-    return frames.logical_run_frame(engine(db_url), config, where, lean=True, failures=failures)
+    chosen = project(where.repo)
+    return frames.logical_run_frame(engine(db_url), chosen, where, lean=True, failures=failures)
 
 
 @st.cache_resource(ttl=TTL)
@@ -145,9 +153,8 @@ def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
 @st.cache_resource(ttl=TTL)
 def all_jobs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
     runs, failures = all_runs(db_url, where), all_failures(db_url, where)
-    config = current_config()
     return frames.logical_job_frame(
-        engine(db_url), config, where, runs, lean=True, failures=failures
+        engine(db_url), project(where.repo), where, runs, lean=True, failures=failures
     )
 
 
@@ -159,7 +166,7 @@ def workflow_jobs(db_url: str, where: runfilter.RunFilter, workflow_path: str) -
     runs = all_runs(db_url, where)
     return frames.logical_job_frame(
         engine(db_url),
-        current_config(),
+        project(where.repo),
         replace(where, paths=(workflow_path,)),
         runs[runs["workflow_path"] == workflow_path],
         lean=True,
@@ -175,6 +182,7 @@ def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     return in_range(frame, filters) if dated else frame
 
 
-def events(db_url: str) -> pd.DataFrame:
-    """Change events of the config and of the database (analytics.config_tables.event_table)."""
-    return config_tables.event_table(all_events(current_config(), engine(db_url)))
+def events(db_url: str, repo: str) -> pd.DataFrame:
+    """Change events of ``repo``, the config's and the database's
+    (analytics.config_tables.event_table)."""
+    return config_tables.event_table(all_events(project(repo), engine(db_url)))

@@ -1,35 +1,34 @@
-"""Export: every table the dashboard shows, as CSV for retrospectives."""
+"""Export: every report table (reports.tables) for the current filters, as CSV for
+retrospectives: the same file `ciflake export TABLE` writes for the same repository, dates,
+workflows and scope."""
 
 from functools import partial
 
 import streamlit as st
 
-from analytics.spreadsheet import csv_bytes
 from dashboard.context import current_view
-from dashboard.loaders import failures, flaky_jobs, migrations, runners, shared
+from dashboard.loaders import export
+from reports.tables import TABLES
 
 view = current_view()
 url, filters = view.db_url, view.filters
-TABLES = {
-    "runs": lambda: shared.runs(url, filters),
-    "before-after": lambda: migrations.before_after_known(url, filters),
-    "signatures": lambda: failures.signatures(url, filters),
-    "flaky-jobs": lambda: flaky_jobs.flaky_jobs(url, filters),
-    "verdicts": lambda: flaky_jobs.job_verdicts(url, filters),
-    "runner-pools": lambda: runners.runner_rates(url, filters, "runner_pool"),
-    "coverage-lost": lambda: migrations.coverage_lost(url, filters),
-    "changepoints": lambda: migrations.changepoints(url, filters),
-}
+first, last = filters.first_day, filters.last_day
 
 st.title("Export")
-st.caption("CSV of each table for the current filters; times in ISO-8601 UTC, rates in [0, 1].")
-for name, load in TABLES.items():
-    table = load()
+st.caption(
+    f"{filters.repo}, runs of {first:%Y-%m-%d} to {last:%Y-%m-%d}, scope {filters.scope}. "
+    "Each file is built when clicked; times in ISO-8601 UTC, rates in [0, 1]. The same "
+    f"file from the command line: `ciflake export TABLE --repo {filters.repo} --since "
+    f"{first:%Y-%m-%d} --until <the day after {last:%Y-%m-%d}> --scope {filters.scope}` "
+    "(and `--workflow` for each workflow of the selected tags)."
+)
+for table in TABLES.values():
     st.download_button(
-        f"{name}.csv ({len(table)} rows)",
-        data=partial(csv_bytes, table),  # written when clicked, not on every page load
+        f"{table.name}.csv",
+        data=partial(export.table_csv, url, filters, table.name),
         on_click="ignore",
-        file_name=f"{filters.repo.replace('/', '_')}-{name}.csv",
+        file_name=f"{filters.repo.replace('/', '_')}-{table.name}.csv",
         mime="text/csv",
-        key=f"export-{name}",
+        help=f"One row per {table.row}.",
+        key=f"export-{table.name}",
     )

@@ -22,7 +22,8 @@ freq = st.segmented_control(
     key="fail_freq",
 )
 counts = failures.failure_periods(view.db_url, view.filters, freq or "W")
-st.plotly_chart(charts.categories_over_time(counts, shared.events(view.db_url)))
+events = shared.events(view.db_url, view.filters.repo)
+st.plotly_chart(charts.categories_over_time(counts, events))
 bases = failures.failure_bases(view.db_url, view.filters)
 st.caption(f"How much of this is known: {describe(bases['basis'])}")
 by_stage = unknown_by_stage(bases)

@@ -36,7 +36,7 @@ sentences = migrations.event_sentences(view.db_url, view.filters)
 shift = migrations.category_shift(view.db_url, view.filters)
 known = migrations.basis_mix(view.db_url, view.filters)
 known_by_lineage = migrations.before_after_known(view.db_url, view.filters)
-config = shared.current_config()
+analysis = shared.project(view.filters.repo).analysis
 strips = migrations.successor_first_runs(view.db_url, view.filters)
 lost = migrations.coverage_lost(view.db_url, view.filters)
 events = table.drop_duplicates("event_date").sort_values("event_date", ascending=False)
@@ -104,7 +104,7 @@ else:
             "logical_job": "lost job",
             "last_workflow_path": "workflow",
             "before_runs": st.column_config.NumberColumn(
-                f"runs in the {config.window_days} days before"
+                f"runs in the {analysis.window_days} days before"
             ),
             "last_run_at": st.column_config.DatetimeColumn("last run at"),
             "last_run_url": st.column_config.LinkColumn("last run", display_text=r"/runs/(\d+)"),

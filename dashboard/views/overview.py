@@ -74,7 +74,7 @@ freq = st.segmented_control(
     "Period", ["D", "W"], default="W", format_func={"D": "daily", "W": "weekly"}.get
 )
 timeline = overview.timeline(view.db_url, view.filters, freq or "W")
-events = shared.events(view.db_url)
+events = shared.events(view.db_url, view.filters.repo)
 st.plotly_chart(charts.stability_timeline(timeline, events))
 st.caption(
     "A row per lineage, one time axis: the success rate on the first attempt per "

@@ -1,7 +1,7 @@
 """sync state backfill: the spans a first collect (a backfill) has listed, per workflow.
 
 A backfill now lists the windows around the configured events first, then the rest newest
-first (collector.backfill), so where it stopped is a set of spans, not one watermark. A state
+first (store.backfill), so where it stopped is a set of spans, not one watermark. A state
 written by an older collect (a watermark, no spans) is read as "listed up to the watermark".
 
 Revision ID: 0005

@@ -84,7 +84,7 @@ def fast_collect(hub: fakehub.Hub, db_url: str, full: bool = False) -> CollectRe
     config = hub_config(hub, db_url)
     options = CollectOptions(since=SINCE, quiet=True, full=full)
     try:
-        return collect(config, engine, fast_client(config), options)
+        return collect(config, config.project(), engine, fast_client(config), options)
     finally:
         engine.dispose()
 

@@ -22,7 +22,7 @@ import dashboard
 from analytics.spreadsheet import for_spreadsheets
 from ciflake.cli import cli
 from collector.client import CollectError, GitHubClient
-from collector.markdown import code_block, md_text
+from reports.markdown import code_block, md_text
 from store.engine import make_engine
 from tests.reliability.harness import CANARY, canary_hub, fast_collect, leaks, record
 

@@ -66,7 +66,9 @@ def stored_frames(history: History, config: Config) -> tuple[pd.DataFrame, pd.Da
         runs, columns=["run_id", "workflow_path", "created_at", "run_attempt", "conclusion"]
     )
     attempt_frame = pd.DataFrame(attempts, columns=["run_id", "attempt", "conclusion"])
-    logical = attach_lineage(logical_runs(frame, attempt_frame), workflow_table(config.workflows))
+    logical = attach_lineage(
+        logical_runs(frame, attempt_frame), workflow_table(config.project().workflows)
+    )
     presence = pd.DataFrame(jobs, columns=["workflow_path", "day", "name"])
     presence = presence.groupby(["workflow_path", "day", "name"]).size().rename("runs")
     return logical, presence.reset_index()

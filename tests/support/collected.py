@@ -35,7 +35,7 @@ from collector.sync_report import CollectReport
 from fakehub.child import spawned
 from fakehub.history import DEFAULT_END
 from store.engine import make_engine
-from tests.support.hubtools import SINCE, TEST_SCALE, collect
+from tests.support.hubtools import SINCE, TEST_SCALE, collect, collect_repos
 from tests.support.pg import drop_pg_database
 
 SHARED_ENV = "CIFLAKE_TEST_SHARED"
@@ -58,6 +58,9 @@ class Scenario:
     # Collected in nights of at most this many counted requests, until the backfill is done
     # (None: one full collect).
     max_requests: int | None = None
+    # The repositories collected, as the demo's config tracks them (None: the built-in config,
+    # verl alone). One full collect each, in turn.
+    repos: tuple[str, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -115,6 +118,10 @@ def _collect_and_count(scenario: Scenario, url: str) -> Built:
     then has a core of its own when one is free (a scale-1 collect takes a third less)."""
     reports: list[CollectReport] = []
     with spawned(**scenario.hub_options()) as hub:
+        if scenario.repos is not None:
+            return collect_repos(hub, url, scenario.repos, since=scenario.since), hub.admin(
+                "GET", "counters"
+            )
         while not reports or (scenario.max_requests is not None and reports[-1].stopped):
             assert len(reports) < 200, "the backfill does not progress"
             reports.append(

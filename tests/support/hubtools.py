@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from collector.once import collect_once
+from collector.once import collect_all, collect_once
 from collector.sync_report import CollectOptions, CollectReport
 from fakehub import Hub
 from fakehub.child import ChildHub
@@ -33,8 +33,16 @@ SINCE = datetime(2025, 10, 1, tzinfo=UTC)  # the start of fakehub's history: col
 VOLATILE = {"fetched_at", "classified_at"}
 
 
-def hub_config(hub: Hub | ChildHub, db_url: str) -> Config:
-    return load_config(env={"GITHUB_TOKEN": hub.token}, api_url=hub.base_url, db_url=db_url)
+def hub_config(hub: Hub | ChildHub, db_url: str, repos: tuple[str, ...] | None = None) -> Config:
+    """The built-in config (verl) against ``hub``; with ``repos``, the demo's config of both
+    simulated repositories, keeping only those of ``repos``."""
+    env = {"GITHUB_TOKEN": hub.token}
+    if repos is None:
+        return load_config(env=env, api_url=hub.base_url, db_url=db_url)
+    from ciflake.demo import demo_config_path
+
+    config = load_config(demo_config_path(), env=env, api_url=hub.base_url, db_url=db_url)
+    return config.with_overrides(projects=tuple(config.project(repo) for repo in repos))
 
 
 def migrated(db_url: str) -> Engine:
@@ -53,6 +61,20 @@ def collect(hub: Hub | ChildHub, db_url: str, **options: Any) -> CollectReport:
         engine.dispose()  # no connection left behind: a PostgreSQL template must have none
 
 
+def collect_repos(
+    hub: Hub | ChildHub, db_url: str, repos: tuple[str, ...], **options: Any
+) -> tuple[CollectReport, ...]:
+    """One collect of each of ``repos`` (the demo config's), in turn: one report each."""
+    options.setdefault("since", SINCE)
+    options.setdefault("quiet", True)
+    engine = migrated(db_url)
+    try:
+        config = hub_config(hub, db_url, repos)
+        return tuple(report for _, report in collect_all(config, engine, CollectOptions(**options)))
+    finally:
+        engine.dispose()
+
+
 def collect_without_waits(hub: Hub | ChildHub, db_url: str) -> CollectReport:
     """One collect whose urllib3 retries do not sleep: a resource fakehub refuses every time
     costs no backoff."""
@@ -65,7 +87,9 @@ def collect_without_waits(hub: Hub | ChildHub, db_url: str) -> CollectReport:
     options = CollectOptions(since=SINCE, quiet=True)
     engine = migrated(db_url)
     try:
-        return sync_collect(config, engine, client, options, CollectProgress(enabled=False))
+        return sync_collect(
+            config, config.project(), engine, client, options, CollectProgress(enabled=False)
+        )
     finally:
         engine.dispose()
 

@@ -1,7 +1,10 @@
 """DESIGN's layers as a contract over the source's imports, read from the AST (no import runs).
 
-``ciflake`` (the shell) → ``collector``, ``dashboard`` → ``analytics`` → ``store``; ``dashboard``
-never imports ``collector``; ``migrations`` sits beside ``store`` and reads its models;
+``ciflake`` (the shell) → ``collector``, ``dashboard`` → ``reports`` → ``analytics`` → ``store``;
+``dashboard`` and ``reports`` never import ``collector``: reports read the store, never GitHub
+(the shell posts the summary through ``collector``, and the scheduler, which runs collects and
+summaries, lives in the shell above both); ``migrations`` sits beside ``store`` and reads its
+models;
 ``fakehub`` imports nothing of ours but the vocabulary. On top of the package order:
 
 - click (command lines) only in ``ciflake`` and ``fakehub`` (a program of its own);
@@ -25,9 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # What each package may import of ours (besides itself).
 ALLOWED: dict[str, frozenset[str]] = {
-    "ciflake": frozenset({"collector", "dashboard", "analytics", "store", "fakehub"}),
+    "ciflake": frozenset({"collector", "reports", "dashboard", "analytics", "store", "fakehub"}),
     "collector": frozenset({"analytics", "store"}),
-    "dashboard": frozenset({"analytics", "store"}),
+    "reports": frozenset({"analytics", "store"}),
+    "dashboard": frozenset({"reports", "analytics", "store"}),
     "analytics": frozenset({"store"}),
     "store": frozenset(),
     "migrations": frozenset({"store"}),
@@ -40,7 +44,7 @@ SQL_HOMES = frozenset({"store", "migrations"})
 SQLALCHEMY_TYPES = frozenset({"Engine", "Connection", "Session", "Row"})
 SQLALCHEMY_ERRORS = "sqlalchemy.exc"
 COMPRESSION_MODULES = frozenset({"zlib", "gzip", "bz2", "lzma"})
-COMPRESSION_FREE = frozenset({"collector", "dashboard", "analytics", "ciflake"})
+COMPRESSION_FREE = frozenset({"collector", "reports", "dashboard", "analytics", "ciflake"})
 
 
 @dataclass(frozen=True)

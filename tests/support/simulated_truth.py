@@ -74,7 +74,7 @@ def true_change_dates(config: Config) -> pd.DataFrame:
     weekend factors scale every workflow alike) and events that are none of the above.
     """
     catalog = load()
-    lineage_of = {w.path: w.lineage for w in config.workflows}
+    lineage_of = {w.path: w.lineage for w in config.project().workflows}
     rows: list[tuple[str, datetime, str]] = []
     for workflow in catalog.workflows:
         lineage = lineage_of[workflow.path]

@@ -1,6 +1,6 @@
 """The summary's tables, from frames (pure): the headline per lineage and side, the successors'
 first runs, the failures in groups, the coverage lost, the stale workflows, and the repair and
-rerun cost either side. ``summarise`` builds them all; collector.summary_render writes them."""
+rerun cost either side. ``summarise`` builds them all; reports.summary_render writes them."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from analytics.rates import stability, verdict_label
 from analytics.staleness import STALE, staleness
 from analytics.successors import successor_first_runs
 from analytics.verdicts import job_verdicts
-from store.settings import Config
+from store.project import Analysis
 
 # Failure groups in the order shown; a NEW signature wins over the verdict.
 GROUPS = {
@@ -51,25 +51,6 @@ class SummaryData:
     last_collect: datetime | None
     # (workflow path, start, end): what the summary reads that no collect has listed yet
     uncollected: tuple[tuple[str, datetime, datetime], ...] = ()
-
-
-@dataclass(frozen=True)
-class SummarySettings:
-    window_days: int
-    first_runs: int
-    min_runs: int
-    stale_factor: float
-    default_branch: str
-
-    @classmethod
-    def of(cls, config: Config) -> SummarySettings:
-        return cls(
-            config.window_days,
-            config.first_runs,
-            config.min_runs,
-            config.stale_factor,
-            config.default_branch,
-        )
 
 
 def stem(path: str) -> str:
@@ -193,7 +174,7 @@ def summarise(
     failures: pd.DataFrame,
     event: pd.Series,
     renames: dict[str, dict[str, str]],
-    settings: SummarySettings,
+    settings: Analysis,
     *,
     repo: str,
     since: pd.Timestamp,

@@ -27,10 +27,11 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import Engine
 
 from analytics.config_tables import EventLike
+from ciflake.summary import run_summary
 from collector.client import CollectError
-from collector.once import collect_once
-from collector.summary import run_summary
+from collector.once import collect_all
 from collector.sync_report import CollectOptions
+from store.project import Project
 from store.settings import Config, ConfigError
 
 log = logging.getLogger("ciflake.schedule")
@@ -93,41 +94,51 @@ def install_stop_handlers(scheduler: BlockingScheduler) -> None:
 
 
 def collect_job(config: Config, engine: Engine) -> Callable[[], None]:
-    """One incremental collect, logged with its one-line report; a failure is logged and the
-    next interval tries again."""
+    """One incremental collect of every configured repository, logged with one line each; a
+    failure is logged and the next interval tries again."""
 
     def run() -> None:
         log.info("collect: started")
         try:
-            report = collect_once(config, engine, CollectOptions(quiet=True))
+            reports = collect_all(config, engine, CollectOptions(quiet=True))
         except CollectError as exc:
             log.error("collect failed: %s", exc)
             return
-        log.info("collect: %s", report.line())
+        for repo, report in reports:
+            log.info("collect: %s: %s", repo, report.line())
 
     return run
 
 
 def summary_job(
-    config: Config, engine: Engine, events: Callable[[], Iterable[EventLike]]
+    config: Config, engine: Engine, events: Callable[[Project], Iterable[EventLike]]
 ) -> Callable[[], None]:
-    """The nightly summary of [summary] pr's migration: posted when a token is set, else
-    printed to stdout."""
+    """The nightly summary of each configured repository, about the migration of its summary
+    PR (else its latest migration): posted when a token is set, else printed to stdout. One
+    repository's failure is logged and the others go on."""
 
     def run() -> None:
         post = config.token is not None
-        try:
-            text = run_summary(
-                config, engine, events(), pr=config.summary_pr, issue=None, since="24h", post=post
-            )
-        except ConfigError as exc:
-            log.error("summary failed: %s", exc)
-            return
-        if post:
-            log.info("summary: %s", text)
-        else:
-            print(text, flush=True)
-            log.info("summary: printed (no token to post it)")
+        for project in config.projects:
+            try:
+                text = run_summary(
+                    config,
+                    project,
+                    engine,
+                    events(project),
+                    pr=project.summary_pr,
+                    issue=None,
+                    since="24h",
+                    post=post,
+                )
+            except ConfigError as exc:
+                log.error("summary of %s failed: %s", project.repo, exc)
+                continue
+            if post:
+                log.info("summary of %s: %s", project.repo, text)
+            else:
+                print(text, flush=True)
+                log.info("summary of %s: printed (no token to post it)", project.repo)
 
     return run
 
@@ -144,7 +155,7 @@ def configure_logging() -> None:
 def run_schedule(
     config: Config,
     engine: Engine,
-    events: Callable[[], Iterable[EventLike]],
+    events: Callable[[Project], Iterable[EventLike]],
     triggers: Triggers | None = None,
 ) -> None:
     """Run until SIGTERM or SIGINT; returns after the running job finished."""

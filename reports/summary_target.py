@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
-from store.settings import Config, ConfigError, parse_datetime
+from store.project import Project
+from store.settings import ConfigError, parse_datetime
 
 SINCE_PATTERN = re.compile(r"(\d+)\s*([hd])")
 HISTORY_DAYS = 21  # runs read before --since: the neighbours that failure verdicts compare with
@@ -37,9 +38,9 @@ def pick_event(events: pd.DataFrame, pr: int | None) -> pd.Series:
     return chosen.iloc[-1]
 
 
-def target_number(config: Config, event: pd.Series, pr: int | None, issue: int | None) -> int:
-    """Where to post: --issue, --pr, the config's [summary] pr, else the event's PR."""
-    for number in (issue, pr, config.summary_pr, event["event_pr"]):
+def target_number(project: Project, event: pd.Series, pr: int | None, issue: int | None) -> int:
+    """Where to post: --issue, --pr, the repository's summary PR, else the event's PR."""
+    for number in (issue, pr, project.summary_pr, event["event_pr"]):
         if number is not None and not pd.isna(number):
             return int(number)
     raise ConfigError("nowhere to post: give --pr N or --issue N, or set [summary] pr")

@@ -1,6 +1,6 @@
 """The summary's Markdown (pure): the headline with the repair and rerun cost, the successors'
 first runs, the failures by group, the coverage lost and the stale workflows, then a freshness
-line; every foreign text neutralised (collector.markdown) and the whole shortened to GitHub's
+line; every foreign text neutralised (reports.markdown) and the whole shortened to GitHub's
 65,536 characters when it must be. The comment starts with MARKER, by which it is found again.
 """
 
@@ -11,10 +11,11 @@ from typing import Any
 import pandas as pd
 
 from analytics.evidence import describe, unknown_reason
-from collector.markdown import code_block, details, link, md_text
-from collector.summary_tables import GROUPS, SummaryData, stem
+from reports.markdown import code_block, details, link, md_text
+from reports.summary_tables import GROUPS, SummaryData, stem
+from store.vocabulary import SUMMARY_MARKER
 
-MARKER = "<!-- ciflake:summary -->"
+MARKER = SUMMARY_MARKER
 FOLD_AFTER = 5  # a section with more items than this folds into <details>
 MAX_FAILURES = 15  # per group, so the comment stays far below GitHub's 65,536 characters
 BODY_LIMIT = 65_536  # GitHub refuses a longer comment body (422 "body is too long")

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from collector.annotations import needs_annotations
-from collector.doctor_checks import RESULT_CAP
+from collector.doctor.checks import RESULT_CAP
 from collector.payloads import FAILED_CONCLUSIONS
 
 LISTING_WINDOW = timedelta(days=7)  # a backfill's listing windows (collector.sync)

@@ -9,7 +9,7 @@ logs that answer 410 after the retention period (90 days by default), GitHub Ent
 API under ``https://HOST/api/v3``.
 
 This module holds the requests: ``Doctor`` asks them in order and hands what they answered to
-the decisions in ``collector.doctor_checks`` and the arithmetic in ``collector.doctor_estimate``.
+the decisions in ``collector.doctor.checks`` and the arithmetic in ``collector.doctor.estimate``.
 It is over 350 lines because ``Doctor`` is one sequence of checks that share what the earlier
 ones found (the budget, the sampled runs, why the rest is blocked); cut apart, that state would
 have to travel between modules.
@@ -34,7 +34,7 @@ from collector.client import (
     GitHubClient,
     NotFound,
 )
-from collector.doctor_checks import (
+from collector.doctor.checks import (
     FAIL,
     MIN_BUDGET,
     OK,
@@ -48,7 +48,7 @@ from collector.doctor_checks import (
     url_check,
     workflow_check,
 )
-from collector.doctor_estimate import (
+from collector.doctor.estimate import (
     Estimate,
     WorkflowSample,
     estimate,
@@ -56,6 +56,7 @@ from collector.doctor_estimate import (
     run_kind,
 )
 from collector.payloads import FAILED_CONCLUSIONS, parse_time, ran
+from store.project import Project
 from store.settings import Config
 
 LOG_RETENTION = timedelta(days=90)  # GitHub's default; public repositories 1-90 days
@@ -71,12 +72,14 @@ class Doctor:
     def __init__(
         self,
         config: Config,
+        project: Project,
         client: GitHubClient,
         since: datetime,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.config, self.client, self.since = config, client, since
-        self.repo = config.repo
+        self.project = project
+        self.repo = project.repo
         self.env = dict(os.environ) if env is None else env
         self.blocked: str | None = None  # why the remaining checks cannot run
         self.limit: int | None = None
@@ -215,12 +218,12 @@ class Doctor:
         visibility = body.get("visibility") or ("private" if body.get("private") else "public")
         branch = body.get("default_branch")
         text = f"{body.get('full_name', self.repo)} ({visibility}), default branch {branch}"
-        if branch and branch != self.config.default_branch:
+        if branch and branch != self.project.default_branch:
             yield Check(
                 WARN,
                 "repository",
                 f"{text}: set [analytics] default_branch = {branch!r} (it is "
-                f"{self.config.default_branch!r})",
+                f"{self.project.default_branch!r})",
             )
         else:
             yield Check(OK, "repository", text)
@@ -239,9 +242,9 @@ class Doctor:
             self.blocked = "the workflows are not readable"
             yield Check(FAIL, "workflow", str(exc))
             return
-        if not self.config.workflows:
+        if not self.project.workflows:
             yield Check(WARN, "workflow", "no [[workflows]] configured: nothing to collect")
-        for tracked in self.config.workflows:
+        for tracked in self.project.workflows:
             workflow, by_file = listed.get(tracked.path), False
             if workflow is None:  # GitHub accepts the file name in place of the id
                 by_file = True
@@ -485,13 +488,14 @@ def make_client(config: Config) -> GitHubClient:
 
 def run_doctor(
     config: Config,
+    project: Project,
     since: datetime,
     echo: Callable[[str], None],
     env: Mapping[str, str] | None = None,
 ) -> int:
     """Print the checklist and the estimate; the exit status: 1 when a check failed."""
-    doctor = Doctor(config, make_client(config), since, env)
-    echo(f"ciflake doctor: {config.repo} at {config.api_url or '(no api_url)'}")
+    doctor = Doctor(config, project, make_client(config), since, env)
+    echo(f"ciflake doctor: {project.repo} at {config.api_url or '(no api_url)'}")
     counts = {OK: 0, WARN: 0, FAIL: 0, SKIP: 0}
     for check in doctor.checks():
         counts[check.status] += 1

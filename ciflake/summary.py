@@ -1,0 +1,61 @@
+"""``ciflake summary``: the summary of one repository's migration, printed, or posted on its PR
+as one comment edited in place. The shell joins the two layers this needs: the report
+(reports.summary, from the store) and the post (collector.summary_post, to GitHub)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+
+from analytics.config_tables import EventLike
+from collector.client import CollectError, GitHubClient
+from collector.summary_post import foreign_line, post_summary
+from reports.summary import load_summary
+from reports.summary_render import render_summary
+from reports.summary_target import parse_since, target_number
+from store.project import Project
+from store.settings import Config, ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def run_summary(
+    config: Config,
+    project: Project,
+    engine: Engine,
+    events: Iterable[EventLike],
+    *,
+    pr: int | None,
+    issue: int | None,
+    since: str,
+    post: bool,
+    now: datetime | None = None,
+) -> str:
+    """What ``ciflake summary`` prints: the Markdown, or with ``post`` one line saying which
+    comment was created or edited (and one naming the comments of others that carry the
+    marker, left alone). Problems come back as one ConfigError line, token-free."""
+    now = now or datetime.now(UTC)
+    data = load_summary(engine, project, events, pr=pr, since=parse_since(since, now), now=now)
+    body = render_summary(data)
+    if not post:
+        return body
+    if data.uncollected:  # posted as soon as the backfill has listed what it reads
+        path, start, end = data.uncollected[0]
+        return (
+            f"summary not posted: the backfill has not collected {path} from {start:%Y-%m-%d} "
+            f"to {end:%Y-%m-%d} yet ({len(data.uncollected)} spans left); the next collects "
+            "go on, and `ciflake summary` without --post shows it as it stands"
+        )
+    if config.token is None:
+        raise ConfigError("--post needs a token: set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE")
+    number = target_number(project, data.event, pr, issue)
+    client = GitHubClient(config.api_url, config.token, on_wait=log.warning)
+    try:
+        action, url, foreign = post_summary(client, engine, project.repo, number, body)
+    except CollectError as exc:
+        raise ConfigError(f"summary not posted: {exc}") from None
+    done = f"{action} the summary comment on #{number}: {url}"
+    return f"{done}\n{foreign_line(foreign)}" if foreign else done

@@ -1,0 +1,115 @@
+"""The nightly summary's data: one Markdown comment about a migration, upserted on its PR.
+
+Four steps in four modules, so the content is testable without a network: which event and
+since when (reports.summary_target), the sections' tables from frames (``summarise``,
+reports.summary_tables, pure), the Markdown (``render_summary``, reports.summary_render,
+pure) and the comment on GitHub (collector.summary_post, run by ciflake.summary). This module
+reads the store for them (``load_summary``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from analytics.config_tables import EventLike, event_table, job_renames
+from analytics.frames import logical_job_frame, logical_run_frame
+from analytics.outcomes import in_scope, scope_terms
+from reports.summary_tables import SummaryData, summarise
+from reports.summary_target import HISTORY_DAYS, pick_event
+from store.backfill import progress_of
+from store.bookkeeping import last_sync, workflow_sync_states
+from store.frame_queries import load_failures, load_jobs
+from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
+from store.project import Project
+from store.runfilter import RunFilter
+
+
+def load_summary(
+    engine: Engine,
+    project: Project,
+    events: Iterable[EventLike],
+    *,
+    pr: int | None,
+    since: datetime,
+    now: datetime,
+) -> SummaryData:
+    """The summary of the event made by ``pr`` (default: the latest migration), failures since
+    ``since``; default-branch scope, the lineages the event touches."""
+    event = pick_event(event_table(events), pr)
+    window = pd.Timedelta(days=project.analysis.window_days)
+    history = pd.Timedelta(days=HISTORY_DAYS)
+    start = min(event["event_date"] - window, pd.Timestamp(since) - history)
+    repo, branch = project.repo, project.default_branch
+    where = RunFilter(repo, start.to_pydatetime(), None)
+    runs = logical_run_frame(engine, project, where)
+    jobs = logical_job_frame(engine, project, where, runs)
+    touched = event["event_lineages"] or tuple(w.lineage for w in project.workflows)
+    runs = runs[in_scope(runs, "default", branch) & runs["lineage"].isin(touched)]
+    jobs = jobs[in_scope(jobs, "default", branch) & jobs["lineage"].isin(touched)]
+    failures = failure_details(engine, where)
+    failures = failures[failures["run_id"].isin(runs["run_id"])]
+    attempts = load_jobs(engine, where)
+    attempts = attempts[attempts["run_id"].isin(runs["run_id"])]
+    env = load_failures(engine, RunFilter(repo, since, None), detail=("env",))
+    # NEW: the first sighting of each signature in the whole history, not only what was read
+    first_seen = signature_summary(engine, RunFilter(repo, since, None))
+    _, newest = run_span(engine, repo)  # STALE: against the newest stored run
+    paths = [w.path for w in project.workflows if w.lineage in touched]
+    born = first_runs(engine, project, paths, start.to_pydatetime(), runs)
+    sync = last_sync(engine, repo)
+    missing = uncollected(engine, repo, paths, start.to_pydatetime(), now)
+    return summarise(
+        runs.reset_index(drop=True),
+        jobs.reset_index(drop=True),
+        failures.reset_index(drop=True),
+        event,
+        job_renames(project.lineages),
+        project.analysis,
+        repo=repo,
+        since=pd.Timestamp(since),
+        now=pd.Timestamp(now),
+        reference=None if newest is None else pd.Timestamp(newest),
+        first_seen=first_seen.set_index("signature")["first_seen"],
+        attempts=attempts.reset_index(drop=True),
+        born=born,
+        env_failures=env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True),
+        last_collect=None if sync is None else (sync.finished_at or sync.started_at),
+        uncollected=missing,
+    )
+
+
+def first_runs(
+    engine: Engine, project: Project, paths: list[str], start: datetime, runs: pd.DataFrame
+) -> pd.Series:
+    """workflow_path -> its first default-branch run: the first in ``runs`` (read from
+    ``start``), else the first day with a run before ``start`` (counted in SQL)."""
+    events, branch = scope_terms("default", project.default_branch)
+    where = RunFilter(project.repo, None, start, tuple(paths), events, branch)
+    earlier = daily_run_counts(engine, where).groupby("workflow_path")["day"].min()
+    since_start = runs.groupby("workflow_path")["created_at"].min()
+    return pd.concat([earlier, since_start]).groupby(level=0).min()
+
+
+def uncollected(
+    engine: Engine, repo: str, paths: Iterable[str], start: datetime, now: datetime
+) -> tuple[tuple[str, datetime, datetime], ...]:
+    """The spans of [start, now] that a backfill still has to list, per workflow path; a
+    workflow never collected is missing whole."""
+    states = workflow_sync_states(engine, repo)
+    gaps = []
+    for path in paths:
+        state = states.get(path)
+        if state is None:
+            gaps.append((path, start, now))
+            continue
+        progress = progress_of(state.window_start, state.backfill, state.watermark)
+        listed_to = max((end for _, end in progress.done), default=start)
+        # the newest window ends when it was listed: what came after is the next collect's
+        gaps += [(path, a, b) for a, b in progress.missing((start, max(start, listed_to)))]
+        if not progress.complete and listed_to < now - timedelta(days=1):
+            gaps.append((path, listed_to, now))
+    return tuple(gaps)

@@ -1,0 +1,73 @@
+"""One tracked repository as a value: its workflows, lineages, events, invalid windows, default
+branch, job-name rule and analysis settings. Every command and page answers for one
+``Project``; the settings of the process that runs them (database, API, dashboard, schedule)
+stay in ``store.settings.Config``. Read from ``ciflake.toml`` by ``store.settings``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class WorkflowConfig:
+    path: str
+    tags: tuple[str, ...]
+    accelerator: str
+    lineage: str
+
+
+@dataclass(frozen=True)
+class LineageConfig:
+    name: str
+    job_renames: dict[str, str]
+
+
+@dataclass(frozen=True)
+class EventConfig:
+    date: datetime
+    title: str
+    pr: int | None
+    kind: str
+    lineages: tuple[str, ...] | None  # None: every lineage
+
+
+@dataclass(frozen=True)
+class InvalidWindow:
+    workflow: str
+    start: datetime
+    end: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The settings every analysis of one repository uses, passed whole so that the dashboard,
+    the summary and the export compute with the same values (no function keeps a copy of a
+    default of its own)."""
+
+    window_days: int  # days either side of an event
+    first_runs: int  # the first N runs after an event, however late
+    min_runs: int  # fewer runs than this: "not enough data", no verdict
+    stale_factor: float  # silent for this many usual gaps: STALE
+
+
+@dataclass(frozen=True)
+class Project:
+    repo: str
+    default_branch: str
+    job_name_strip: str
+    analysis: Analysis
+    workflows: tuple[WorkflowConfig, ...]
+    lineages: tuple[LineageConfig, ...]
+    events: tuple[EventConfig, ...]
+    invalid_windows: tuple[InvalidWindow, ...]
+    summary_pr: int | None
+
+    def workflow(self, path: str) -> WorkflowConfig | None:
+        return next((w for w in self.workflows if w.path == path), None)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tags of the workflows, each once, in the order the config gives them."""
+        return tuple(dict.fromkeys(tag for w in self.workflows for tag in w.tags))
