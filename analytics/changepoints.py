@@ -3,12 +3,12 @@
 Exact optimal partitioning (Jackson et al. 2005; the search PELT speeds up, Killick et al. 2012)
 with a binomial likelihood, in numpy: a day series of (red runs, runs) is cut into segments of
 constant red rate so that the log-likelihood minus a penalty per changepoint (BIC-like,
-``penalty_factor`` x log of the runs) is the largest over every partition whose segments hold at
-least ``min_runs`` runs. Exact rather than binary segmentation, which splits once at the best
-single cut and searches each side again: two nearby steps (a short high segment between two
-lower ones) can look like no step or one from the whole series, so its first cut is missing or
-lands between them and the true dates are never tried again. The series are short (a day per
-point, ~420 days), so the O(days^2) search needs no pruning.
+``penalty_factor`` x log of the runs) is the largest over every partition whose segments hold
+at least ``min_segment_runs`` runs. Exact rather than binary segmentation, which splits once at
+the best single cut and searches each side again: two nearby steps (a short high segment
+between two lower ones) can look like no step or one from the whole series, so its first cut
+is missing or lands between them and the true dates are never tried again. The series are
+short (a day per point, ~420 days), so the O(days^2) search needs no pruning.
 
 ``penalty_factor`` (2.5) and ``KNOWN_SHARE`` (0.5) were chosen by seed sweeps on fakehub's
 history; why, and what the other values did: docs/decisions/changepoint-tuning.md.
@@ -80,10 +80,12 @@ def _segment_loglik(
     return _loglik(ck[t] - ck[s], cn[t] - cn[s])
 
 
-def _partition(k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_runs: int) -> list[int]:
+def _partition(
+    k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_segment_runs: int
+) -> list[int]:
     """The changepoints (indices of the first day of each new segment) of the partition that
     maximises log-likelihood - the penalties of its cuts (``penalty[t]``: a cut before day t),
-    segments of >= min_runs runs.
+    segments of >= min_segment_runs runs.
 
     best[t] is the best score of days [0, t); the last segment of that partition starts at
     last[t], the s maximising best[s] - penalty[s] + loglik(s, t) over the admissible s."""
@@ -96,10 +98,10 @@ def _partition(k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_runs: int)
     for t in range(1, size + 1):
         s = np.arange(t)
         score = best[:t] - paid[:t] + _segment_loglik(ck, cn, s, t)
-        score[cn[t] - cn[:t] < min_runs] = -np.inf
+        score[cn[t] - cn[:t] < min_segment_runs] = -np.inf
         last[t] = int(np.argmax(score))
         best[t] = score[last[t]]
-    if not np.isfinite(best[size]):  # fewer than min_runs runs in all: one segment
+    if not np.isfinite(best[size]):  # fewer than min_segment_runs runs in all: one segment
         return []
     cuts, t = [], size
     while last[t] > 0:
@@ -109,7 +111,7 @@ def _partition(k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_runs: int)
 
 
 def _profile(
-    ck: np.ndarray, cn: np.ndarray, bounds: tuple[int, int, int], min_runs: int
+    ck: np.ndarray, cn: np.ndarray, bounds: tuple[int, int, int], min_segment_runs: int
 ) -> tuple[int, int, float]:
     """The interval (first and last day index) of the changepoint ``cut`` between its
     neighbours ``lo`` and ``hi`` (``bounds``), fixed: from the first to the last day where a
@@ -120,7 +122,7 @@ def _profile(
     lo, cut, hi = bounds
     u = np.arange(lo + 1, hi)
     fit = _segment_loglik(ck, cn, lo, u) + _segment_loglik(ck, cn, u, hi)
-    admissible = (cn[u] - cn[lo] >= min_runs) & (cn[hi] - cn[u] >= min_runs)
+    admissible = (cn[u] - cn[lo] >= min_segment_runs) & (cn[hi] - cn[u] >= min_segment_runs)
     near = u[admissible & (fit >= fit[cut - lo - 1] - LIKELIHOOD_DROP)]
     gain = float(fit[cut - lo - 1] - _segment_loglik(ck, cn, lo, hi))
     return int(near.min()), int(near.max()), gain
@@ -232,16 +234,17 @@ def changepoints(
     known: pd.DataFrame | None = None,
     known_share: float = KNOWN_SHARE,
     penalty_factor: float = 2.5,
-    min_runs: int = 10,
+    min_segment_runs: int = 10,
 ) -> pd.DataFrame:
     """The changepoints of each group's daily series (daily_failures): ``by``, date (the first
     day of the new regime), date_low, date_high, before_rate/after_rate and before_runs/
     after_runs (the adjacent segments), gain (the log-likelihood the changepoint adds over
     joining its two segments, in log-likelihood units) and known_change (what changed in the
-    job set that day, "" if nothing did). Every segment holds at least ``min_runs`` runs; each
-    changepoint costs ``penalty_factor`` x log(runs) of gain, ``known_share`` of that on a day
-    of ``known`` (``by``, day, what, e.g. job_set_changes for by="lineage"; a day between two
-    days with runs counts for the next)."""
+    job set that day, "" if nothing did). Every segment holds at least ``min_segment_runs``
+    runs (the search's own floor, not [analytics] min_runs); each changepoint costs
+    ``penalty_factor`` x log(runs) of gain, ``known_share`` of that on a day of ``known``
+    (``by``, day, what, e.g. job_set_changes for by="lineage"; a day between two days with runs
+    counts for the next)."""
     known = pd.DataFrame(columns=[by, "day", "what"]) if known is None else known
     rows = []
     for key, series in daily.sort_values("day").groupby(by, sort=True):
@@ -250,11 +253,11 @@ def changepoints(
         changes = _known_days(known[known[by] == key], pd.DatetimeIndex(series["day"]))
         penalty = np.full(len(k) + 1, penalty_factor * np.log(max(n.sum(), 2.0)))
         penalty[list(changes)] *= known_share
-        cuts = _partition(k, n, penalty, min_runs)
+        cuts = _partition(k, n, penalty, min_segment_runs)
         ck, cn = _cumulative(k), _cumulative(n)
         bounds = [0, *cuts, len(k)]
         for lo, cut, hi in zip(bounds, bounds[1:], bounds[2:], strict=False):
-            low, high, gain = _profile(ck, cn, (lo, cut, hi), min_runs)
+            low, high, gain = _profile(ck, cn, (lo, cut, hi), min_segment_runs)
             rows.append(
                 {
                     by: key,
