@@ -120,5 +120,5 @@ FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's re
 
 def flaky_table(jobs: pd.DataFrame, min_runs: int) -> pd.DataFrame:
     """Logical jobs (per lineage) ranked by the Wilson lower bound of their flake rate: the
-    Flaky jobs page, ``ciflake export flaky-jobs`` and the summary's flaky list alike."""
+    Flaky jobs page and ``ciflake export flaky-jobs`` alike."""
     return rank_by_lower_bound(stability(jobs, FLAKY_KEYS, min_runs), "flake_rate")

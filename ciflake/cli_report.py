@@ -36,7 +36,8 @@ def summary(
     --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), coverage lost, stale workflows, freshness.
 
     Prints it; with --post it upserts one comment (hidden marker) on the PR (--pr, else the
-    config's [summary] pr, else the event's PR) or on --issue. While a first collect (a
+    repository's summary PR: its summary_pr, or [summary] pr for the single-repository form;
+    else the event's PR) or on --issue. While a first collect (a
     backfill) has not yet listed the days the summary reads, --post posts nothing and says
     what is missing; the printed Markdown says it too.
     """
@@ -57,8 +58,10 @@ def summary(
 @click.command()
 @click.pass_obj
 def schedule(state: State) -> None:
-    """Long-running: collect now and every [collect] interval_minutes, and the summary daily at
-    [summary] nightly_at UTC (posted on [summary] pr with a token, else printed).
+    """Long-running: collect every configured repository now and every [collect]
+    interval_minutes, and each repository's summary daily at [summary] nightly_at UTC (posted
+    on its summary PR with a token, else printed); one repository's failure is logged and the
+    others go on.
 
     SIGTERM or Ctrl-C lets the running job finish, then exits 0. Logs go to stderr.
     """

@@ -34,12 +34,18 @@ def run_collect(
         since=since, full=full, logs=logs, quiet=quiet, max_requests=max_requests
     )
     while True:
-        try:
-            reports = collect_all(config, engine, options, projects)
-        except CollectError as exc:
-            raise ConfigError(f"collect stopped: {exc}") from None
-        for repo, report in reports:
-            click.echo(f"{repo}: {report.line()}")
+        outcomes = collect_all(config, engine, options, projects)
+        stopped = [(repo, o) for repo, o in outcomes if isinstance(o, CollectError)]
+        if len(outcomes) == 1 and stopped:  # one repository: its error is the one line
+            raise ConfigError(f"collect stopped: {stopped[0][1]}")
+        for repo, outcome in outcomes:
+            if isinstance(outcome, CollectError):
+                click.echo(f"{repo}: collect stopped: {outcome}")
+            else:
+                click.echo(f"{repo}: {outcome.line()}")
+        if stopped:
+            names = ", ".join(repo for repo, _ in stopped)
+            raise ConfigError(f"collect stopped for {names} (the others collected; see above)")
         if once:
             return
         time.sleep(config.interval_minutes * 60)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from collector.client import CollectError
 from collector.once import collect_all
 from collector.sync_report import CollectOptions, CollectReport
 from fakehub.child import ChildHub, spawned
@@ -73,4 +74,9 @@ def collect_demo(
     ) as hub:
         hub_config = config.with_overrides(api_url=hub.base_url, token=hub.token)
         options = CollectOptions(since=DEMO_SINCE, quiet=quiet)
-        yield hub, collect_all(hub_config, engine, options)
+        reports = []
+        for repo, outcome in collect_all(hub_config, engine, options):
+            if isinstance(outcome, CollectError):
+                raise outcome  # the demo's own hub refused: nothing to show
+            reports.append((repo, outcome))
+        yield hub, reports

@@ -95,17 +95,15 @@ def install_stop_handlers(scheduler: BlockingScheduler) -> None:
 
 def collect_job(config: Config, engine: Engine) -> Callable[[], None]:
     """One incremental collect of every configured repository, logged with one line each; a
-    failure is logged and the next interval tries again."""
+    repository's failure is logged, the others go on, and the next interval tries again."""
 
     def run() -> None:
         log.info("collect: started")
-        try:
-            reports = collect_all(config, engine, CollectOptions(quiet=True))
-        except CollectError as exc:
-            log.error("collect failed: %s", exc)
-            return
-        for repo, report in reports:
-            log.info("collect: %s: %s", repo, report.line())
+        for repo, outcome in collect_all(config, engine, CollectOptions(quiet=True)):
+            if isinstance(outcome, CollectError):
+                log.error("collect of %s failed: %s", repo, outcome)
+            else:
+                log.info("collect: %s: %s", repo, outcome.line())
 
     return run
 
@@ -133,6 +131,9 @@ def summary_job(
                 )
             except ConfigError as exc:
                 log.error("summary of %s failed: %s", project.repo, exc)
+                continue
+            except Exception:  # one repository's broken summary never stops the others'
+                log.exception("summary of %s failed", project.repo)
                 continue
             if post:
                 log.info("summary of %s: %s", project.repo, text)

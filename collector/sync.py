@@ -88,6 +88,8 @@ class Collector:
             self.fetcher,
             project.job_name_strip,
         )
+        # what the shared client had sent before this repository's collect (collect_all)
+        self._requests_before = (client.stats.requests, client.stats.not_modified)
         self._done: dict[int, list[backfill.Span]] = {}  # spans each backfill has listed
         self._tracked: list[int] = []  # ids of the tracked workflows GitHub knows
 
@@ -335,8 +337,13 @@ class Collector:
         if left is None:
             return BATCH_RUNS
         processed = self.report.runs_new + self.report.runs_updated
-        per_run = self.client.counted / processed if processed > 10 else COST_PER_RUN
+        per_run = self._counted() / processed if processed > 10 else COST_PER_RUN
         return max(1, min(BATCH_RUNS, int(left / max(per_run, 1.0) / 2)))
+
+    def _counted(self) -> int:
+        """Counted requests of this repository's collect (the client may have served others)."""
+        before, before_304 = self._requests_before
+        return self.client.counted - (before - before_304)
 
     def _changed(self, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         with self._session() as session:
@@ -394,8 +401,8 @@ class Collector:
         self, log_id: int, started: float, status: str, message: str | None
     ) -> None:
         stats = self.client.stats
-        self.report.requests = stats.requests
-        self.report.requests_304 = stats.not_modified
+        self.report.requests = stats.requests - self._requests_before[0]
+        self.report.requests_304 = stats.not_modified - self._requests_before[1]
         self.report.rate_limit_remaining = stats.rate_limit_remaining
         self.report.duration_s = time.monotonic() - started
         report = self.report

@@ -40,7 +40,7 @@ def sidebar_filters(
 ) -> Filters:
     """Render the filters; widget keys keep each choice when the user switches pages. ``span``
     and ``tags``: those of the repository selected (its runs' days, its workflows' tags), so
-    the date range and the tags are kept per repository: switching to another one never
+    the date range and the tags are separate per repository: switching to another one never
     carries a date or a tag it does not have."""
     sidebar = st.sidebar
     options = repos if default_repo in repos else [default_repo, *repos]

@@ -43,4 +43,7 @@ def target_number(project: Project, event: pd.Series, pr: int | None, issue: int
     for number in (issue, pr, project.summary_pr, event["event_pr"]):
         if number is not None and not pd.isna(number):
             return int(number)
-    raise ConfigError("nowhere to post: give --pr N or --issue N, or set [summary] pr")
+    raise ConfigError(
+        f"nowhere to post for {project.repo}: give --pr N or --issue N, or set its summary_pr "
+        "([summary] pr in the single-repository form)"
+    )

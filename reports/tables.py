@@ -1,5 +1,6 @@
-"""The report tables: one registry of named tables for ``ciflake export``, the dashboard's
-Export page and the nightly summary alike. Each table has one name, one set of keys and one
+"""The report tables: one registry of named tables for ``ciflake export`` and the dashboard's
+Export page alike (the nightly summary computes its sections with the same analytics
+functions, not yet from this registry). Each table has one name, one set of keys and one
 header (docs/commands.md, "ciflake export"), and is built from a repository's ``Project`` and a
 ``reports.query.Query`` (the dashboard's filters, or the command's options), so the same table
 for the same filters is the same bytes wherever it is asked for.

@@ -419,14 +419,22 @@ def _projects(
     builtin: dict[str, Any], user: dict[str, Any], data: dict[str, Any], source: str
 ) -> tuple[Project, ...]:
     """The single-repository form ([github] repo and top-level arrays) means one repository;
-    ``[[repositories]]`` lists several, each over [analytics]. An entry for the built-in
-    repository that gives no workflows takes the built-in workflows, lineages, events and
-    invalid windows, and [summary] pr."""
+    ``[[repositories]]`` lists several, each over [analytics]. Only the built-in repository
+    takes the built-in workflows, lineages, events, invalid windows and [summary] pr, when its
+    entry gives no workflows: another repository has what its own entry gives (in the
+    single form, the file's arrays and [summary] pr), never verl's story."""
     analytics, summary_pr = data["analytics"], data["summary"]["pr"]
     if "repositories" not in user:
-        only = {"repo": data["github"]["repo"], "summary_pr": summary_pr}
-        only.update({name: data.get(name, []) for name in _LIST_NAMES})
-        return (_project(only, analytics, source, "[github]"),)
+        repo = data["github"]["repo"]
+        builtin_repo = repo == builtin["github"]["repo"]
+        lists = data if builtin_repo else user
+        own_pr = summary_pr if builtin_repo else user.get("summary", {}).get("pr")
+        only = {"repo": repo, "summary_pr": own_pr}
+        only.update({name: lists.get(name, []) for name in _LIST_NAMES})
+        project = _project(only, analytics, source, "[github]")
+        if not project.workflows:
+            raise ConfigError(f"{source}: repository {repo!r} has no [[workflows]] to track")
+        return (project,)
     if given := [name for name in _LIST_NAMES if name in user]:
         raise ConfigError(
             f"{source}: [[{given[0]}]] beside [[repositories]]: move it into its repository's "

@@ -62,6 +62,12 @@ def test_own_repository_replaces_workflows_and_events(tmp_path):
     assert [w.path for w in config.project().workflows] == [".github/workflows/ci.yml"]
     assert [e.title for e in config.project().events] == ["new runners"]
     assert config.project().events[0].date == datetime(2026, 1, 2, tzinfo=UTC)
+    # nothing of verl's story: its lineages, invalid windows and summary PR stay verl's
+    project = config.project()
+    assert project.lineages == () and project.invalid_windows == () and project.summary_pr is None
+    file.write_text('[github]\nrepo = "acme/widgets"\n')
+    with pytest.raises(ConfigError, match="'acme/widgets' has no \\[\\[workflows\\]\\]"):
+        load_config(file, env={})
 
 
 def test_token_from_env_or_file_never_in_repr(tmp_path):

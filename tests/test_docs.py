@@ -180,9 +180,7 @@ def test_repositories_settings_are_documented():
     keys of the top-level array it mirrors."""
     import store.settings
 
-    schema = getattr(store.settings, "_REPOSITORY", None)
-    if schema is None:
-        pytest.skip("store.settings has no [[repositories]] schema")
+    schema = store.settings._REPOSITORY
     section = _setting_section("[[repositories]]")
     assert section is not None, "no heading names [[repositories]] in docs/configuration.md"
     defaults = tomllib.loads(DEFAULTS.read_text(encoding="utf-8"))

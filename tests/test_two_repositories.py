@@ -161,3 +161,30 @@ def test_collect_fills_every_repository_and_repo_narrows_it(tmp_path):
     assert repositories(make_engine(db)) == [VERL, RECIPE]
     lines = [line.split(":")[0] for line in both.output.splitlines() if ": runs " in line]
     assert lines == [VERL, RECIPE]
+
+
+def test_a_repository_github_refuses_stops_no_other(tmp_path):
+    """A configured repository GitHub does not know (a typo, a rename, one the token cannot
+    see) is reported on its own line and the others are collected; the exit status says."""
+    import fakehub
+    from tests.support.hubtools import SINCE, TEST_SCALE
+
+    config = tmp_path / "three.toml"
+    config.write_text(
+        Path(demo_config_path()).read_text()
+        + '\n[[repositories]]\nrepo = "verl-project/no-such-repo"\n'
+        + '[[repositories.workflows]]\npath = ".github/workflows/ci.yml"\nlineage = "ci"\n'
+    )
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    with fakehub.running(seed=3, scale=TEST_SCALE, repos=(RECIPE,)) as hub:
+        env = {"GITHUB_TOKEN": hub.token, "CIFLAKE_API_URL": hub.base_url}
+        args = ["--config", str(config), "--db", db, "collect", "--once", "-q"]
+        result = CliRunner(env=env).invoke(cli, [*args, "--since", f"{SINCE:%Y-%m-%d}"])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert any(line.startswith(f"{RECIPE}: runs ") for line in lines), result.output
+    # the hub serves the recipes alone: verl is refused as well as the typo
+    for repo in (VERL, "verl-project/no-such-repo"):
+        assert any(line.startswith(f"{repo}: collect stopped: ") for line in lines), lines
+    assert lines[-1].startswith("ciflake: error: collect stopped for ")
+    assert repositories(make_engine(db)) == [RECIPE]

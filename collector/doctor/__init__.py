@@ -222,7 +222,7 @@ class Doctor:
             yield Check(
                 WARN,
                 "repository",
-                f"{text}: set [analytics] default_branch = {branch!r} (it is "
+                f"{text}: set the repository's default_branch = {branch!r} (it is "
                 f"{self.project.default_branch!r})",
             )
         else:
@@ -243,7 +243,9 @@ class Doctor:
             yield Check(FAIL, "workflow", str(exc))
             return
         if not self.project.workflows:
-            yield Check(WARN, "workflow", "no [[workflows]] configured: nothing to collect")
+            yield Check(
+                WARN, "workflow", f"no workflows configured for {self.repo}: nothing to collect"
+            )
         for tracked in self.project.workflows:
             workflow, by_file = listed.get(tracked.path), False
             if workflow is None:  # GitHub accepts the file name in place of the id

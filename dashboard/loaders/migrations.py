@@ -109,8 +109,9 @@ def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
 
 @st.cache_data(ttl=shared.TTL)
 def before_after_known(db_url: str, filters: Filters) -> pd.DataFrame:
-    """The before/after table with how much of each side's category mix is known, as
-    ``ciflake export before-after`` writes it (the Export page's CSV)."""
+    """The before/after table with how much of each side's category mix is known, for every
+    event (the page's windows are the events', whatever the date range): the rows
+    ``ciflake export before-after`` writes with no --since/--until."""
     known = ba.basis_mix(**_window_mix_args(db_url, filters))
     return ba.with_basis(before_after(db_url, filters), known)
 

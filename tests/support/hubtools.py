@@ -70,7 +70,10 @@ def collect_repos(
     engine = migrated(db_url)
     try:
         config = hub_config(hub, db_url, repos)
-        return tuple(report for _, report in collect_all(config, engine, CollectOptions(**options)))
+        outcomes = collect_all(config, engine, CollectOptions(**options))
+        reports = tuple(o for _, o in outcomes if isinstance(o, CollectReport))
+        assert len(reports) == len(outcomes), outcomes  # fakehub refused nothing
+        return reports
     finally:
         engine.dispose()
 
