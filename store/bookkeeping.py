@@ -108,21 +108,20 @@ def jobs_with_log_errors(session: Session, repo: str) -> list[Job]:
 
 def workflow_of_runs(session: Session, run_ids: list[int]) -> dict[int, int]:
     """run id -> its workflow's id, for the stored runs among ``run_ids``."""
-    found: dict[int, int] = {}
-    for start in range(0, len(run_ids), 500):
-        chunk = run_ids[start : start + 500]
-        stmt = select(WorkflowRun.id, WorkflowRun.workflow_id).where(WorkflowRun.id.in_(chunk))
-        found.update((run_id, workflow_id) for run_id, workflow_id in session.execute(stmt))
-    return found
+    return _of_runs(session, run_ids, WorkflowRun.workflow_id)
 
 
 def repo_of_runs(session: Session, run_ids: list[int]) -> dict[int, str]:
     """run id -> its repository, for the stored runs among ``run_ids``."""
-    found: dict[int, str] = {}
+    return _of_runs(session, run_ids, WorkflowRun.repo)
+
+
+def _of_runs(session: Session, run_ids: list[int], column: Any) -> dict[int, Any]:
+    found: dict[int, Any] = {}
     for start in range(0, len(run_ids), 500):
         chunk = run_ids[start : start + 500]
-        stmt = select(WorkflowRun.id, WorkflowRun.repo).where(WorkflowRun.id.in_(chunk))
-        found.update((run_id, repo) for run_id, repo in session.execute(stmt))
+        stmt = select(WorkflowRun.id, column).where(WorkflowRun.id.in_(chunk))
+        found.update((run_id, value) for run_id, value in session.execute(stmt))
     return found
 
 

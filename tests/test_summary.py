@@ -18,16 +18,14 @@ from ciflake.cli import cli
 from collector.client import GitHubClient
 from collector.summary_post import find_marked_comment
 from reports.markdown import code_block, md_text
-from reports.summary import load_summary
 from reports.summary_render import MARKER, render_summary
 from reports.summary_target import parse_since
 from store.engine import make_engine
-from store.events import all_events
 from store.models import Failure, JobLog, PostedComment, WorkflowRun
-from store.settings import load_config
 from tests.support.collected import collected_copy
 from tests.support.hubtools import TEST_SCALE
 from tests.support.markdown_fences import split_fences
+from tests.support.summaries import summary_data
 
 REPO = "verl-project/verl"
 PR = 7357
@@ -53,16 +51,7 @@ def hostile_db(tmp_path_factory) -> str:
 
 
 def _render(db_url: str) -> str:
-    config = load_config(env={}, db_url=db_url)
-    engine = make_engine(db_url, read_only=True)
-    data = load_summary(
-        engine,
-        config.project(),
-        all_events(config.project(), engine),
-        pr=None,
-        since=SINCE,
-        now=NOW,
-    )
+    data = summary_data(db_url, SINCE, NOW)
     return render_summary(data)
 
 
@@ -90,17 +79,8 @@ ITEM_JOB = re.compile(r"^- \*\*.*/job/(\d+)\)")
 
 def test_failures_say_how_much_of_their_categories_is_known(tmp_path):
     url = collected_copy(tmp_path)
-    config = load_config(env={}, db_url=url)
-    engine = make_engine(url, read_only=True)
     since = datetime(2026, 6, 1, tzinfo=UTC)  # expired logs before, archived ones after
-    data = load_summary(
-        engine,
-        config.project(),
-        all_events(config.project(), engine),
-        pr=None,
-        since=since,
-        now=NOW,
-    )
+    data = summary_data(url, since, NOW)
     markdown = render_summary(data)
     lines = [m for m in map(KNOWN_LINE.fullmatch, markdown.splitlines()) if m]
     assert len(lines) == 1
@@ -110,7 +90,7 @@ def test_failures_say_how_much_of_their_categories_is_known(tmp_path):
     unknown = [line for line in items if " · unknown: " in line]
     assert unknown, "no unknown failure since the date: pick an earlier one"
     assert f"unknown {len(unknown) / total:.0%} (" in lines[0][0]
-    with Session(engine) as session:
+    with Session(make_engine(url, read_only=True)) as session:
         for line in filter(ITEM_JOB.match, unknown):
             job_id = int(ITEM_JOB.match(line)[1])
             stage, status = session.execute(

@@ -21,14 +21,11 @@ from collector.client import GitHubClient
 from collector.summary_post import ACTIONS_BOT, token_login, upsert_comment
 from fakehub.payloads import BOT_LOGIN
 from reports.markdown import code_block, md_text
-from reports.summary import load_summary
 from reports.summary_render import BODY_LIMIT, MARKER, github_length, render_summary
-from store.engine import make_engine
-from store.events import all_events
-from store.settings import load_config
 from tests.support.collected import collected_copy
 from tests.support.hubtools import TEST_SCALE
 from tests.support.markdown_fences import split_fences
+from tests.support.summaries import summary_data
 
 REPO = "verl-project/verl"
 PR = 7357
@@ -128,16 +125,7 @@ def test_a_502_after_a_successful_post_leaves_one_comment(db, runner):
 
 def _huge(db_url: str):
     """The real summary with every failure group full of long lines and 400 jobs lost."""
-    config = load_config(env={}, db_url=db_url)
-    engine = make_engine(db_url, read_only=True)
-    data = load_summary(
-        engine,
-        config.project(),
-        all_events(config.project(), engine),
-        pr=None,
-        since=SINCE,
-        now=NOW,
-    )
+    data = summary_data(db_url, SINCE, NOW)
     assert not data.failures.empty
     long = "E " + "x" * 150 + " GH-123 #45 @someone " + "y" * 150
     failures = pd.concat(
@@ -191,16 +179,7 @@ def test_a_100000_character_summary_is_cut_under_the_limit_and_still_renders(db)
 
 
 def test_a_summary_under_the_limit_is_not_cut(db):
-    config = load_config(env={}, db_url=db)
-    engine = make_engine(db, read_only=True)
-    data = load_summary(
-        engine,
-        config.project(),
-        all_events(config.project(), engine),
-        pr=None,
-        since=SINCE,
-        now=NOW,
-    )
+    data = summary_data(db, SINCE, NOW)
     assert render_summary(data) == render_summary(data, limit=None)
     assert "Cut to fit" not in render_summary(data)
 
