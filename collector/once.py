@@ -75,8 +75,5 @@ def collect_all(
 
 
 def _last_collected(engine: Engine, repo: str) -> datetime:
-    row = bookkeeping.last_sync(engine, repo)
-    moment = None if row is None else (row.finished_at or row.started_at)
-    if moment is None:
-        return datetime.min.replace(tzinfo=UTC)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    last = bookkeeping.last_collect(engine, repo)
+    return datetime.min.replace(tzinfo=UTC) if last is None else last.at

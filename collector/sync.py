@@ -112,7 +112,10 @@ class Collector:
             self.fetcher.close()
         self.batches.flush_derived()  # the runs the batches left pending
         self.report.retries = dict(retries.counts(retries.listed(self.engine, self.repo)))
-        self._close_sync_log(log_id, started, "ok", None)
+        if self.report.stopped:
+            self._close_sync_log(log_id, started, bookkeeping.STOPPED, self.report.stopped)
+        else:
+            self._close_sync_log(log_id, started, "ok", None)
         return self.report
 
     def _collect(self) -> None:

@@ -10,6 +10,8 @@ import streamlit as st
 
 from dashboard.filters import Filters
 from dashboard.loaders import shared
+from reports.freshness import collected
+from store.bookkeeping import LastCollect
 
 VIEW_KEY = "view"
 
@@ -28,16 +30,19 @@ def current_view() -> View:
     return st.session_state[VIEW_KEY]
 
 
-def freshness_line(last: datetime | None, interval_minutes: int, now: datetime) -> tuple[bool, str]:
-    """(stale, text): the data is stale when the last successful collect is older than two
-    collect intervals, or when there never was one."""
+def freshness_line(
+    last: LastCollect | None, interval_minutes: int, now: datetime
+) -> tuple[bool, str]:
+    """(stale, text): the data is stale when the last collect that reached GitHub is older
+    than two collect intervals, or when there never was one."""
+    text = collected(last, now)
+    text = text[0].upper() + text[1:]
     if last is None:
-        return True, "No successful collect recorded: run `ciflake collect`."
-    age = now - last
-    stale = age > timedelta(minutes=2 * interval_minutes)
-    hours = age.total_seconds() / 3600
-    text = f"Last successful collect: {last:%Y-%m-%d %H:%M} UTC ({hours:.1f} h ago)"
-    return stale, text + (f", older than two collect intervals ({interval_minutes} min)." * stale)
+        return True, f"{text}: run `ciflake collect`."
+    stale = now - last.at > timedelta(minutes=2 * interval_minutes)
+    return stale, text + (
+        f", older than two collect intervals ({interval_minutes} min)" * stale
+    ) + "."
 
 
 def render_status(view: View, interval_minutes: int) -> None:

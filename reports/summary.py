@@ -21,7 +21,7 @@ from analytics.outcomes import in_scope, scope_terms
 from reports.summary_tables import SummaryData, summarise
 from reports.summary_target import HISTORY_DAYS, pick_event
 from store.backfill import progress_of
-from store.bookkeeping import last_sync, workflow_sync_states
+from store.bookkeeping import last_collect, workflow_sync_states
 from store.frame_queries import load_failures, load_jobs
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
 from store.project import Project
@@ -60,7 +60,6 @@ def load_summary(
     _, newest = run_span(engine, repo)  # STALE: against the newest stored run
     paths = [w.path for w in project.workflows if w.lineage in touched]
     born = first_runs(engine, project, paths, start.to_pydatetime(), runs)
-    sync = last_sync(engine, repo)
     missing = uncollected(engine, repo, paths, start.to_pydatetime(), now)
     return summarise(
         runs.reset_index(drop=True),
@@ -77,7 +76,7 @@ def load_summary(
         attempts=attempts.reset_index(drop=True),
         born=born,
         env_failures=env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True),
-        last_collect=None if sync is None else (sync.finished_at or sync.started_at),
+        last_collect=last_collect(engine, repo),
         uncollected=missing,
     )
 

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from analytics.evidence import describe, unknown_reason
+from reports.freshness import collected
 from reports.markdown import code_block, details, link, md_text
 from reports.summary_tables import GROUPS, SummaryData, stem
 from store.vocabulary import SUMMARY_MARKER
@@ -223,13 +224,9 @@ def _stale(data: SummaryData, cap: int | None = None) -> str:
 
 
 def _freshness(data: SummaryData) -> str:
-    if data.last_collect is None:
-        collected = "no successful collect recorded"
-    else:
-        hours = (data.now - pd.Timestamp(data.last_collect)).total_seconds() / 3600
-        collected = f"last successful collect {_when(data.last_collect)} ({hours:.1f} h ago)"
     return (
-        f"<sub>Data: {md_text(data.repo)}, {collected}.{_backfill_note(data)} Generated "
+        f"<sub>Data: {md_text(data.repo)}, {collected(data.last_collect, data.now)}."
+        f"{_backfill_note(data)} Generated "
         f"{_when(data.now)} by ciflake; this comment is edited in place. Definitions (STALE, NEW, "
         f"time to repair, retry tax): {VOCABULARY} in ciflake's repository.</sub>"
     )

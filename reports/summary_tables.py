@@ -19,6 +19,7 @@ from analytics.rates import stability, verdict_label
 from analytics.staleness import STALE, staleness
 from analytics.successors import successor_first_runs
 from analytics.verdicts import job_verdicts
+from store.bookkeeping import LastCollect
 from store.project import Analysis
 
 # Failure groups in the order shown; a NEW signature wins over the verdict.
@@ -48,7 +49,7 @@ class SummaryData:
     stale: pd.DataFrame
     health: pd.DataFrame  # analytics.health.health_table per side (before, after)
     environments: pd.DataFrame  # analytics.environments of the failures since ``since``
-    last_collect: datetime | None
+    last_collect: LastCollect | None
     # (workflow path, start, end): what the summary reads that no collect has listed yet
     uncollected: tuple[tuple[str, datetime, datetime], ...] = ()
 
@@ -184,7 +185,7 @@ def summarise(
     attempts: pd.DataFrame,
     env_failures: pd.DataFrame,
     born: pd.Series,
-    last_collect: datetime | None,
+    last_collect: LastCollect | None,
     uncollected: tuple[tuple[str, datetime, datetime], ...] = (),
 ) -> SummaryData:
     """The comment's tables from logical runs and jobs in scope (analytics.frames), failure

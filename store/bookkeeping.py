@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, and_, or_, select
 from sqlalchemy.orm import Session
 
 from store.models import (
@@ -166,15 +167,37 @@ def workflow_sync_states(engine: Engine, repo: str) -> dict[str, SyncState]:
         return {path: state for path, state in session.execute(stmt)}
 
 
-def last_sync(engine: Engine, repo: str) -> SyncLog | None:
+# A collect stopped by the request budget (`--max-requests`, `[collect] reserve`) closes its
+# sync_log "stopped"; one the budget never reached sent no request at all.
+STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class LastCollect:
+    """The last collect of a repository that reached GitHub: when it ended, and why it ended
+    before its end (None: it finished). The freshness line of the pages and the summary."""
+
+    at: datetime
+    stopped: str | None = None
+
+
+def last_collect(engine: Engine, repo: str) -> LastCollect | None:
+    """The last collect that finished, or that the request budget stopped after it reached
+    GitHub; a collect the shared budget never reached is none (its repository waits)."""
+    reached = or_(SyncLog.status == "ok", and_(SyncLog.status == STOPPED, SyncLog.requests > 0))
     with Session(engine) as session:
         stmt = (
             select(SyncLog)
-            .where(SyncLog.repo == repo, SyncLog.status == "ok")
+            .where(SyncLog.repo == repo, reached)
             .order_by(SyncLog.id.desc())
             .limit(1)
         )
-        return session.scalar(stmt)
+        row = session.scalar(stmt)
+    if row is None:
+        return None
+    at = row.finished_at or row.started_at
+    stopped = (row.message or "the request budget") if row.status == STOPPED else None
+    return LastCollect(at if at.tzinfo else at.replace(tzinfo=UTC), stopped)
 
 
 def job_failures(session: Session) -> list[Failure]:

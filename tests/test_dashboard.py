@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from analytics import elsewhere
 from dashboard import charts, shaping
 from dashboard.context import freshness_line
+from store.bookkeeping import LastCollect
 from store.engine import make_engine
 from store.models import Failure, JobLog
 
@@ -220,9 +221,15 @@ def test_missing_database_gets_the_command_to_run(
 
 def test_freshness_warns_after_two_intervals() -> None:
     now = pd.Timestamp("2026-08-01T12:00Z").to_pydatetime()
-    assert freshness_line(now - pd.Timedelta(minutes=90), 60, now)[0] is False
-    assert freshness_line(now - pd.Timedelta(minutes=150), 60, now)[0] is True
+    assert freshness_line(LastCollect(now - pd.Timedelta(minutes=90)), 60, now)[0] is False
+    assert freshness_line(LastCollect(now - pd.Timedelta(minutes=150)), 60, now)[0] is True
     assert freshness_line(None, 60, now)[0] is True
+    stopped = LastCollect(now - pd.Timedelta(minutes=30), "request budget spent (500 of 500)")
+    stale, text = freshness_line(stopped, 60, now)
+    assert not stale and text == (
+        "Last collect 2026-08-01 11:30 UTC (0.5 h ago), stopped before its end: request "
+        "budget spent (500 of 500)."
+    )
 
 
 def test_grid_cells_pick_the_worst_state_per_day() -> None:

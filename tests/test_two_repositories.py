@@ -188,3 +188,33 @@ def test_a_repository_github_refuses_stops_no_other(tmp_path):
         assert any(line.startswith(f"{repo}: collect stopped: ") for line in lines), lines
     assert lines[-1].startswith("ciflake: error: collect stopped for ")
     assert repositories(make_engine(db)) == [RECIPE]
+
+
+def test_a_repository_a_shared_budget_did_not_reach_goes_first_next_time(tmp_path):
+    """Under one `--max-requests`, the repository the budget ran out in closes its collect
+    "stopped" and says so in its freshness line; the one never reached has no collect to show,
+    and goes first the next night."""
+    import fakehub
+    from collector.once import collect_all
+    from collector.sync_report import CollectOptions
+    from reports.freshness import collected
+    from store.bookkeeping import last_collect
+    from tests.support.hubtools import SINCE, TEST_SCALE, hub_config, migrated
+
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    engine = migrated(db)
+    options = CollectOptions(since=SINCE, quiet=True, max_requests=30)
+    with fakehub.running(seed=3, scale=TEST_SCALE) as hub:
+        config = hub_config(hub, db, (VERL, RECIPE))
+        first = collect_all(config, engine, options)
+        assert [repo for repo, _ in first] == [VERL, RECIPE]  # in the configured order
+        assert all(report.stopped for _, report in first)
+        assert first[1][1].requests == 0
+        assert last_collect(engine, RECIPE) is None
+        stopped = last_collect(engine, VERL)
+        assert stopped is not None and stopped.stopped == first[0][1].stopped
+        line = collected(stopped, datetime.now(UTC))
+        assert line.startswith("last collect ") and "stopped before its end: request budget" in line
+        second = collect_all(config, engine, options)
+    assert [repo for repo, _ in second] == [RECIPE, VERL]
+    assert second[0][1].requests > 0

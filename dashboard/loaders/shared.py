@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from datetime import date, datetime
+from datetime import date
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -90,9 +90,8 @@ def day_span(db_url: str, repo: str) -> tuple[date, date]:
 
 
 @st.cache_data(ttl="1m")
-def last_collect(db_url: str, repo: str) -> datetime | None:
-    row = bookkeeping.last_sync(engine(db_url), repo)
-    return None if row is None else (row.finished_at or row.started_at)
+def last_collect(db_url: str, repo: str) -> bookkeeping.LastCollect | None:
+    return bookkeeping.last_collect(engine(db_url), repo)
 
 
 @st.cache_data(ttl=TTL)
