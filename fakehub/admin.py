@@ -269,7 +269,7 @@ def without_log(job: Job, run: Run, rendered: Rendered, repo: str) -> dict[str, 
     the log told it). The annotations determine it when the line that shows the category was
     itself an annotation, or when the exit code or the service's message implies it; the job's
     facts do for a failed `setup` job (provisioning) and a failed NPU check step."""
-    notes = [note.message for note in job_notes(job, run, repo)]
+    notes = [note.message for note in job_notes(job, run, repo, rendered)]
     failed = [s for s in plan(job) if s.conclusion in ("failure", "cancelled")]
     step = failed[0] if failed else None
     shown = rendered.line.split(" ", 1)[1] if rendered.line else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fakehub.logs import render
+from fakehub.logs import Rendered, render
 from fakehub.records import Job, Run
 
 
@@ -43,8 +43,9 @@ def concurrency_group(run: Run) -> str:
     return f"{run.workflow.name}-{ref}"
 
 
-def job_notes(job: Job, run: Run, repo: str) -> list[Note]:
-    """Every annotation of one job's check run, oldest first."""
+def job_notes(job: Job, run: Run, repo: str, rendered: Rendered | None = None) -> list[Note]:
+    """Every annotation of one job's check run, oldest first; ``rendered``: the job's log
+    when the caller has it already (``render(job, run, repo)``), so it is not made twice."""
     if job.cause == "no_runner" and job.status == "completed":
         return [Note("failure", NO_RUNNER)]
     if job.conclusion == "cancelled" and job.category is None:
@@ -52,4 +53,5 @@ def job_notes(job: Job, run: Run, repo: str) -> list[Note]:
         return [cancel, Note("failure", CANCELED)] if job.ran else [cancel]
     if not job.ran or job.status != "completed":
         return []
-    return [Note(level, message) for level, message in render(job, run, repo).notes]
+    rendered = rendered or render(job, run, repo)
+    return [Note(level, message) for level, message in rendered.notes]
