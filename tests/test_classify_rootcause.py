@@ -199,3 +199,40 @@ def test_ordinary_output_is_no_evidence(log: str, category: str) -> None:
 def test_more_log_formats_read_as_weak(prefix: str) -> None:
     log = f"{prefix} Connection reset by peer, retrying\nRuntimeError: shard 3 is corrupt\n"
     assert classify_log(log).category == "unknown"
+
+
+KILLED = "##[error]Process completed with exit code 137."
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        '{"Status":"exited","OOMKilled":false,"ExitCode":137}',  # docker inspect's state
+        "oom_kill 0",  # the cgroup's memory.events
+        "trainer.service: Failed with result 'signal'.",  # systemd's unit result
+        "the runner was not OOM-killed",
+    ],
+)
+def test_a_sigkill_shown_not_to_be_memory_is_the_host(shown: str) -> None:
+    """A bare SIGKILL is memory by default (step 2), unless the log shows memory was not
+    exhausted (step 1); the default it turned stays in the explanation."""
+    assert classify_log(f"{KILLED}\n").category == "oom"
+    result = classify_log(f"{shown}\n{KILLED}\n")
+    assert (result.category, result.rule, result.line_number) == (
+        "infra",
+        "SIGKILL shown not to be memory",
+        1,
+    )
+    verdict = _verdicts(result)["killed by SIGKILL (exit 137)"]
+    assert verdict == "qualified by 'SIGKILL shown not to be memory'"
+
+
+def test_a_qualifier_never_decides_alone_nor_over_an_explicit_oom() -> None:
+    state = '{"Status":"exited","OOMKilled":false,"ExitCode":1}'
+    alone = classify_log(f"ValueError: bad batch size\n{state}\n")
+    assert (alone.category, alone.line_number) == ("unknown", 1)
+    assert _verdicts(alone)["SIGKILL shown not to be memory"].startswith("qualifies only ")
+    explicit = classify_log(f"torch.OutOfMemoryError: CUDA out of memory.\n{state}\n{KILLED}\n")
+    assert (explicit.category, explicit.rule) == ("oom", "CUDA out of memory")
+    # Docker's own "not OOM-killed" is no OOM-killer line either
+    assert classify_log(f"{state}\n").category != "oom"

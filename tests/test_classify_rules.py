@@ -55,6 +55,20 @@ def test_boilerplate_never_decides() -> None:
         ('version="1"\n[[rule]]\nname="a"\ncategory="nope"\npatterns=["x"]', "unknown category"),
         ('version="1"\n[[rule]]\nname="a"\ncategory="oom"', "neither patterns"),
         ('version="1"\n[[rule]]\nname="a"\ncategory="oom"\npatterns=["x"]', "catch-all"),
+        (
+            'version="1"\n[[rule]]\nname="a"\ncategory="infra"\nrole="qualifier"\npatterns=["x"]',
+            "only a qualifier, names `qualifies`",
+        ),
+        (
+            'version="1"\n[[rule]]\nname="a"\ncategory="infra"\nqualifies=["b"]\npatterns=["x"]',
+            "only a qualifier, names `qualifies`",
+        ),
+        (
+            'version="1"\n[[rule]]\nname="a"\ncategory="infra"\nrole="qualifier"\n'
+            'qualifies=["b"]\npatterns=["x"]\n[[rule]]\nname="z"\ncategory="unknown"\n'
+            'patterns=["y"]',
+            "qualifies unknown rules",
+        ),
     ],
 )
 def test_bad_rules_fail_at_load(text: str, message: str) -> None:

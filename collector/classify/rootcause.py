@@ -14,7 +14,10 @@ line, then lets the first matching rule win:
 - an error the rule insists on seeing raised somewhere (`Rule.raised_in`: an AssertionError
   raised by a test, not by the trainer's own sanity check) is passed over when its traceback
   says otherwise;
-- then rule order is the tie-breaker.
+- then rule order is the tie-breaker;
+- a qualifier re-reads the winner: a bare SIGKILL (exit 137) is memory by default, unless the
+  log itself shows memory was not exhausted (Docker's `"OOMKilled": false`), which makes it the
+  host's doing (the procedure's step 1).
 
 `decide` returns the winner and every candidate it passed over, with the reason, which
 `ciflake classify --explain` prints.
@@ -34,6 +37,7 @@ from collector.classify.rules import Rule, RuleSet
 # ("megatron/core/x.py:812: in forward").
 _FRAME = re.compile(r'File \\?"((?:[^"\\]|\\(?!"))+)\\?", line \d+|^(\S+\.py):\d+: in ')
 STRONG, WEAK, LAST_RESORT = "strong", "weak", "last resort"
+NOTHING = "won: nothing to go on"
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,19 @@ class _Decider:
             won = self._tier(WEAK, self.evidence.weak)
         if won is None:
             won = self._tier(LAST_RESORT, self.evidence.strong)
-        return self._decision(*(won or (len(self.rules), None, "won: nothing to go on")))
+        return self._decision(*self._qualified(*(won or (len(self.rules), None, NOTHING))))
+
+    def _qualified(self, winner: int, hit: Hit | None, verdict: str):
+        """The winner, or the first qualifier of it whose evidence is in the log (any level:
+        a watcher's reading is a fact, whatever the level it prints it at)."""
+        won = self.ruleset.rules[winner]
+        for index, rule in enumerate(self.rules):
+            line = self.evidence.strong[index] or self.evidence.weak[index]
+            if won.name not in rule.qualifies or line is None or not self.holds(rule):
+                continue
+            self.passed[winner] = _step(won, hit, f"qualified by {rule.name!r}")
+            return index, line, f"won: qualifies {won.name!r}, which alone would have decided"
+        return winner, hit, verdict
 
     def _tier(self, tier: str, hits: Sequence[Hit | None]):
         """The first rule in order that wins on `hits`; weak lines go by position instead, the
@@ -114,7 +130,7 @@ class _Decider:
         order = [
             (index, rule)
             for index, rule in enumerate(self.rules)
-            if (rule.role == "last_resort") == (tier == LAST_RESORT)
+            if (rule.role == "last_resort") == (tier == LAST_RESORT) and rule.role != "qualifier"
         ]
         if tier == WEAK:
             order.sort(key=lambda item: -(getattr(hits[item[0]], "line_number", None) or 0))
@@ -210,6 +226,9 @@ class _Decider:
             strong, weak = self.evidence.strong[index], self.evidence.weak[index]
             if index in self.passed:
                 steps.append(self.passed[index])
+            elif other.role == "qualifier" and (strong or weak):
+                names = ", ".join(repr(name) for name in other.qualifies)
+                steps.append(_step(other, strong or weak, f"qualifies only {names}"))
             elif strong is not None:
                 steps.append(_step(other, strong, f"lower in rule order than {rule.name!r}"))
             elif weak is not None:

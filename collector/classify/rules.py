@@ -24,8 +24,11 @@ CATCH_ALL_CATEGORY = "unknown"
 #   actor, a child process that failed); it yields to any cause seen earlier in the log;
 # - generic: a wrapper code that names no cause of its own ("ERR00100 PTA call acl api
 #   failed", "EZ9999 Inner Error"); it keeps its place in the order, but is never the earlier
-#   cause a consequence yields to.
-ROLES = ("cause", "consequence", "generic", "last_resort")
+#   cause a consequence yields to;
+# - last_resort: how a job ended ("exit code 124"); it decides only when nothing else does;
+# - qualifier: evidence that changes what another rule's win means (a SIGKILL the log shows was
+#   not memory); it never wins alone, only in the place of a rule it `qualifies`.
+ROLES = ("cause", "consequence", "generic", "last_resort", "qualifier")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class Rule:
     carries: re.Pattern[str] | None = None
     # When the line's traceback shows the frame that raised it, the frame's file must match.
     raised_in: re.Pattern[str] | None = None
+    # A qualifier's rules: when one of them wins and this rule's evidence is there, it wins.
+    qualifies: tuple[str, ...] = ()
     matchers: tuple[re.Pattern[str], ...] = ()  # `patterns` in Python re, to locate a match
 
     @property
@@ -105,6 +110,8 @@ class RuleSet:
     def rule_for_text(self, text: str) -> int | None:
         """The index of the first rule with patterns that `text` alone satisfies."""
         for index, rule in enumerate(self.rules):
+            if rule.role == "qualifier":
+                continue  # never stands alone
             if rule.matchers and rule.first_match(text) is not None and not rule.excludes(text):
                 return index
         return None
@@ -143,10 +150,13 @@ def _parse_rule(raw: dict, extra: list[str]) -> Rule:
         role=role,
         carries=_optional(raw, "carries"),
         raised_in=_optional(raw, "raised_in"),
+        qualifies=tuple(raw.get("qualifies", ())),
         matchers=_compile_all(list(patterns)),
     )
     if not rule.patterns and not rule.has_conditions:
         raise ValueError(f"rule {name!r} has neither patterns nor job conditions")
+    if (role == "qualifier") != bool(rule.qualifies):
+        raise ValueError(f"rule {name!r}: a qualifier, and only a qualifier, names `qualifies`")
     return rule
 
 
@@ -216,6 +226,9 @@ def parse_rules(text: str, tables: str = "") -> RuleSet:
         raise ValueError("rule names must be unique")
     extra = _tables(tables, set(names)) if tables else {}
     rules = tuple(_parse_rule(r, extra.get(r["name"], [])) for r in data["rule"])
+    for rule in rules:
+        if unknown := [q for q in rule.qualifies if q not in names]:
+            raise ValueError(f"rule {rule.name!r} qualifies unknown rules {unknown}")
     if rules[-1].category != CATCH_ALL_CATEGORY or not rules[-1].patterns:
         raise ValueError("the last rule is the catch-all (category 'unknown', with patterns)")
     facts = tuple(
