@@ -24,9 +24,40 @@ def test_pytest_wrapper_takes_the_category_of_the_error_it_carries() -> None:
     assert _verdicts(carried)["pytest failed"].startswith("a wrapper: carries")
 
 
-def test_pytest_wrapper_with_an_error_no_rule_knows_stays_a_test_failure() -> None:
+def test_pytest_wrapper_with_an_error_no_rule_knows_is_that_unknown_error() -> None:
     result = classify_log("FAILED tests/test_io.py::test_len - ValueError: got 127, not 128\n")
+    assert (result.category, result.rule, result.line_number) == (
+        "unknown",
+        "error-looking line",
+        1,
+    )
+    assert "an error no rule knows" in _verdicts(result)["pytest failed"]
+
+
+@pytest.mark.parametrize(
+    "carried", ["assert 127 == 128", "Failed: DID NOT RAISE <class 'ValueError'>", ""]
+)
+def test_pytest_wrapper_stands_for_a_tests_own_failure(carried: str) -> None:
+    line = "FAILED tests/test_io.py::test_len" + (f" - {carried}" if carried else "")
+    result = classify_log(line + "\n")
     assert (result.category, result.rule) == ("test_failure", "pytest failed")
+
+
+def test_a_bare_error_header_is_no_evidence() -> None:
+    retry = (
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) "
+        "after connection broken by 'ReadTimeoutError(\"HTTPSConnectionPool(host='pypi.org', "
+        "port=443): Read timed out. (read timeout=15)\")': /simple/numpy/\n"
+    )
+    cut = 'ERROR: Exception:\nTraceback (most recent call last):\n  File "pip/x.py", line 3\n'
+    result = classify_log(retry + cut)
+    assert (result.category, result.line_number) == ("network", 1)
+    # behind a logger's level and a Ray prefix too: the error above it is the last one
+    header = (
+        "(EngineCore pid=7) ERROR 06-01 10:00:00 [core.py:900] Traceback (most recent call last):"
+    )
+    result = classify_log(f"RuntimeError: shard 3 is corrupt\n{header}\n")
+    assert (result.category, result.line_number) == ("unknown", 1)
 
 
 def test_ray_wrapper_carries_the_class_of_the_task_error() -> None:

@@ -69,6 +69,10 @@ def test_boilerplate_never_decides() -> None:
             'patterns=["y"]',
             "qualifies unknown rules",
         ),
+        (
+            'version="1"\n[[rule]]\nname="a"\ncategory="oom"\nstands_for="x"\npatterns=["x"]',
+            "`stands_for` needs `carries`",
+        ),
     ],
 )
 def test_bad_rules_fail_at_load(text: str, message: str) -> None:

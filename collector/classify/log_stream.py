@@ -242,6 +242,10 @@ class LogScanner:
         the match ran on from another line of a JSON-escaped or carriage-return line."""
         if not text or rule.excludes(text):
             return None
+        # a header ("ERROR: Exception:") only announces the error on the lines after it; only
+        # the catch-all's patterns ("ERROR", "Exception") can match one
+        if rule is self.ruleset.catch_all and self.ruleset.is_header(text):
+            return None
         # a last-resort rule reads how a job ended ("exit code 124"), which is boilerplate to
         # every other rule
         if rule.role != "last_resort" and self.ruleset.is_boilerplate(text):

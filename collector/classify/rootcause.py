@@ -4,7 +4,9 @@ The procedure a maintainer follows (and the real-log labels follow) first finds 
 line, then lets the first matching rule win:
 
 - a wrapper takes the category of the error it carries (`Rule.carries`: pytest's "FAILED t.py::x
-  - KeyError: 'k'" is the KeyError, not a test assertion);
+  - KeyError: 'k'" is the KeyError, not a test assertion); when no rule knows that error, the
+  wrapper stands for it only if it is the wrapper's own (`Rule.stands_for`: pytest's "assert
+  ..."), else it names no cause and the error decides as an unknown one;
 - a consequence yields to a cause seen earlier in the log (`role = "consequence"`: a collective
   timeout on a rank that waited for a rank that crashed, a dead actor, a failed child);
 - advice is never evidence ("There are some potential root causes: (1) ... OOM killer"), and a
@@ -179,7 +181,13 @@ class _Decider:
             return None
         target = self._resolve(text, (index,))
         if target is None:
-            return None  # nothing a rule knows: "FAILED t.py::x - ValueError: got 127, not 128"
+            if rule.stands_for is None or rule.stands_for.search(text):
+                return None  # nothing a rule knows, its own: "FAILED t.py::x - assert 127 == 128"
+            # an error no rule knows and not the wrapper's own: the wrapper names no cause, and
+            # the unknown error decides as unknown (the catch-all, unless a rule below holds)
+            verdict = f"a wrapper: carries {text!r}, an error no rule knows"
+            self.passed[index] = _step(rule, hit, verdict)
+            return None
         target_rule = self.ruleset.rules[target]
         if target == index or target in self.passed or not self.holds(target_rule):
             self.passed[index] = _step(rule, hit, f"a wrapper: carries {text!r}, no rule's cause")

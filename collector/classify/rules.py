@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from collector.classify.preprocess import strip_prefixes
 from store.vocabulary import CATEGORIES
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("rules.toml")
@@ -48,6 +49,9 @@ class Rule:
     # Group 1 is the error this line carries ("FAILED t.py::x - KeyError: 'a'"): it is
     # classified in the wrapper's place.
     carries: re.Pattern[str] | None = None
+    # The carried errors no rule knows that the wrapper stands for itself (a test's own
+    # "assert ..."); any other is passed over. None: it stands for every error no rule knows.
+    stands_for: re.Pattern[str] | None = None
     # When the line's traceback shows the frame that raised it, the frame's file must match.
     raised_in: re.Pattern[str] | None = None
     # A qualifier's rules: when one of them wins and this rule's evidence is there, it wins.
@@ -99,6 +103,8 @@ class RuleSet:
     boilerplate: tuple[re.Pattern[str], ...]
     weak: re.Pattern[str] | None = None  # where a lower log level begins in a line
     advice: re.Pattern[str] | None = None  # where advice begins: never evidence
+    # a line that only announces an error whose text follows ("ERROR: Exception:"): none
+    headers: re.Pattern[str] | None = None
 
     @property
     def catch_all(self) -> Rule:
@@ -106,6 +112,10 @@ class RuleSet:
 
     def is_boilerplate(self, line: str) -> bool:
         return any(p.search(line) for p in self.boilerplate)
+
+    def is_header(self, line: str) -> bool:
+        """True when the line, without its prefixes, is a header and nothing else."""
+        return self.headers is not None and self.headers.fullmatch(strip_prefixes(line)) is not None
 
     def rule_for_text(self, text: str) -> int | None:
         """The index of the first rule with patterns that `text` alone satisfies."""
@@ -149,6 +159,7 @@ def _parse_rule(raw: dict, extra: list[str]) -> Rule:
         time_limit=bool(raw.get("time_limit", False)),
         role=role,
         carries=_optional(raw, "carries"),
+        stands_for=_optional(raw, "stands_for"),
         raised_in=_optional(raw, "raised_in"),
         qualifies=tuple(raw.get("qualifies", ())),
         matchers=_compile_all(list(patterns)),
@@ -157,6 +168,8 @@ def _parse_rule(raw: dict, extra: list[str]) -> Rule:
         raise ValueError(f"rule {name!r} has neither patterns nor job conditions")
     if (role == "qualifier") != bool(rule.qualifies):
         raise ValueError(f"rule {name!r}: a qualifier, and only a qualifier, names `qualifies`")
+    if rule.stands_for is not None and rule.carries is None:
+        raise ValueError(f"rule {name!r}: `stands_for` needs `carries`")
     return rule
 
 
@@ -242,6 +255,7 @@ def parse_rules(text: str, tables: str = "") -> RuleSet:
         _compile_all(data.get("boilerplate", [])),
         _any_of(data.get("weak", [])),
         _any_of(data.get("advice", [])),
+        _any_of(data.get("headers", [])),
     )
 
 
