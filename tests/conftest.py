@@ -25,6 +25,8 @@ from click.testing import CliRunner
 from store.engine import make_engine
 from tests.support.collected import (
     DEFAULT,
+    FIRST_NIGHT,
+    ONE_RUN,
     SHARED_ENV,
     Collected,
     Scenario,
@@ -88,7 +90,7 @@ def backends() -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if {"db_url", "collected_db"} & set(metafunc.fixturenames):
+    if {"db_url", "collected_db", "thin_db"} & set(metafunc.fixturenames):
         sqlite_only = metafunc.definition.get_closest_marker("sqlite_only") is not None
         metafunc.parametrize("backend", ["sqlite"] if sqlite_only else backends())
 
@@ -120,6 +122,38 @@ def collected_db(backend: str, tmp_path) -> Iterator[Callable[..., Collected]]:
     yield from _copies(backend, tmp_path)
 
 
+THIN_DATA = ("empty", "one run", "first night")
+
+
+@pytest.fixture
+def thin_db(backend: str, tmp_path) -> Iterator[Callable[[str], str]]:
+    """``thin_db(kind)``: the URL of the test's own database on its backend, holding one of
+    ``THIN_DATA``: "empty" (migrated, nothing collected), "one run" (``ONE_RUN``: one failed
+    default-branch run) or "first night" (``FIRST_NIGHT``: the nightly example's first,
+    budget-stopped collect of verl's volume)."""
+    with ExitStack() as stack:
+        copy = stack.enter_context(contextmanager(_copies)(backend, tmp_path))
+
+        def make(kind: str) -> str:
+            if kind == "one run":
+                return copy(ONE_RUN).url
+            if kind == "first night":
+                return copy(FIRST_NIGHT).url
+            assert kind == "empty", kind
+            if backend == "sqlite":
+                url = f"sqlite:///{tmp_path / 'empty.db'}"
+            else:
+                url = stack.enter_context(contextmanager(fresh_pg_database)(required_pg_url()))
+            from store.migrate import upgrade
+
+            engine = make_engine(url)
+            upgrade(engine)
+            engine.dispose()
+            return url
+
+        yield make
+
+
 @pytest.fixture
 def collected_elsewhere(tmp_path) -> Iterator[Callable[..., Collected]]:
     """``collected_elsewhere(scenario)``: as ``collected_db``, on PostgreSQL when the session
@@ -145,7 +179,7 @@ def runner() -> CliRunner:
 
 # A test module that names one of these starts fakehub (or shares the demo's collect): its
 # tests are marked ``hub`` and left out of ``make test-fast``, which keeps the rest under 90 s.
-HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import", "collected_db")
+HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import", "collected_db", "thin_db")
 
 
 # The modules whose tests take longest (the acceptances at scale 1) run first, then every other

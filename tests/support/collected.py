@@ -32,8 +32,8 @@ from sqlalchemy.exc import OperationalError
 
 import fakehub
 from collector.sync_report import CollectReport
-from fakehub.child import spawned
-from fakehub.history import DEFAULT_END
+from fakehub.child import ChildHub, spawned
+from fakehub.history import DEFAULT_END, History
 from store.engine import make_engine
 from tests.support.hubtools import SINCE, TEST_SCALE, collect, collect_repos
 from tests.support.pg import drop_pg_database
@@ -54,10 +54,14 @@ class Scenario:
     scale: float = TEST_SCALE
     end: datetime = DEFAULT_END
     rate_limit: int = 5000
-    since: datetime = SINCE
+    since: datetime | None = SINCE  # None: the collector's own first window (the nightly's)
     # Collected in nights of at most this many counted requests, until the backfill is done
-    # (None: one full collect).
+    # (None: one full collect), or until ``nights`` of them have run.
     max_requests: int | None = None
+    nights: int | None = None
+    # Every run created after this one is deleted from the hub before the collect, and the
+    # collect starts at its creation: a database that holds this one run.
+    only_run: int | None = None
     # The repositories collected, as the demo's config tracks them (None: the built-in config,
     # verl alone). One full collect each, in turn.
     repos: tuple[str, ...] | None = None
@@ -93,6 +97,13 @@ AT_SCALE_1 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000)
 # when the session has it (the ``collected_elsewhere`` fixture), so that scale 1 is collected
 # on both backends without a second full collect.
 NIGHTS_OF_500 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000, max_requests=500)
+# Thin data, for the reports, pages and summary that must say so rather than fail (#46).
+# The nightly example's first night on verl's volume: the hour's 1,000 requests, at most 700 of
+# them, collected from the collector's own first window; the backfill is far from done.
+FIRST_NIGHT = Scenario(seed=1, scale=1.0, rate_limit=1000, since=None, max_requests=700, nights=1)
+# One run: the newest default-branch failure of the default history (an OOM in the v1
+# separate_async job of 2026-11-06), alone in the database.
+ONE_RUN = Scenario(only_run=17623536655)
 
 
 @dataclass(frozen=True)
@@ -122,12 +133,23 @@ def _collect_and_count(scenario: Scenario, url: str) -> Built:
             return collect_repos(hub, url, scenario.repos, since=scenario.since), hub.admin(
                 "GET", "counters"
             )
+        since = scenario.since if scenario.only_run is None else _keep_until(scenario, hub)
         while not reports or (scenario.max_requests is not None and reports[-1].stopped):
             assert len(reports) < 200, "the backfill does not progress"
-            reports.append(
-                collect(hub, url, since=scenario.since, max_requests=scenario.max_requests)
-            )
+            if scenario.nights is not None and len(reports) == scenario.nights:
+                break
+            reports.append(collect(hub, url, since=since, max_requests=scenario.max_requests))
         return tuple(reports), hub.admin("GET", "counters")
+
+
+def _keep_until(scenario: Scenario, hub: ChildHub) -> datetime:
+    """Delete every run the hub created after ``scenario.only_run``; that run's creation."""
+    history = History(scenario.seed, scenario.scale, scenario.end)
+    kept = next(run for run in history.runs if run.id == scenario.only_run)
+    for run in history.runs:
+        if (run.created_at, run.id) > (kept.created_at, kept.id):
+            hub.admin("POST", "delete_run", {"run_id": run.id})
+    return kept.created_at
 
 
 def shared_dir() -> Path:
