@@ -105,8 +105,14 @@ def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
 
 
 @db.command("stats")
+@click.option(
+    "--runs",
+    "runs_only",
+    is_flag=True,
+    help="Print only how many workflow runs the database holds (one number, for scripts).",
+)
 @click.pass_obj
-def db_stats(state: State) -> None:
+def db_stats(state: State, runs_only: bool) -> None:
     """Print how many rows each table holds, then every resource GitHub refused that later
     collects ask for again (pending) or no longer ask for (given up)."""
     from rich.console import Console
@@ -114,9 +120,12 @@ def db_stats(state: State) -> None:
 
     from collector.sync_report import describe_refusal
     from store import retries
-    from store.page_queries import table_counts
+    from store.page_queries import stored_runs, table_counts
 
     engine = state.engine(read_only=True)
+    if runs_only:
+        click.echo(stored_runs(engine))
+        return
     table = Table("table", "rows", box=None, pad_edge=False)
     for name, count in table_counts(engine).items():
         table.add_row(name, str(count))

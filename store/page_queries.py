@@ -21,6 +21,12 @@ if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs 
     import pandas as pd
 
 
+def stored_runs(engine: Engine) -> int:
+    """How many workflow runs the database holds: what a night added, told in its summary."""
+    with engine.connect() as conn:
+        return conn.scalar(select(func.count()).select_from(WorkflowRun)) or 0
+
+
 def table_counts(engine: Engine) -> dict[str, int]:
     with engine.connect() as conn:
         return {

@@ -52,3 +52,10 @@ def test_config_show_hides_token(runner, monkeypatch):
 def test_db_stats_counts_tables(runner, engine, db_url):
     result = runner.invoke(cli, ["--db", db_url, "db", "stats"])
     assert result.exit_code == 0 and "workflow_runs" in result.output
+
+
+def test_db_stats_runs_prints_only_the_number_of_stored_runs(runner, thin_db):
+    """The nightly action writes this number into its run's summary, before and after."""
+    for kind, runs in (("empty", "0"), ("one run", "1")):
+        result = runner.invoke(cli, ["--db", thin_db(kind), "db", "stats", "--runs"])
+        assert result.exit_code == 0 and result.output == f"{runs}\n", (kind, result.output)
