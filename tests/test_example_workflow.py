@@ -1,78 +1,127 @@
-"""examples/nightly-summary.yml keeps the database across nights and collects within a budget."""
+"""examples/nightly-summary.yml runs ciflake's composite action (action.yml), which installs
+ciflake from its own checkout, keeps the database across nights and collects within a budget."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import yaml
 
-WORKFLOW = Path(__file__).resolve().parent.parent / "examples" / "nightly-summary.yml"
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / "examples" / "nightly-summary.yml"
+ACTION = ROOT / "action.yml"
 
 
-def _steps() -> list[dict]:
-    data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
-    (job,) = data["jobs"].values()
-    return job["steps"]
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _example_step() -> dict:
+    (job,) = _load(WORKFLOW)["jobs"].values()
+    (step,) = [s for s in job["steps"] if "/ciflake@" in str(s.get("uses", ""))]
+    return step
+
+
+def _action_steps() -> list[dict]:
+    return _load(ACTION)["runs"]["steps"]
+
+
+def _index(name_part: str) -> int:
+    return next(i for i, s in enumerate(_action_steps()) if name_part in str(s.get("name", "")))
+
+
+def _uses(prefix: str) -> int:
+    return next(i for i, s in enumerate(_action_steps()) if s.get("uses", "").startswith(prefix))
+
+
+def test_the_example_uses_the_action_at_the_checkouts_release_tag() -> None:
+    """No `pip install ciflake` (no such distribution on the package index): the example runs
+    this repository's action at the tag of the version the checkout builds."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _example_step()["uses"] == f"<owner>/ciflake@v{version}"
+    for path in (WORKFLOW, ACTION):
+        assert "pip install ciflake" not in path.read_text()
+
+
+def test_the_example_passes_only_inputs_the_action_declares() -> None:
+    inputs = _load(ACTION)["inputs"]
+    assert set(_example_step()["with"]) <= set(inputs)
+    assert {"max-requests", "reserve", "config", "pr", "token"} <= set(inputs)
+
+
+def test_the_action_installs_with_the_script_the_install_test_runs() -> None:
+    (install,) = [s for s in _action_steps() if "install.sh" in str(s.get("run", ""))]
+    assert '"$GITHUB_ACTION_PATH/action/install.sh"' in install["run"]
+    assert _action_steps().index(install) < _index("Collect")
 
 
 def test_the_database_is_saved_even_when_the_night_is_cut_off() -> None:
-    steps = _steps()
-    saves = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save")]
-    assert len(saves) == 1 and saves[0].get("if") == "always()"
-    restore = next(i for i, s in enumerate(steps) if "cache/restore" in str(s.get("uses", "")))
-    collect = next(i for i, s in enumerate(steps) if "ciflake collect" in str(s.get("run", "")))
-    assert restore < collect < steps.index(saves[0])
-    assert saves[0]["with"]["path"] == steps[restore]["with"]["path"]
+    steps = _action_steps()
+    restore, save = _uses("actions/cache/restore"), _uses("actions/cache/save")
+    assert restore < _index("Count the stored runs") < _index("Collect") < save
+    assert steps[save].get("if") == "always()"
+    assert steps[save]["with"]["path"] == steps[restore]["with"]["path"]
+    assert steps[save]["with"]["key"] == steps[restore]["with"]["key"]
+
+
+def test_the_cleanup_is_the_tested_script_fed_by_the_restore_and_the_save() -> None:
+    """keep-one-cache.sh (tests/test_action_cache.py) runs after every save, told tonight's
+    key, the key the restore matched (empty when none) and this run's ref."""
+    steps = _action_steps()
+    keep = steps[_index("Keep one database cache entry")]
+    assert keep["run"] == 'bash "$GITHUB_ACTION_PATH/action/keep-one-cache.sh"'
+    assert keep["if"] == "always()" and _uses("actions/cache/save") < _index("Keep one")
+    restore = steps[_uses("actions/cache/restore")]
+    assert keep["env"]["KEEP"] == steps[_uses("actions/cache/save")]["with"]["key"]
+    assert keep["env"]["RESTORED"] == f"${{{{ steps.{restore['id']}.outputs.cache-matched-key }}}}"
+    assert keep["env"]["REF"] == "${{ github.ref }}"
+
+
+def test_the_run_summary_says_how_many_runs_before_and_after() -> None:
+    steps = _action_steps()
+    before = steps[_index("Count the stored runs")]
+    after = steps[_index("Say how many runs")]
+    assert "action/runs.sh" in before["run"] and "action/runs.sh" in after["run"]
+    assert after["env"]["BEFORE"] == f"${{{{ steps.{before['id']}.outputs.runs }}}}"
+    assert "GITHUB_STEP_SUMMARY" in after["run"] and after["if"] == "always()"
+    assert _index("Keep one") < _index("Say how many runs") < _index("Post the summary")
+
+
+def _default(name: str) -> str:
+    return str(_load(ACTION)["inputs"][name]["default"])
 
 
 def test_the_collect_has_a_request_budget_under_a_workflow_tokens_hour() -> None:
-    (collect,) = [s["run"] for s in _steps() if "ciflake collect" in str(s.get("run", ""))]
-    words = collect.split()
-    budget = int(words[words.index("--max-requests") + 1])
-    assert 0 < budget < 1000
-
-
-def _step(name_part: str) -> dict:
-    return next(s for s in _steps() if name_part in str(s.get("name", "")))
+    collect = _action_steps()[_index("Collect")]
+    assert '--max-requests "$MAX_REQUESTS"' in collect["run"]
+    assert collect["env"]["MAX_REQUESTS"] == "${{ inputs.max-requests }}"
+    assert 0 < int(_default("max-requests")) < 1000
+    assert _example_step()["with"]["max-requests"].endswith("|| '700' }}")
 
 
 def test_the_collect_leaves_300_of_the_hour_to_other_workflows() -> None:
-    words = _step("Collect").get("run", "").split()
-    assert int(words[words.index("--reserve") + 1]) == 300
+    collect = _action_steps()[_index("Collect")]
+    assert '--reserve "$RESERVE"' in collect["run"]
+    assert collect["env"]["RESERVE"] == "${{ inputs.reserve }}"
+    assert int(_default("reserve")) == 300 == int(_example_step()["with"]["reserve"])
+
+
+def test_a_seeding_run_posts_nothing_and_a_night_posts() -> None:
+    """A dispatch with `seed` collects with the personal token and leaves the comment alone."""
+    example = _example_step()["with"]
+    assert example["post"] == "${{ !inputs.seed }}"
+    assert "secrets.CIFLAKE_SEED_TOKEN" in example["token"]
+    on = _load(WORKFLOW).get("on", _load(WORKFLOW).get(True))  # YAML 1.1: a bare `on` is true
+    assert on["workflow_dispatch"]["inputs"]["seed"]["type"] == "boolean"
+    assert _action_steps()[_index("Post the summary")]["if"] == "inputs.post == 'true'"
 
 
 def test_the_night_runs_outside_beijing_working_hours() -> None:
     """verl's maintainers work 09:00-18:00 in Beijing (UTC+8): 01:00-10:00 UTC."""
-    data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    data = _load(WORKFLOW)
     on = data.get("on", data.get(True))  # YAML 1.1 reads a bare `on` as true
     (entry,) = on["schedule"]
     minute, hour, *_ = entry["cron"].split()
     beijing = (int(hour) + 8) % 24 + int(minute) / 60
     assert not 9 <= beijing < 18, entry["cron"]
-
-
-def test_one_database_cache_entry_is_kept(tmp_path) -> None:
-    """The clean-up step, run with a stand-in `gh`: every older entry is deleted, tonight's is
-    kept, and nothing is deleted unless tonight's entry was saved."""
-    import os
-    import subprocess
-
-    save = _step("Save the database")
-    keep = _step("Keep one database cache entry")
-    assert keep["env"]["KEEP"] == save["with"]["key"]
-    assert "steps.save.outcome == 'success'" in keep["if"] and save["id"] == "save"
-    fake = tmp_path / "gh"
-    fake.write_text(
-        "#!/bin/sh\n"
-        'if [ "$2" = list ]; then printf "ciflake-db-1\\nciflake-db-7\\nciflake-db-9\\n"; fi\n'
-        f'if [ "$2" = delete ]; then echo "$3" >> {tmp_path}/deleted; fi\n'
-    )
-    fake.chmod(0o755)
-    env = {
-        **os.environ,
-        "PATH": f"{tmp_path}:{os.environ['PATH']}",
-        "KEEP": "ciflake-db-7",
-        "GITHUB_REPOSITORY": "o/r",
-    }
-    subprocess.run(["bash", "-e", "-c", keep["run"]], env=env, check=True)
-    assert (tmp_path / "deleted").read_text().split() == ["ciflake-db-1", "ciflake-db-9"]
