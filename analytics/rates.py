@@ -102,12 +102,16 @@ def rank_by_lower_bound(table: pd.DataFrame, rate: str = "flake_rate") -> pd.Dat
 
 def verdict_label(table: pd.DataFrame, rate: str = "success_rate") -> pd.Series:
     """``"0.83 [0.61, 0.94] n=24"``, or ``"not enough data (n=3)"`` under min_runs."""
+
+    def fixed(column: str) -> pd.Series:  # str even when empty: .map keeps float64 then
+        return table[column].map("{:.2f}".format).astype(str)
+
     text = (
-        table[rate].map("{:.2f}".format)
+        fixed(rate)
         + " ["
-        + table[f"{rate}_low"].map("{:.2f}".format)
+        + fixed(f"{rate}_low")
         + ", "
-        + table[f"{rate}_high"].map("{:.2f}".format)
+        + fixed(f"{rate}_high")
         + "] n="
         + table["runs"].astype(str)
     )

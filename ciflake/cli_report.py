@@ -17,14 +17,19 @@ REPO_HELP = "A configured repository (default: the only one configured)."
 
 
 @click.command()
-@click.option("--pr", type=int, metavar="N", help="The migration made by PR N (default: latest).")
+@click.option(
+    "--pr",
+    type=int,
+    metavar="N",
+    help="The change event made by PR N (default: the latest migration); post on PR N.",
+)
 @click.option("--issue", type=int, metavar="N", help="Post on issue N instead of the PR.")
 @click.option(
     "--since",
     default="24h",
     show_default=True,
     metavar="24h|7d|DATE",
-    help="Failures of runs created since then (UTC).",
+    help="Runs created since then: 24h or 7d before now, or a date or time (UTC).",
 )
 @click.option("--post", is_flag=True, help="Create or edit the one summary comment on GitHub.")
 @click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
@@ -34,12 +39,13 @@ def summary(
 ) -> None:
     """Markdown about a migration: successors vs predecessors, their first runs, failures since
     --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), coverage lost, stale workflows, freshness.
+    Without a migration event (or when PR N made none): the runs since --since, their failures
+    and the stale workflows of every tracked workflow.
 
     Prints it; with --post it upserts one comment (hidden marker) on the PR (--pr, else the
     repository's summary PR: its summary_pr, or [summary] pr for the single-repository form;
-    else the event's PR) or on --issue. While a first collect (a
-    backfill) has not yet listed the days the summary reads, --post posts nothing and says
-    what is missing; the printed Markdown says it too.
+    else the event's PR) or on --issue. While a first collect (a backfill) goes on, the summary
+    says how far it has come and what it leaves out, and is posted all the same.
     """
     from ciflake.summary import run_summary
     from store.events import all_events

@@ -1,6 +1,8 @@
-"""``ciflake summary``: the summary of one repository's migration, printed, or posted on its PR
-as one comment edited in place. The shell joins the two layers this needs: the report
-(reports.summary, from the store) and the post (collector.summary_post, to GitHub)."""
+"""``ciflake summary``: the summary of one repository's migration (or, without one, of what
+happened since --since), printed, or posted on its PR as one comment edited in place; from the
+first night of a backfill on, saying how far it has come. The shell joins the two layers this
+needs: the report (reports.summary, from the store) and the post (collector.summary_post, to
+GitHub)."""
 
 from __future__ import annotations
 
@@ -37,20 +39,13 @@ def run_summary(
     """What ``ciflake summary`` prints: the Markdown, or with ``post`` one line saying which
     comment was created or edited (and one naming the comments of others that carry the
     marker, left alone). Problems come back as one ConfigError line, token-free."""
+    if post and config.token is None:
+        raise ConfigError("--post needs a token: set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE")
     now = now or datetime.now(UTC)
     data = load_summary(engine, project, events, pr=pr, since=parse_since(since, now), now=now)
     body = render_summary(data)
-    if not post:
+    if not post or config.token is None:
         return body
-    if data.uncollected:  # posted as soon as the backfill has listed what it reads
-        path, start, end = data.uncollected[0]
-        return (
-            f"summary not posted: the backfill has not collected {path} from {start:%Y-%m-%d} "
-            f"to {end:%Y-%m-%d} yet ({len(data.uncollected)} spans left); the next collects "
-            "go on, and `ciflake summary` without --post shows it as it stands"
-        )
-    if config.token is None:
-        raise ConfigError("--post needs a token: set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE")
     number = target_number(project, data.event, pr, issue)
     client = GitHubClient(config.api_url, config.token, on_wait=log.warning)
     try:

@@ -1,4 +1,5 @@
-"""The nightly summary's data: one Markdown comment about a migration, upserted on its PR.
+"""The nightly summary's data: one Markdown comment about a migration (or, without one, about
+what happened since --since), upserted on its PR.
 
 Four steps in four modules, so the content is testable without a network: which event and
 since when (reports.summary_target), the sections' tables from frames (``summarise``,
@@ -18,9 +19,9 @@ from sqlalchemy import Engine
 from analytics.config_tables import EventLike, event_table, job_renames
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
-from reports.summary_tables import SummaryData, summarise
+from reports.summary_tables import Backfill, SummaryData, summarise
 from reports.summary_target import HISTORY_DAYS, pick_event
-from store.backfill import progress_of
+from store.backfill import Progress, Span, event_spans, progress_of
 from store.bookkeeping import last_collect, workflow_sync_states
 from store.frame_queries import load_failures, load_jobs
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
@@ -38,16 +39,18 @@ def load_summary(
     now: datetime,
 ) -> SummaryData:
     """The summary of the event made by ``pr`` (default: the latest migration), failures since
-    ``since``; default-branch scope, the lineages the event touches."""
+    ``since``; default-branch scope, the lineages the event touches. Without such an event:
+    what happened since ``since`` over every tracked workflow."""
     event = pick_event(event_table(events), pr)
-    window = pd.Timedelta(days=project.analysis.window_days)
-    history = pd.Timedelta(days=HISTORY_DAYS)
-    start = min(event["event_date"] - window, pd.Timestamp(since) - history)
+    start = pd.Timestamp(since) - pd.Timedelta(days=HISTORY_DAYS)
+    if event is not None:
+        start = min(start, event["event_date"] - pd.Timedelta(days=project.analysis.window_days))
     repo, branch = project.repo, project.default_branch
     where = RunFilter(repo, start.to_pydatetime(), None)
     runs = logical_run_frame(engine, project, where)
     jobs = logical_job_frame(engine, project, where, runs)
-    touched = event["event_lineages"] or tuple(w.lineage for w in project.workflows)
+    lineages = () if event is None else event["event_lineages"]
+    touched = lineages or tuple(w.lineage for w in project.workflows)
     runs = runs[in_scope(runs, "default", branch) & runs["lineage"].isin(touched)]
     jobs = jobs[in_scope(jobs, "default", branch) & jobs["lineage"].isin(touched)]
     failures = failure_details(engine, where)
@@ -60,7 +63,6 @@ def load_summary(
     _, newest = run_span(engine, repo)  # STALE: against the newest stored run
     paths = [w.path for w in project.workflows if w.lineage in touched]
     born = first_runs(engine, project, paths, start.to_pydatetime(), runs)
-    missing = uncollected(engine, repo, paths, start.to_pydatetime(), now)
     return summarise(
         runs.reset_index(drop=True),
         jobs.reset_index(drop=True),
@@ -77,7 +79,7 @@ def load_summary(
         born=born,
         env_failures=env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True),
         last_collect=last_collect(engine, repo),
-        uncollected=missing,
+        backfill=backfill_progress(engine, project, paths, start.to_pydatetime(), now),
     )
 
 
@@ -93,22 +95,67 @@ def first_runs(
     return pd.concat([earlier, since_start]).groupby(level=0).min()
 
 
+def backfill_progress(
+    engine: Engine, project: Project, read: Iterable[str], start: datetime, now: datetime
+) -> Backfill | None:
+    """How far the first collects of the tracked workflows have come (None: all done): days
+    listed of [the backfill's floor, now], the windows around the events, and the spans of
+    [start, now] of the workflows ``read`` that no collect has listed yet."""
+    states = workflow_sync_states(engine, project.repo)
+    tracked = list(dict.fromkeys(w.path for w in project.workflows))
+    progress = {
+        path: progress_of(state.window_start, state.backfill, state.watermark)
+        for path, state in states.items()
+        if path in tracked
+    }
+    missing = uncollected(progress, read, start, now)
+    done = sum(p.complete for p in progress.values())
+    if done == len(tracked) and not missing:
+        return None
+    floor = min((p.floor for p in progress.values() if p.floor is not None), default=None)
+    spans = event_spans((e.date for e in project.events), project.analysis.window_days)
+    history: list[Span] = [] if floor is None else [(floor, now)]
+    around = [(max(a, floor), min(b, now)) for a, b in spans] if floor is not None else []
+    listed_days, history_days = _days_listed(list(progress.values()), history, len(tracked))
+    around_listed, around_days = _days_listed(list(progress.values()), around, len(tracked))
+    return Backfill(
+        workflows=len(tracked),
+        begun=len(progress),
+        done=done,
+        listed_days=listed_days,
+        history_days=history_days,
+        around_listed_days=around_listed,
+        around_days=around_days,
+        missing=missing,
+    )
+
+
+def _days_listed(begun: list[Progress], spans: list[Span], workflows: int) -> tuple[float, float]:
+    """Days of ``spans`` listed by the backfills ``begun`` (the other tracked workflows have
+    listed none), and days of ``spans`` over all ``workflows``."""
+    day = timedelta(days=1)
+    spans = [(a, b) for a, b in spans if a < b]
+    length = sum((b - a for a, b in spans), timedelta(0)) / day
+    unlisted = sum(
+        (b - a for p in begun for span in spans for a, b in p.missing(span)), timedelta(0)
+    )
+    return length * len(begun) - unlisted / day, length * workflows
+
+
 def uncollected(
-    engine: Engine, repo: str, paths: Iterable[str], start: datetime, now: datetime
+    progress: dict[str, Progress], paths: Iterable[str], start: datetime, now: datetime
 ) -> tuple[tuple[str, datetime, datetime], ...]:
-    """The spans of [start, now] that a backfill still has to list, per workflow path; a
-    workflow never collected is missing whole."""
-    states = workflow_sync_states(engine, repo)
+    """The spans of [start, now] that a backfill still has to list, per workflow path
+    (``progress``: its backfill's, by path); a workflow never collected is missing whole."""
     gaps = []
     for path in paths:
-        state = states.get(path)
-        if state is None:
+        listed = progress.get(path)
+        if listed is None:
             gaps.append((path, start, now))
             continue
-        progress = progress_of(state.window_start, state.backfill, state.watermark)
-        listed_to = max((end for _, end in progress.done), default=start)
+        listed_to = max((end for _, end in listed.done), default=start)
         # the newest window ends when it was listed: what came after is the next collect's
-        gaps += [(path, a, b) for a, b in progress.missing((start, max(start, listed_to)))]
-        if not progress.complete and listed_to < now - timedelta(days=1):
+        gaps += [(path, a, b) for a, b in listed.missing((start, max(start, listed_to)))]
+        if not listed.complete and listed_to < now - timedelta(days=1):
             gaps.append((path, listed_to, now))
     return tuple(gaps)

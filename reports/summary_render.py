@@ -1,4 +1,5 @@
-"""The summary's Markdown (pure): the headline with the repair and rerun cost, the successors'
+"""The summary's Markdown (pure): the headline with the repair and rerun cost (without a change
+event: the runs since --since), how far the backfill has come while it goes on, the successors'
 first runs, the failures by group, the coverage lost and the stale workflows, then a freshness
 line; every foreign text neutralised (reports.markdown) and the whole shortened to GitHub's
 65,536 characters when it must be. The comment starts with MARKER, by which it is found again.
@@ -40,6 +41,8 @@ def _folded(heading: str, items: list[str], what: str) -> str:
 
 def _headline(data: SummaryData) -> str:
     event = data.event
+    if event is None:
+        return _recent_headline(data)
     pr = f"#{int(event['event_pr'])}" if not pd.isna(event["event_pr"]) else "the change"
     lines = [
         f"## ciflake: CI since {pr}, {md_text(event['event_title'])}",
@@ -49,6 +52,15 @@ def _headline(data: SummaryData) -> str:
         "",
     ]
     table = data.headline.set_index(["lineage", "side"])
+    if table.empty:
+        if data.backfill is not None:
+            return "\n".join([*lines, f"No runs yet around {pr}; backfill in progress."])
+        return "\n".join(
+            [
+                *lines,
+                f"No runs around {pr}: none in the {data.window_days} days before, none since.",
+            ]
+        )
     if ("(all)", "after") not in table.index:
         return "\n".join([*lines, "No successor workflow has run since the change."])
     after = table.loc[("(all)", "after")]
@@ -66,6 +78,62 @@ def _headline(data: SummaryData) -> str:
         cells = [_side_cell(table, lineage, side) for side in ("before", "after")]
         lines.append(f"| {md_text(lineage)} | {cells[0]} | {cells[1]} |")
     return "\n".join([*lines, *_health(data)])
+
+
+def _recent_headline(data: SummaryData) -> str:
+    """Without a change event: the default-branch runs since --since, per lineage."""
+    lines = [
+        f"## ciflake: CI of {md_text(data.repo)} since {_when(data.since)}",
+        "",
+        "No change event to compare with: what happened since then. Default-branch runs (push, "
+        "schedule, workflow_dispatch); success = passed on the first attempt, with a 95% Wilson "
+        "interval.",
+        "",
+    ]
+    table = data.headline.set_index(["lineage", "side"])
+    if table.empty:
+        more = "; backfill in progress" if data.backfill is not None else ""
+        return "\n".join([*lines, f"No runs yet since {_when(data.since)}{more}."])
+    lines += [
+        f"**All workflows: {table.loc[('(all)', 'since'), 'label']}**",
+        "",
+        "| lineage | runs since then |",
+        "| --- | --- |",
+    ]
+    for lineage in [name for name in table.index.unique("lineage") if name != "(all)"]:
+        lines.append(f"| {md_text(lineage)} | {_side_cell(table, lineage, 'since')} |")
+    return "\n".join(lines)
+
+
+def _backfill(data: SummaryData) -> str:
+    """How far the backfill has come, and what of this summary it leaves out."""
+    backfill = data.backfill
+    if backfill is None:
+        return ""
+    workflows = f"{backfill.workflows} tracked workflow{'s' if backfill.workflows != 1 else ''}"
+    if not backfill.history_days:
+        said = f"no collect has listed the runs of the {workflows} yet; `ciflake collect` begins."
+    else:
+        share = backfill.listed_days / backfill.history_days
+        said = (
+            f"{backfill.listed_days:,.0f} of {backfill.history_days:,.0f} days of history "
+            f"listed ({share:.0%}) over the {workflows}: {backfill.begun} begun, "
+            f"{backfill.done} done."
+        )
+        if backfill.around_days:
+            said += (
+                f" The days around the change events: {backfill.around_listed_days:,.0f} of "
+                f"{backfill.around_days:,.0f} listed"
+                + (", all in." if backfill.around_listed_days == backfill.around_days else ".")
+            )
+    if backfill.missing:
+        path, start, end = backfill.missing[0]
+        more = len(backfill.missing) - 1
+        said += (
+            f" Not listed yet, so left out above: {md_text(stem(path))} {_when(start)} to "
+            f"{_when(end)}{f' and {more} more spans' if more else ''}."
+        )
+    return f"⏳ **Backfill in progress**: {said}"
 
 
 def _hours(value: Any) -> str:
@@ -173,6 +241,9 @@ def _failures(data: SummaryData, cap: int = MAX_FAILURES) -> str:
     """The failures, at most ``cap`` per group."""
     rows = data.failures
     title = f"### Failures since {_when(data.since)}: {len(rows)}"
+    if rows.empty and not data.runs_since:
+        more = " collected yet; backfill in progress" if data.backfill is not None else ""
+        return f"{title}\n\nNo default-branch run since then{more}."
     if rows.empty:
         return f"{title}\n\nNo failed job on the default branch. 🎉"
     counts = rows["group"].value_counts()
@@ -194,8 +265,18 @@ def _failures(data: SummaryData, cap: int = MAX_FAILURES) -> str:
 def _coverage(data: SummaryData, cap: int | None = None) -> str:
     """The jobs the change lost, at most ``cap`` of them (None: all)."""
     lost = data.coverage_lost
+    if data.event is None:
+        return ""
+    title = "### Coverage lost by the change"
+    before = (data.headline["lineage"] == "(all)") & (data.headline["side"] == "before")
+    if lost.empty and not before.any():
+        more = " yet; backfill in progress" if data.backfill is not None else ""
+        return (
+            f"{title}\n\nNothing to compare: no predecessor run in the {data.window_days} days "
+            f"before the change{more}."
+        )
     if lost.empty:
-        return "### Coverage lost by the change\n\nNone: every job that ran before has a successor."
+        return f"{title}\n\nNone: every job that ran before has a successor."
     items = [
         f"- {md_text(row['lineage'])} / {md_text(row['logical_job'])}: ran "
         f"{row['before_runs']}× in the {data.window_days} days before, the last time in "
@@ -225,21 +306,9 @@ def _stale(data: SummaryData, cap: int | None = None) -> str:
 
 def _freshness(data: SummaryData) -> str:
     return (
-        f"<sub>Data: {md_text(data.repo)}, {collected(data.last_collect, data.now)}."
-        f"{_backfill_note(data)} Generated "
+        f"<sub>Data: {md_text(data.repo)}, {collected(data.last_collect, data.now)}. Generated "
         f"{_when(data.now)} by ciflake; this comment is edited in place. Definitions (STALE, NEW, "
         f"time to repair, retry tax): {VOCABULARY} in ciflake's repository.</sub>"
-    )
-
-
-def _backfill_note(data: SummaryData) -> str:
-    if not data.uncollected:
-        return ""
-    first = data.uncollected[0]
-    more = f" and {len(data.uncollected) - 1} more spans" if len(data.uncollected) > 1 else ""
-    return (
-        f" Backfill in progress: {md_text(stem(first[0]))} {_when(first[1])} to "
-        f"{_when(first[2])}{more} not collected yet; the figures leave them out."
     )
 
 
@@ -272,6 +341,7 @@ def _sizes(data: SummaryData) -> dict[str, int]:
 def _compose(data: SummaryData, caps: dict[str, int], dropped: list[str], cut: str) -> str:
     sections = {
         "headline": _headline(data),
+        "backfill": _backfill(data),
         "strips": _strips(data),
         **{name: render(data, caps[name]) for name, (_, render) in TRIMMABLE.items()},
     }

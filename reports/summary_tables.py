@@ -1,6 +1,8 @@
 """The summary's tables, from frames (pure): the headline per lineage and side, the successors'
 first runs, the failures in groups, the coverage lost, the stale workflows, and the repair and
-rerun cost either side. ``summarise`` builds them all; reports.summary_render writes them."""
+rerun cost either side; without a change event, the runs since --since per lineage, the
+failures and the stale workflows. ``summarise`` builds them all; reports.summary_render writes
+them."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from analytics.config_tables import event_table
 from analytics.coverage import coverage_diff, lost_jobs
 from analytics.elsewhere import failed_elsewhere
 from analytics.environments import environment_failures
@@ -34,11 +37,27 @@ VERDICT_GROUPS = {"persistent": "PERSISTENT", "flaky": "FLAKY", "infra": "INFRA/
 
 
 @dataclass(frozen=True)
+class Backfill:
+    """How far a repository's first collects (its backfill) have come: the summary says so
+    until every tracked workflow's history is listed."""
+
+    workflows: int  # tracked
+    begun: int  # of them with some span listed
+    done: int  # of them with their whole history listed
+    listed_days: float  # summed over the tracked workflows, of ...
+    history_days: float  # ... [the backfill's floor, now] each (0: no floor yet)
+    around_listed_days: float  # summed over the tracked workflows, of ...
+    around_days: float  # ... the windows around the configured events each (from the floor)
+    # (workflow path, start, end): what the summary reads that no collect has listed yet
+    missing: tuple[tuple[str, datetime, datetime], ...] = ()
+
+
+@dataclass(frozen=True)
 class SummaryData:
     """Everything the comment shows, as small tables; see ``summarise`` for their columns."""
 
     repo: str
-    event: pd.Series  # one row of analytics.config_tables.event_table
+    event: pd.Series | None  # one row of analytics.config_tables.event_table; None: no event
     since: pd.Timestamp
     now: pd.Timestamp
     window_days: int
@@ -50,8 +69,8 @@ class SummaryData:
     health: pd.DataFrame  # analytics.health.health_table per side (before, after)
     environments: pd.DataFrame  # analytics.environments of the failures since ``since``
     last_collect: LastCollect | None
-    # (workflow path, start, end): what the summary reads that no collect has listed yet
-    uncollected: tuple[tuple[str, datetime, datetime], ...] = ()
+    runs_since: int = 0  # default-branch runs in scope created since ``since``
+    backfill: Backfill | None = None  # None: every tracked workflow's history is listed
 
 
 def stem(path: str) -> str:
@@ -157,23 +176,25 @@ def _works_elsewhere(flagged: pd.DataFrame, failed: pd.DataFrame) -> pd.Series:
 
 def stale_since(
     runs: pd.DataFrame,
-    event_date: pd.Timestamp,
+    event_date: pd.Timestamp | None,
     reference: pd.Timestamp | None,
     stale_factor: float,
 ) -> pd.DataFrame:
     """The STALE workflows (analytics.staleness against ``reference``, the repository's
-    newest run) that still ran after the event: the ones the change did not retire."""
+    newest run) that still ran after the event: the ones the change did not retire (without
+    an event, every STALE one)."""
     stale = staleness(runs, "workflow_path", reference, stale_factor)
-    return stale[(stale["status"] == STALE) & (stale["last_run_at"] >= event_date)].reset_index(
-        drop=True
-    )
+    stale = stale[stale["status"] == STALE]
+    if event_date is not None:
+        stale = stale[stale["last_run_at"] >= event_date]
+    return stale.reset_index(drop=True)
 
 
 def summarise(
     runs: pd.DataFrame,
     jobs: pd.DataFrame,
     failures: pd.DataFrame,
-    event: pd.Series,
+    event: pd.Series | None,
     renames: dict[str, dict[str, str]],
     settings: Analysis,
     *,
@@ -186,16 +207,23 @@ def summarise(
     env_failures: pd.DataFrame,
     born: pd.Series,
     last_collect: LastCollect | None,
-    uncollected: tuple[tuple[str, datetime, datetime], ...] = (),
+    backfill: Backfill | None = None,
 ) -> SummaryData:
     """The comment's tables from logical runs and jobs in scope (analytics.frames), failure
     details (store.page_queries.failure_details), job attempts (store.frame_queries.load_jobs)
     and the failures since ``since`` with their environment (store.frame_queries.load_failures with
     ``env``), all of the lineages the event touches; ``reference``: the repository's newest
     run (STALE); ``first_seen``: signature -> first sighting in the whole history (NEW, up to
-    ``now``); ``born``: workflow_path -> its first default-branch run ever (successors)."""
-    event_frame = event.to_frame().T.infer_objects()
-    sides = migration_sides(runs, event["event_date"], settings.window_days)
+    ``now``); ``born``: workflow_path -> its first default-branch run ever (successors).
+    Without an ``event`` the headline's one side is ``since`` (the runs since ``since``), and
+    there are no successors, coverage or health to compare."""
+    recent = runs[runs["created_at"] >= since]
+    if event is None:
+        event_date, event_frame = None, event_table(())
+        sides = recent.assign(side="since")
+    else:
+        event_date, event_frame = event["event_date"], event.to_frame().T.infer_objects()
+        sides = migration_sides(runs, event_date, settings.window_days)
     diff = coverage_diff(
         jobs, event_frame, renames, window_days=settings.window_days, kinds=("migration",)
     )
@@ -213,9 +241,10 @@ def summarise(
         strips=strips,
         failures=failure_groups(jobs, failures, since, now, first_seen, flagged),
         coverage_lost=lost_jobs(diff),
-        stale=stale_since(runs, event["event_date"], reference, settings.stale_factor),
+        stale=stale_since(runs, event_date, reference, settings.stale_factor),
         health=side_health(sides, attempts),
         environments=environment_failures(env_failures, flagged),
         last_collect=last_collect,
-        uncollected=uncollected,
+        runs_since=len(recent),
+        backfill=backfill,
     )
