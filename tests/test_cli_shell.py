@@ -52,3 +52,29 @@ def test_config_show_hides_token(runner, monkeypatch):
 def test_db_stats_counts_tables(runner, engine, db_url):
     result = runner.invoke(cli, ["--db", db_url, "db", "stats"])
     assert result.exit_code == 0 and "workflow_runs" in result.output
+
+
+def test_dashboard_on_a_busy_port_says_so_and_claims_no_url(runner):
+    """Another server on the port: one line naming the port and what to do, a failing exit,
+    and no URL (before, the health check reached the other server and its URL was printed)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Healthy(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Healthy) as other:
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        port = other.server_address[1]
+        result = runner.invoke(cli, ["--db", "sqlite:///x.db", "dashboard", "--port", str(port)])
+        other.shutdown()
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"ciflake: error: port {port} on 127.0.0.1 is in use by another process: choose "
+        "another with --port N, or set [dashboard] port in ciflake.toml"
+    )
