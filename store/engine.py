@@ -16,15 +16,27 @@ class DatabaseURLError(ValueError):
     """A database URL that cannot be used; the message is one line and hides any password."""
 
 
+SUPPORTED_URLS = "use sqlite:///FILE or postgresql+psycopg://USER@HOST/DB"
+
+
 def parse_url(url: str) -> URL:
+    """The URL, checked: SQLite or PostgreSQL, with a driver that is installed (``postgresql://``
+    means psycopg, the one installed); any other is one line naming the supported forms."""
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise DatabaseURLError(f"not a database URL: {url!r}") from None
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise DatabaseURLError(f"unsupported database {safe_url(parsed)}: {SUPPORTED_URLS}")
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    try:
+        parsed.get_dialect().import_dbapi()
+    except (ImportError, ArgumentError):  # ArgumentError: a driver SQLAlchemy does not know
         raise DatabaseURLError(
-            f"unsupported database {safe_url(parsed)}: use sqlite:///FILE or postgresql+psycopg://"
-        )
+            f"database driver {parsed.get_driver_name()!r} of {safe_url(parsed)} is not "
+            f"installed: {SUPPORTED_URLS}"
+        ) from None
     return parsed
 
 
@@ -79,8 +91,6 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         engine = create_engine(parsed, connect_args=connect_args)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    if parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg")
     # A server-side option, not a SET on connect: SQLAlchemy rolls back the connect-time
     # transaction, and a SET made inside it would be rolled back with it.
     options = {"options": "-c default_transaction_read_only=on"} if read_only else {}

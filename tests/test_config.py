@@ -198,6 +198,13 @@ def test_unusable_database_url(runner, tmp_path):
         (f"sqlite:///{tmp_path}/no/such/dir/x.db", "directory does not exist"),
         ("postgresql+psycopg://nobody:secretpw@127.0.0.1:1/none", "database postgresql"),
         ("bogus", "not a database URL"),
+        ("mysql://u:secretpw@h/d", "unsupported database mysql://u:***@h/d: use sqlite:///FILE"),
+        (
+            "postgresql+psycopg2://u:secretpw@h/d",
+            "database driver 'psycopg2' of postgresql+psycopg2://u:***@h/d is not installed: "
+            "use sqlite:///FILE or postgresql+psycopg://USER@HOST/DB",
+        ),
+        ("postgresql+nodriver://h/d", "database driver 'nodriver' of"),
     ]:
         result = runner.invoke(cli, ["--db", url, "db", "upgrade"])
         assert result.exit_code == 2, result.output
