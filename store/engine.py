@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -48,6 +48,22 @@ def safe_url(url: URL | str) -> str:
         except ArgumentError:
             return "<unparseable URL>"
     return url.render_as_string(hide_password=True)
+
+
+def database_error(url: str, exc: SQLAlchemyError) -> str:
+    """The one line for a database error a user can cause, never with the password. A failure
+    to connect (no statement ran: a wrong password, a server down, a database that does not
+    exist) says "cannot connect" with the server's reason, so that it is never taken for an
+    empty database."""
+    if isinstance(exc, OperationalError):
+        reason = str(exc.orig).splitlines()[0] if exc.orig else "no reason given"
+        if exc.statement is None:
+            # psycopg: 'connection failed: connection to server at "H", port N failed: FATAL:
+            # password authentication failed for user "U"': the reason is after FATAL
+            reason = reason.rpartition("FATAL:")[2].strip().removeprefix("connection failed: ")
+            return f"cannot connect to {safe_url(url)}: {reason}"
+        return f"database {safe_url(url)}: {reason}"
+    return f"database error: {type(exc).__name__}: {str(exc).splitlines()[0]}"
 
 
 def _check_sqlite_path(url: URL, read_only: bool) -> None:

@@ -1,4 +1,5 @@
 from ciflake.cli import cli
+from tests.support.pg import wrong_password_url
 
 
 def test_db_upgrade_twice(runner, tmp_path):
@@ -78,3 +79,12 @@ def test_dashboard_on_a_busy_port_says_so_and_claims_no_url(runner):
         f"ciflake: error: port {port} on 127.0.0.1 is in use by another process: choose "
         "another with --port N, or set [dashboard] port in ciflake.toml"
     )
+
+
+def test_a_wrong_password_is_a_connection_failure_not_a_missing_database(runner):
+    result = runner.invoke(cli, ["--db", wrong_password_url("canary-pw"), "db", "stats"])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert line.startswith("ciflake: error: cannot connect to postgresql+psycopg://"), line
+    assert line.endswith(": password authentication failed for user \"ciflake\""), line
+    assert "canary-pw" not in line and "\n" not in line

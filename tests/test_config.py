@@ -196,7 +196,7 @@ def test_missing_config_file(runner, tmp_path):
 def test_unusable_database_url(runner, tmp_path):
     for url, expected in [
         (f"sqlite:///{tmp_path}/no/such/dir/x.db", "directory does not exist"),
-        ("postgresql+psycopg://nobody:secretpw@127.0.0.1:1/none", "database postgresql"),
+        ("postgresql+psycopg://nobody:secretpw@127.0.0.1:1/none", "cannot connect to postgresql"),
         ("bogus", "not a database URL"),
         ("mysql://u:secretpw@h/d", "unsupported database mysql://u:***@h/d: use sqlite:///FILE"),
         (

@@ -18,6 +18,7 @@ from dashboard.context import freshness_line
 from store.bookkeeping import LastCollect
 from store.engine import make_engine
 from store.models import Failure, JobLog
+from tests.support.pg import wrong_password_url
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 PAGES = ("overview", "migrations", "failures", "flaky_jobs", "runners", "export")
@@ -217,6 +218,16 @@ def test_missing_database_gets_the_command_to_run(
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception
     assert "ciflake collect" in app.error[0].value
+
+
+def test_a_wrong_password_is_no_missing_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CIFLAKE_DB_URL", wrong_password_url("canary-pw"))
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    shown = app.error[0].value
+    assert shown.startswith("Cannot connect to postgresql+psycopg://"), shown
+    assert "password authentication failed" in shown
+    assert "collect" not in shown and "canary-pw" not in shown
 
 
 def test_freshness_warns_after_two_intervals() -> None:
