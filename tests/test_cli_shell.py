@@ -86,5 +86,5 @@ def test_a_wrong_password_is_a_connection_failure_not_a_missing_database(runner)
     assert result.exit_code == 2, result.output
     line = result.output.strip()
     assert line.startswith("ciflake: error: cannot connect to postgresql+psycopg://"), line
-    assert line.endswith(": password authentication failed for user \"ciflake\""), line
+    assert line.endswith(': password authentication failed for user "ciflake"'), line
     assert "canary-pw" not in line and "\n" not in line

@@ -199,6 +199,39 @@ def test_export_offers_a_csv_per_table(app: AppTest) -> None:
     assert [name.strip() for name in listed.group(1).split(",")] == list(TABLES)
 
 
+def test_the_export_command_shown_writes_the_page_file(
+    history_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The command under the Export page's caption, pasted with a table's name, writes the
+    file the page downloads: the config and database, --out, the repository, tags and dates."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from ciflake.cli import cli
+    from ciflake.demo import demo_config_path
+    from dashboard.loaders import export
+
+    monkeypatch.setenv("CIFLAKE_DB_URL", history_db)
+    monkeypatch.setenv("CIFLAKE_CONFIG", demo_config_path())
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.sidebar.selectbox(key="repo").select("verl-project/verl-recipe").run()
+    app.sidebar.multiselect(key="tags-verl-project/verl-recipe").select("dapo").run()
+    _visit(app, "export")
+    shown = app.code[0].value
+    assert "--workflow .github/workflows/recipe_dapo.yml" in shown, shown
+    words = shlex.split(shown.replace("TABLE", "runs"))
+    monkeypatch.delenv("CIFLAKE_DB_URL")
+    monkeypatch.delenv("CIFLAKE_CONFIG")
+    result = CliRunner().invoke(cli, words[1:])
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "runs.csv").read_bytes()
+    monkeypatch.setenv("CIFLAKE_DB_URL", history_db)
+    monkeypatch.setenv("CIFLAKE_CONFIG", demo_config_path())
+    assert written == export.table_csv(history_db, app.session_state["view"].filters, "runs")
+    assert len(written.splitlines()) > 1
+
+
 def test_empty_database_gets_the_command_to_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
