@@ -41,9 +41,7 @@ def _serve_dashboard(db_url: str, host: str, port: int, config_path: str | None)
 
     process = None
     try:  # a port in use is refused before the server starts
-        process, url = start_dashboard(
-            db_url=db_url, host=host, port=port, config_path=config_path
-        )
+        process, url = start_dashboard(db_url=db_url, host=host, port=port, config_path=config_path)
         wait_until_ready(url, process)
     except DashboardError as exc:
         if process is not None:

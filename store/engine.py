@@ -50,6 +50,11 @@ def safe_url(url: URL | str) -> str:
     return url.render_as_string(hide_password=True)
 
 
+def holds_password(url: str) -> bool:
+    """Whether ``url`` carries a password, which a page or a message must not show."""
+    return make_url(url).password is not None
+
+
 def database_error(url: str, exc: SQLAlchemyError) -> str:
     """The one line for a database error a user can cause, never with the password. A failure
     to connect (no statement ran: a wrong password, a server down, a database that does not

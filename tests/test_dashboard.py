@@ -232,6 +232,25 @@ def test_the_export_command_shown_writes_the_page_file(
     assert len(written.splitlines()) > 1
 
 
+def test_a_repository_the_config_does_not_track_is_named(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started with the database URL only (the built-in verl config), the dashboard says which
+    repositories of the database its config does not track, and what to do; with the config
+    that collected them, nothing."""
+    from ciflake.demo import demo_config_path
+
+    (shown,) = [w.value for w in app.sidebar.warning]
+    assert shown.startswith(
+        "This database also holds verl-project/verl-recipe, which this configuration (built-in "
+        "verl defaults) does not track"
+    ), shown
+    assert "Start the dashboard with the ciflake.toml that collected it" in shown
+    monkeypatch.setenv("CIFLAKE_CONFIG", demo_config_path())
+    tracked = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not tracked.exception and not tracked.sidebar.warning
+
+
 def test_empty_database_gets_the_command_to_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

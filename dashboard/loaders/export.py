@@ -8,12 +8,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import streamlit as st
-from sqlalchemy.engine import make_url
 
 from analytics.spreadsheet import csv_bytes
 from dashboard.filters import Filters
 from dashboard.loaders import shared
 from reports import tables
+from store.engine import holds_password
 
 
 @st.cache_data(ttl=shared.TTL, show_spinner=False)
@@ -31,7 +31,7 @@ def command(db_url: str, filters: Filters) -> str:
     day after the range's last as --until, and a --workflow per workflow of the tags."""
     config = Path(shared.current_config().source)
     where = ["--config", str(config.resolve())] if config.is_file() else []
-    where += ["--db", db_url] if make_url(db_url).password is None else []
+    where += [] if holds_password(db_url) else ["--db", db_url]
     until = filters.last_day + timedelta(days=1)
     chosen = ["--repo", filters.repo, "--since", f"{filters.first_day:%Y-%m-%d}"]
     chosen += ["--until", f"{until:%Y-%m-%d}", "--scope", filters.scope]
