@@ -101,14 +101,10 @@ def _user_error(ctx: click.Context, exc: Exception) -> str | None:
         engine and isinstance(exc, engine.DatabaseURLError)
     ):
         return str(exc)
-    if sa is not None and isinstance(exc, sa.OperationalError):
-        from store.engine import safe_url
-
-        url = ctx.obj.config.database_url if ctx.obj else "?"
-        reason = str(exc.orig).splitlines()[0] if exc.orig else "cannot connect"
-        return f"database {safe_url(url)}: {reason}"
     if sa is not None and isinstance(exc, sa.SQLAlchemyError):
-        return f"database error: {type(exc).__name__}: {str(exc).splitlines()[0]}"
+        from store.engine import database_error
+
+        return database_error(ctx.obj.config.database_url if ctx.obj else "?", exc)
     return None
 
 

@@ -39,11 +39,13 @@ def _serve_dashboard(db_url: str, host: str, port: int, config_path: str | None)
     )
     from store.settings import ConfigError
 
-    process, url = start_dashboard(db_url=db_url, host=host, port=port, config_path=config_path)
-    try:
+    process = None
+    try:  # a port in use is refused before the server starts
+        process, url = start_dashboard(db_url=db_url, host=host, port=port, config_path=config_path)
         wait_until_ready(url, process)
     except DashboardError as exc:
-        stop_dashboard(process)
+        if process is not None:
+            stop_dashboard(process)
         raise ConfigError(str(exc)) from None
     click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
     serve_until_stopped(process)

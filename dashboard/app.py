@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard.context import View, render_status, share_view
+from dashboard.context import View, render_status, share_view, untracked_line
 from dashboard.filters import sidebar_filters
 from dashboard.loaders import shared
 
@@ -28,6 +28,8 @@ default_repo = next((r for r in config.repos if r in repos), repos[0])
 repo = st.session_state.get("repo", default_repo)
 span = shared.day_span(config.database_url, repo)
 filters = sidebar_filters(repos, default_repo, span, shared.project(repo).tags)
+if (untracked := untracked_line(repos, config.repos, config.source)) is not None:
+    st.sidebar.warning(untracked, icon=":material/folder_off:")
 view = View(config.database_url, filters)
 share_view(view)
 pages = [

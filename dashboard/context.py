@@ -45,6 +45,19 @@ def freshness_line(
     ) + "."
 
 
+def untracked_line(held: list[str], tracked: tuple[str, ...], source: str) -> str | None:
+    """What to do when the database holds repositories the config does not track: their
+    pages would lack their workflows, lineages and events. None when it tracks them all."""
+    untracked = [repo for repo in held if repo not in tracked]
+    if not untracked:
+        return None
+    return (
+        f"This database also holds {', '.join(untracked)}, which this configuration ({source}) "
+        "does not track: its lineages, tags and events are missing here. Start the dashboard "
+        "with the ciflake.toml that collected it (`ciflake --config FILE dashboard`)."
+    )
+
+
 def render_status(view: View, interval_minutes: int) -> None:
     """The simulated-data banner and the freshness line, on every page."""
     repo = view.filters.repo

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -16,15 +16,27 @@ class DatabaseURLError(ValueError):
     """A database URL that cannot be used; the message is one line and hides any password."""
 
 
+SUPPORTED_URLS = "use sqlite:///FILE or postgresql+psycopg://USER@HOST/DB"
+
+
 def parse_url(url: str) -> URL:
+    """The URL, checked: SQLite or PostgreSQL, with a driver that is installed (``postgresql://``
+    means psycopg, the one installed); any other is one line naming the supported forms."""
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise DatabaseURLError(f"not a database URL: {url!r}") from None
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise DatabaseURLError(f"unsupported database {safe_url(parsed)}: {SUPPORTED_URLS}")
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    try:
+        parsed.get_dialect().import_dbapi()
+    except (ImportError, ArgumentError):  # ArgumentError: a driver SQLAlchemy does not know
         raise DatabaseURLError(
-            f"unsupported database {safe_url(parsed)}: use sqlite:///FILE or postgresql+psycopg://"
-        )
+            f"database driver {parsed.get_driver_name()!r} of {safe_url(parsed)} is not "
+            f"installed: {SUPPORTED_URLS}"
+        ) from None
     return parsed
 
 
@@ -36,6 +48,27 @@ def safe_url(url: URL | str) -> str:
         except ArgumentError:
             return "<unparseable URL>"
     return url.render_as_string(hide_password=True)
+
+
+def holds_password(url: str) -> bool:
+    """Whether ``url`` carries a password, which a page or a message must not show."""
+    return make_url(url).password is not None
+
+
+def database_error(url: str, exc: SQLAlchemyError) -> str:
+    """The one line for a database error a user can cause, never with the password. A failure
+    to connect (no statement ran: a wrong password, a server down, a database that does not
+    exist) says "cannot connect" with the server's reason, so that it is never taken for an
+    empty database."""
+    if isinstance(exc, OperationalError):
+        reason = str(exc.orig).splitlines()[0] if exc.orig else "no reason given"
+        if exc.statement is None:
+            # psycopg: 'connection failed: connection to server at "H", port N failed: FATAL:
+            # password authentication failed for user "U"': the reason is after FATAL
+            reason = reason.rpartition("FATAL:")[2].strip().removeprefix("connection failed: ")
+            return f"cannot connect to {safe_url(url)}: {reason}"
+        return f"database {safe_url(url)}: {reason}"
+    return f"database error: {type(exc).__name__}: {str(exc).splitlines()[0]}"
 
 
 def _check_sqlite_path(url: URL, read_only: bool) -> None:
@@ -79,8 +112,6 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         engine = create_engine(parsed, connect_args=connect_args)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    if parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg")
     # A server-side option, not a SET on connect: SQLAlchemy rolls back the connect-time
     # transaction, and a SET made inside it would be rolled back with it.
     options = {"options": "-c default_transaction_read_only=on"} if read_only else {}

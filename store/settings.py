@@ -72,7 +72,8 @@ class Config:
         return tuple(p.repo for p in self.projects)
 
     def project(self, repo: str | None = None) -> Project:
-        """The configured repository ``repo``; without one, the only one configured. A name
+        """The configured repository ``repo`` (in any case, as GitHub reads names; the
+        project keeps the configured spelling); without one, the only one configured. A name
         the config does not list is a one-line error that lists those it does."""
         configured = ", ".join(self.repos)
         if repo is None:
@@ -82,8 +83,8 @@ class Config:
                 f"{self.source}: {len(self.projects)} repositories are configured "
                 f"({configured}): choose one with --repo"
             )
-        for project in self.projects:
-            if project.repo == repo:
+        for project in self.projects:  # GitHub ignores case in OWNER/NAME; so does --repo
+            if project.repo.lower() == repo.lower():
                 return project
         raise ConfigError(
             f"{self.source}: repository {repo!r} is not configured (configured: {configured}); "
@@ -178,22 +179,32 @@ def _read_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(f"{source}: arrays or inline tables nested too deeply") from None
 
 
-def _check_keys(data: dict[str, Any], source: str, prefix: str = "") -> None:
+def _place(name: str, repo: str | None, number: int | None = None) -> str:
+    """How a message names an array of tables (or its entry ``number``): ``[[events]] #2``, or
+    inside a ``[[repositories]]`` entry (``repo``) ``[[repositories.events]] #2 of OWNER/NAME``."""
+    table = f"[[{name}]]" if repo is None else f"[[repositories.{name}]]"
+    numbered = table if number is None else f"{table} #{number}"
+    return numbered if repo is None else f"{numbered} of {repo}"
+
+
+def _check_keys(data: dict[str, Any], source: str, repo: str | None = None) -> None:
+    """Check the keys and types of ``data``: the file's top level, or (``repo``) the arrays of
+    tables of that repository's ``[[repositories]]`` entry."""
+    prefix = "" if repo is None else "repositories."
     for name, value in data.items():
-        where = f"{source}: [{prefix}{name}]"
-        if name in _TABLES and not prefix:
+        if name in _TABLES and repo is None:
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: '{name}' must be a table")
-            _check_entry(value, _TABLES[name], where)
-        elif name in _LISTS or (name == "repositories" and not prefix):
+            _check_entry(value, _TABLES[name], f"{source}: [{name}]")
+        elif name in _LISTS or (name == "repositories" and repo is None):
             for i, entry in enumerate(_array_of_tables(value, f"{prefix}{name}", source)):
-                entry_where = f"{source}: [[{prefix}{name}]] #{i + 1}"
+                entry_where = f"{source}: {_place(name, repo, i + 1)}"
                 if name == "repositories":
                     _check_entry(entry, _REPOSITORY, entry_where)
                     if "repo" not in entry:
                         raise ConfigError(f"{entry_where}: missing key 'repo'")
                     lists = {k: v for k, v in entry.items() if k in _LISTS}
-                    _check_keys(lists, source, prefix="repositories.")
+                    _check_keys(lists, source, repo=entry["repo"])
                     continue
                 _check_entry(entry, _LISTS[name], entry_where)
                 for key in _REQUIRED[name]:
@@ -251,13 +262,16 @@ def _utc(value: str | datetime | date, where: str) -> datetime:
     return _utc(parsed, where)
 
 
-def _workflows(entries: list[dict[str, Any]], source: str) -> tuple[WorkflowConfig, ...]:
+def _workflows(
+    entries: list[dict[str, Any]], source: str, repo: str | None
+) -> tuple[WorkflowConfig, ...]:
     seen: set[str] = set()
     out = []
     for entry in entries:
         path = entry["path"]
         if path in seen:
-            raise ConfigError(f"{source}: [[workflows]] path {path!r} is listed twice")
+            where = _place("workflows", repo)
+            raise ConfigError(f"{source}: {where}: path {path!r} is listed twice")
         seen.add(path)
         out.append(
             WorkflowConfig(
@@ -270,19 +284,19 @@ def _workflows(entries: list[dict[str, Any]], source: str) -> tuple[WorkflowConf
     return tuple(out)
 
 
-def _events(entries: list[dict[str, Any]], source: str) -> tuple[EventConfig, ...]:
+def _events(
+    entries: list[dict[str, Any]], source: str, repo: str | None
+) -> tuple[EventConfig, ...]:
     out = []
     for i, entry in enumerate(entries):
-        where = f"{source}: [[events]] #{i + 1} 'date'"
+        where = f"{source}: {_place('events', repo, i + 1)}"
         kind = entry.get("kind", "migration")
         if kind not in EVENT_KINDS:
-            raise ConfigError(
-                f"{source}: [[events]] #{i + 1}: kind {kind!r} not in {', '.join(EVENT_KINDS)}"
-            )
+            raise ConfigError(f"{where}: kind {kind!r} not in {', '.join(EVENT_KINDS)}")
         lineages = entry.get("lineages")
         out.append(
             EventConfig(
-                date=parse_datetime(entry["date"], where),
+                date=parse_datetime(entry["date"], f"{where} 'date'"),
                 title=entry["title"],
                 pr=entry.get("pr"),
                 kind=kind,
@@ -292,10 +306,12 @@ def _events(entries: list[dict[str, Any]], source: str) -> tuple[EventConfig, ..
     return tuple(sorted(out, key=lambda e: e.date))
 
 
-def _windows(entries: list[dict[str, Any]], source: str) -> tuple[InvalidWindow, ...]:
+def _windows(
+    entries: list[dict[str, Any]], source: str, repo: str | None
+) -> tuple[InvalidWindow, ...]:
     out = []
     for i, entry in enumerate(entries):
-        where = f"{source}: [[invalid_windows]] #{i + 1}"
+        where = f"{source}: {_place('invalid_windows', repo, i + 1)}"
         start = parse_datetime(entry["from"], f"{where} 'from'")
         end = parse_datetime(entry["to"], f"{where} 'to'")
         if end < start:
@@ -324,7 +340,12 @@ def _read_token(env: dict[str, str], token_file: str | None, source: str) -> tup
     try:
         token = Path(path).expanduser().read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise ConfigError(f"{source}: cannot read token file {path}: {exc.strerror}") from None
+        named = (
+            "CIFLAKE_TOKEN_FILE"
+            if env.get("CIFLAKE_TOKEN_FILE")
+            else f"{source}: [github] token_file"
+        )
+        raise ConfigError(f"{named}: cannot read token file {path}: {exc.strerror}") from None
     return (token or None), f"file {path}"
 
 
@@ -431,7 +452,7 @@ def _projects(
         own_pr = summary_pr if builtin_repo else user.get("summary", {}).get("pr")
         only = {"repo": repo, "summary_pr": own_pr}
         only.update({name: lists.get(name, []) for name in _LIST_NAMES})
-        project = _project(only, analytics, source, "[github]")
+        project = _project(only, analytics, source, "[github]", nested=False)
         if not project.workflows:
             raise ConfigError(f"{source}: repository {repo!r} has no [[workflows]] to track")
         return (project,)
@@ -451,18 +472,22 @@ def _projects(
             }
         elif "workflows" not in entry:
             raise ConfigError(f"{source}: {where}: missing key 'workflows'")
-        project = _project(entry, analytics, source, where)
-        if project.repo in projects:
+        project = _project(entry, analytics, source, where, nested=True)
+        if project.repo.lower() in projects:
             raise ConfigError(f"{source}: {where}: repository {project.repo!r} is listed twice")
-        projects[project.repo] = project
+        projects[project.repo.lower()] = project
     if not projects:
         raise ConfigError(f"{source}: [[repositories]] lists no repository")
     return tuple(projects.values())
 
 
-def _project(entry: dict[str, Any], analytics: dict[str, Any], source: str, where: str) -> Project:
-    """One repository from its entry, each missing setting taken from [analytics]."""
+def _project(
+    entry: dict[str, Any], analytics: dict[str, Any], source: str, where: str, *, nested: bool
+) -> Project:
+    """One repository from its entry, each missing setting taken from [analytics]. ``nested``:
+    its arrays of tables are in a [[repositories]] entry, and messages name them so."""
     repo = entry["repo"]
+    lists_of = repo if nested else None
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
         raise ConfigError(f"{source}: {where} repo must be OWNER/NAME, got {repo!r}")
     settings = {**analytics, **{k: v for k, v in entry.items() if k in analytics}}
@@ -473,13 +498,13 @@ def _project(entry: dict[str, Any], analytics: dict[str, Any], source: str, wher
         default_branch=settings["default_branch"],
         job_name_strip=strip,
         analysis=_analysis(settings, source, where),
-        workflows=_workflows(entry.get("workflows", []), source),
+        workflows=_workflows(entry.get("workflows", []), source, lists_of),
         lineages=tuple(
             LineageConfig(e["name"], {str(k): str(v) for k, v in e.get("job_renames", {}).items()})
             for e in entry.get("lineages", [])
         ),
-        events=_events(entry.get("events", []), source),
-        invalid_windows=_windows(entry.get("invalid_windows", []), source),
+        events=_events(entry.get("events", []), source, lists_of),
+        invalid_windows=_windows(entry.get("invalid_windows", []), source, lists_of),
         summary_pr=entry.get("summary_pr"),
     )
 

@@ -1,4 +1,5 @@
 from ciflake.cli import cli
+from tests.support.pg import wrong_password_url
 
 
 def test_db_upgrade_twice(runner, tmp_path):
@@ -59,3 +60,38 @@ def test_db_stats_runs_prints_only_the_number_of_stored_runs(runner, thin_db):
     for kind, runs in (("empty", "0"), ("one run", "1")):
         result = runner.invoke(cli, ["--db", thin_db(kind), "db", "stats", "--runs"])
         assert result.exit_code == 0 and result.output == f"{runs}\n", (kind, result.output)
+
+
+def test_dashboard_on_a_busy_port_says_so_and_claims_no_url(runner):
+    """Another server on the port: one line naming the port and what to do, a failing exit,
+    and no URL (before, the health check reached the other server and its URL was printed)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Healthy(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Healthy) as other:
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        port = other.server_address[1]
+        result = runner.invoke(cli, ["--db", "sqlite:///x.db", "dashboard", "--port", str(port)])
+        other.shutdown()
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"ciflake: error: port {port} on 127.0.0.1 is in use by another process: choose "
+        "another with --port N, or set [dashboard] port in ciflake.toml"
+    )
+
+
+def test_a_wrong_password_is_a_connection_failure_not_a_missing_database(runner):
+    result = runner.invoke(cli, ["--db", wrong_password_url("canary-pw"), "db", "stats"])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert line.startswith("ciflake: error: cannot connect to postgresql+psycopg://"), line
+    assert line.endswith(': password authentication failed for user "ciflake"'), line
+    assert "canary-pw" not in line and "\n" not in line

@@ -123,6 +123,8 @@ def test_two_repositories_each_a_project_of_its_own(tmp_path, runner):
     # its own window, the other settings from [analytics]
     assert recipe.analysis == replace(builtin.analysis, window_days=7)
     assert config.project("verl-project/verl-recipe") is recipe
+    # GitHub ignores case in OWNER/NAME, so --repo does; the configured spelling is kept
+    assert config.project("Verl-Project/VERL-recipe") is recipe
     with pytest.raises(ConfigError, match="choose one with --repo"):
         config.project()
     with pytest.raises(ConfigError, match="'x/y' is not configured"):
@@ -136,7 +138,7 @@ def test_two_repositories_each_a_project_of_its_own(tmp_path, runner):
     assert 'repo = "verl-project/verl-recipe"' in shown.output
     listed = runner.invoke(cli, ["--config", str(file), "events", "list"])
     assert listed.exit_code == 2 and "choose one with --repo" in listed.output
-    mine = ["--config", str(file), "events", "list", "--repo", "verl-project/verl-recipe"]
+    mine = ["--config", str(file), "events", "list", "--repo", "Verl-Project/verl-recipe"]
     listed = runner.invoke(cli, mine)
     assert listed.exit_code == 0, listed.output
     assert "Recipe CI on the new runners" in listed.output and "#7357" not in listed.output
@@ -163,6 +165,31 @@ def test_two_repositories_each_a_project_of_its_own(tmp_path, runner):
         ("[[repositories]]\nrepo = 'a/b'\n[[repositories.workflows]]\npath = 'a.yml'\n", "lineage"),
         (TWO + "[[workflows]]\npath = 'a.yml'\nlineage = 'a'\n", "[[workflows]] beside"),
         (TWO + "[[repositories]]\nrepo = 'verl-project/verl'\n", "listed twice"),
+        (TWO + "[[repositories]]\nrepo = 'Verl-Project/Verl-Recipe'\nworkflows = []\n", "twice"),
+        # an entry of a repository's own array is named by its table path and its repository
+        (
+            TWO.replace("\npr = 412\n", "\npr = 412\nkind = 'party'\n"),
+            "[[repositories.events]] #1 of verl-project/verl-recipe: kind 'party'",
+        ),
+        (
+            TWO.replace('date = "2026-07-20"', 'date = "2026-13-45"'),
+            "[[repositories.events]] #1 of verl-project/verl-recipe 'date': bad date",
+        ),
+        (
+            TWO.replace("\npr = 412\n", "\npr = 'x'\n"),
+            "[[repositories.events]] #1 of verl-project/verl-recipe: 'pr' must be int",
+        ),
+        (
+            TWO + "[[repositories.workflows]]\npath = '.github/workflows/recipe_dapo.yml'\n"
+            "lineage = 'x'\n",
+            "[[repositories.workflows]] of verl-project/verl-recipe: path "
+            "'.github/workflows/recipe_dapo.yml' is listed twice",
+        ),
+        (
+            TWO + "[[repositories.invalid_windows]]\nworkflow = 'a.yml'\nfrom = 2026-02-02\n"
+            "to = 2026-01-01\n",
+            "[[repositories.invalid_windows]] #1 of verl-project/verl-recipe: 'to' is before",
+        ),
         ("[[repositories]]\nrepo = 'a/b'\nwindow_days = 0\nworkflows = []\n", "positive"),
     ],
 )
@@ -178,6 +205,24 @@ def test_bad_config_gives_one_clear_line(tmp_path, runner, content, expected):
     assert len(lines) == 1 and lines[0].startswith("ciflake: error:")
     assert expected in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_an_unreadable_token_file_names_where_it_was_set(tmp_path):
+    """CIFLAKE_TOKEN_FILE is named as the culprit, not the config file; [github] token_file
+    with the file that sets it."""
+    missing = tmp_path / "no-token"
+    with pytest.raises(ConfigError) as info:
+        load_config(env={"CIFLAKE_TOKEN_FILE": str(missing)})
+    assert str(info.value) == (
+        f"CIFLAKE_TOKEN_FILE: cannot read token file {missing}: No such file or directory"
+    )
+    file = tmp_path / "c.toml"
+    file.write_text(f'[github]\ntoken_file = "{missing}"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(file, env={})
+    assert str(info.value) == (
+        f"{file}: [github] token_file: cannot read token file {missing}: No such file or directory"
+    )
 
 
 def test_bad_file_names_the_file(tmp_path, runner):
@@ -196,8 +241,15 @@ def test_missing_config_file(runner, tmp_path):
 def test_unusable_database_url(runner, tmp_path):
     for url, expected in [
         (f"sqlite:///{tmp_path}/no/such/dir/x.db", "directory does not exist"),
-        ("postgresql+psycopg://nobody:secretpw@127.0.0.1:1/none", "database postgresql"),
+        ("postgresql+psycopg://nobody:secretpw@127.0.0.1:1/none", "cannot connect to postgresql"),
         ("bogus", "not a database URL"),
+        ("mysql://u:secretpw@h/d", "unsupported database mysql://u:***@h/d: use sqlite:///FILE"),
+        (
+            "postgresql+psycopg2://u:secretpw@h/d",
+            "database driver 'psycopg2' of postgresql+psycopg2://u:***@h/d is not installed: "
+            "use sqlite:///FILE or postgresql+psycopg://USER@HOST/DB",
+        ),
+        ("postgresql+nodriver://h/d", "database driver 'nodriver' of"),
     ]:
         result = runner.invoke(cli, ["--db", url, "db", "upgrade"])
         assert result.exit_code == 2, result.output

@@ -18,6 +18,7 @@ from dashboard.context import freshness_line
 from store.bookkeeping import LastCollect
 from store.engine import make_engine
 from store.models import Failure, JobLog
+from tests.support.pg import wrong_password_url
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 PAGES = ("overview", "migrations", "failures", "flaky_jobs", "runners", "export")
@@ -198,6 +199,58 @@ def test_export_offers_a_csv_per_table(app: AppTest) -> None:
     assert [name.strip() for name in listed.group(1).split(",")] == list(TABLES)
 
 
+def test_the_export_command_shown_writes_the_page_file(
+    history_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The command under the Export page's caption, pasted with a table's name, writes the
+    file the page downloads: the config and database, --out, the repository, tags and dates."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from ciflake.cli import cli
+    from ciflake.demo import demo_config_path
+    from dashboard.loaders import export
+
+    monkeypatch.setenv("CIFLAKE_DB_URL", history_db)
+    monkeypatch.setenv("CIFLAKE_CONFIG", demo_config_path())
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.sidebar.selectbox(key="repo").select("verl-project/verl-recipe").run()
+    app.sidebar.multiselect(key="tags-verl-project/verl-recipe").select("dapo").run()
+    _visit(app, "export")
+    shown = app.code[0].value
+    assert "--workflow .github/workflows/recipe_dapo.yml" in shown, shown
+    words = shlex.split(shown.replace("TABLE", "runs"))
+    monkeypatch.delenv("CIFLAKE_DB_URL")
+    monkeypatch.delenv("CIFLAKE_CONFIG")
+    result = CliRunner().invoke(cli, words[1:])
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "runs.csv").read_bytes()
+    monkeypatch.setenv("CIFLAKE_DB_URL", history_db)
+    monkeypatch.setenv("CIFLAKE_CONFIG", demo_config_path())
+    assert written == export.table_csv(history_db, app.session_state["view"].filters, "runs")
+    assert len(written.splitlines()) > 1
+
+
+def test_a_repository_the_config_does_not_track_is_named(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started with the database URL only (the built-in verl config), the dashboard says which
+    repositories of the database its config does not track, and what to do; with the config
+    that collected them, nothing."""
+    from ciflake.demo import demo_config_path
+
+    (shown,) = [w.value for w in app.sidebar.warning]
+    assert shown.startswith(
+        "This database also holds verl-project/verl-recipe, which this configuration (built-in "
+        "verl defaults) does not track"
+    ), shown
+    assert "Start the dashboard with the ciflake.toml that collected it" in shown
+    monkeypatch.setenv("CIFLAKE_CONFIG", demo_config_path())
+    tracked = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not tracked.exception and not tracked.sidebar.warning
+
+
 def test_empty_database_gets_the_command_to_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,6 +270,16 @@ def test_missing_database_gets_the_command_to_run(
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception
     assert "ciflake collect" in app.error[0].value
+
+
+def test_a_wrong_password_is_no_missing_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CIFLAKE_DB_URL", wrong_password_url("canary-pw"))
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    shown = app.error[0].value
+    assert shown.startswith("Cannot connect to postgresql+psycopg://"), shown
+    assert "password authentication failed" in shown
+    assert "collect" not in shown and "canary-pw" not in shown
 
 
 def test_freshness_warns_after_two_intervals() -> None:

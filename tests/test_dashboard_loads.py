@@ -225,5 +225,5 @@ def test_the_launcher_passes_the_arrow_pool_to_streamlit(monkeypatch, setting, p
         monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", setting)
     started: dict = {}
     monkeypatch.setattr(launch.subprocess, "Popen", lambda command, env: started.update(env))
-    launch.start_dashboard(db_url="sqlite:///x.db", host="127.0.0.1", port=8501)
+    launch.start_dashboard(db_url="sqlite:///x.db", host="127.0.0.1", port=0)
     assert started["ARROW_DEFAULT_MEMORY_POOL"] == passed

@@ -23,7 +23,7 @@ from analytics import (
 from dashboard.filters import Filters
 from reports.query import Query
 from store import bookkeeping, page_queries, runfilter
-from store.engine import DatabaseURLError, make_engine
+from store.engine import DatabaseURLError, database_error, make_engine
 from store.events import all_events
 from store.migrate import current_revision, head_revision
 from store.project import Project
@@ -62,8 +62,14 @@ def database_problem(db_url: str) -> str | None:
     """Why the database cannot be shown yet, with the command that fixes it; None when fine."""
     try:
         revision = current_revision(engine(db_url))
-    except (DatabaseURLError, SQLAlchemyError) as exc:
+    except DatabaseURLError as exc:  # read-only SQLite: the file is missing
         return f"The database cannot be opened ({exc}). Run `ciflake collect --once` to create it."
+    except SQLAlchemyError as exc:  # a wrong password or a server down is no missing database
+        problem = database_error(db_url, exc)
+        return (
+            f"{problem[0].upper()}{problem[1:]}. Check the database URL (`--db`, "
+            "`CIFLAKE_DB_URL` or `[database] url`) and the server."
+        )
     if revision is None:
         return "The database is empty. Run `ciflake db upgrade`, then `ciflake collect --once`."
     if revision != head_revision():

@@ -2,7 +2,6 @@
 retrospectives: the same file `ciflake export TABLE` writes for the same repository, dates,
 workflows and scope."""
 
-from datetime import timedelta
 from functools import partial
 
 import streamlit as st
@@ -14,16 +13,14 @@ from reports.tables import TABLES
 view = current_view()
 url, filters = view.db_url, view.filters
 first, last = filters.first_day, filters.last_day
-until = last + timedelta(days=1)  # the command's --until is the day after the range's last
 
 st.title("Export")
 st.caption(
     f"{filters.repo}, runs of {first:%Y-%m-%d} to {last:%Y-%m-%d}, scope {filters.scope}. "
     "Each file is built when clicked; times in ISO-8601 UTC, rates in [0, 1]. The same "
-    f"file from the command line: `ciflake export TABLE --repo {filters.repo} --since "
-    f"{first:%Y-%m-%d} --until {until:%Y-%m-%d} --scope {filters.scope}` "
-    "(and `--workflow` for each workflow of the selected tags)."
+    "file from the command line, TABLE being its name:"
 )
+st.code(export.command(url, filters), language="bash", wrap_lines=True)
 for table in TABLES.values():
     st.download_button(
         f"{table.name}.csv",

@@ -60,3 +60,8 @@ def drop_pg_database(admin: Engine, name: str) -> None:
             {"name": name},
         )
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+
+
+def wrong_password_url(password: str) -> str:
+    """The test server's URL with ``password`` instead of its own: a connection it refuses."""
+    return make_url(required_pg_url()).set(password=password).render_as_string(hide_password=False)
