@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from collector.annotations import fetch_annotations
 from collector.client import (
+    NO_TOKEN,
     BadCredentials,
     BlobExpired,
     BlobGone,
@@ -164,8 +165,7 @@ class Doctor:
                 f"GitHub rejected the token from {config.token_source} (401 Bad credentials): "
                 "set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE to a valid token"
                 if config.token
-                else "no token set and the server requires one: set GITHUB_TOKEN or "
-                "CIFLAKE_TOKEN_FILE"
+                else NO_TOKEN
             )
             yield Check(FAIL, "token", what)
             yield Check(SKIP, "rate budget", f"not checked: {self.blocked}")
