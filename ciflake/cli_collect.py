@@ -8,12 +8,20 @@ group through ``ciflake.cli.LAZY_COMMANDS``.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from sqlalchemy import Engine
+
     from ciflake.cli import State
+    from collector.doctor.estimate import Collected
+
+T = TypeVar("T")
 
 
 def _service_options(repo_help: str) -> Any:
@@ -37,8 +45,9 @@ API_URL_HELP = (
 @click.option(
     "--since",
     metavar="DATE",
-    help="First sync (or --full) from DATE (default: 30 days before the earliest "
-    "configured event).",
+    help="Backfill from DATE (default: 30 days before the earliest configured event; the "
+    "last 30 days when none is configured). Later, an earlier DATE extends the backfill down "
+    "to it; a later one changes nothing.",
 )
 @click.option(
     "--full",
@@ -129,7 +138,7 @@ def reclassify(state: State) -> None:
 @click.option(
     "--since",
     metavar="DATE",
-    help="Estimate the first backfill from DATE (default: as collect, 30 days before the "
+    help="Estimate the backfill from DATE (default: as collect, 30 days before the "
     "earliest configured event).",
 )
 @_service_options("A configured repository (default: the only one configured).")
@@ -144,37 +153,56 @@ def doctor(state: State, since: str | None, repo: str | None, api_url: str | Non
     a user token), the rate budget left, the repository, each tracked workflow (by path, with
     its state and runs), one recent failed job's annotations and log, and a log older than the
     90-day retention (410: expected). Then the requests and hours of the first backfill at
-    the budget found, from the listings' total_count, and what GitHub refused to earlier
+    the budget found, from the listings' total_count (with a database that holds collects:
+    what is left of it, or the next collect's), and what GitHub refused to earlier
     collects (each log, annotations or jobs page asked again later, or given up). Exit status
     1 when a check fails.
     """
     from collector.doctor import run_doctor
     from collector.sync import default_since
+    from collector.sync_report import describe_refusal
+    from store import retries
     from store.settings import parse_datetime
 
     state.overrides = {"api_url": api_url} if api_url else {}
     project = state.config.project(repo)
-    start = parse_datetime(since, "--since") if since else default_since(state.config, project)
-    status = run_doctor(state.config, project, start, click.echo)
-    for line in refusal_lines(state, project.repo):
-        click.echo(line)
+    given = parse_datetime(since, "--since") if since else None
+    start = given or default_since(state.config, project)
+    collected = _stored(state, lambda engine: _collected(engine, project.repo, given, start))
+    status = run_doctor(state.config, project, start, click.echo, collected=collected or {})
+    for row in _stored(state, lambda engine: retries.listed(engine, project.repo)) or []:
+        click.echo(f"refused by GitHub: {describe_refusal(row)}")
     sys.exit(status)
 
 
-def refusal_lines(state: State, repo: str) -> list[str]:
-    """What GitHub refused to earlier collects of ``repo``, as the database recorded it;
-    nothing when there is no database yet."""
+def _stored(state: State, read: Callable[[Engine], T]) -> T | None:
+    """What ``read`` finds in the database; None when there is none yet, or it is from
+    before ciflake kept that."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from collector.sync_report import describe_refusal
-    from store import retries
     from store.engine import DatabaseURLError
 
     try:
-        rows = retries.listed(state.engine(read_only=True), repo)
-    except (
-        SQLAlchemyError,
-        DatabaseURLError,
-    ):  # no database, or one from before ciflake kept refusals
-        return []
-    return [f"refused by GitHub: {describe_refusal(row)}" for row in rows]
+        return read(state.engine(read_only=True))
+    except (SQLAlchemyError, DatabaseURLError):
+        return None
+
+
+def _collected(
+    engine: Engine, repo: str, since: datetime | None, default: datetime
+) -> dict[str, Collected]:
+    """Per workflow path, what earlier collects listed: a collect starts at --since, else
+    where the workflow's backfill started."""
+    from datetime import UTC, datetime
+
+    from collector.doctor.estimate import Collected
+    from store.backfill import progress_of
+    from store.bookkeeping import workflow_sync_states
+
+    now = datetime.now(UTC)
+    found = {}
+    for path, row in workflow_sync_states(engine, repo).items():
+        progress = progress_of(row.window_start, row.backfill, row.watermark)
+        start = since or progress.floor or default
+        found[path] = Collected.of(progress, start, row.updated_at, now)
+    return found

@@ -89,7 +89,12 @@ def schedule(state: State) -> None:
 @click.option("--since", metavar="DATE", help="Runs (or events) from this date, UTC.")
 @click.option("--until", metavar="DATE", help="Runs (or events) before this date, UTC.")
 @click.option(
-    "--workflow", "workflows", multiple=True, metavar="PATH", help="Only this workflow file."
+    "--workflow",
+    "workflows",
+    multiple=True,
+    metavar="PATH",
+    help="Only this configured workflow: its path, or its file name when one configured path "
+    "has it (e2e_ascend.yml); repeat for several. Anything else is refused.",
 )
 @click.option(
     "--scope",
@@ -123,13 +128,15 @@ def export(
     coverage-lost, changepoints, runner-pools, health.
     """
     from analytics.spreadsheet import csv_bytes
-    from reports.query import Query
+    from reports.query import Query, workflow_paths
     from reports.tables import build, check_table, parse_range, write_csv
 
     check_table(table, category)
     start, end = parse_range(since, until)
     project = state.config.project(repo)
-    query = Query(start, end, workflows, scope, category)
+    query = Query(start, end, workflow_paths(project, workflows), scope, category)
     frame = build(state.engine(read_only=True), project, table, query)
     write_csv(csv_bytes(frame), out_path)
     click.echo(f"{out_path}: {len(frame)} rows")
+    if frame.empty:
+        click.echo(f"ciflake: 0 rows: {project.repo} has none for {query.describe()}", err=True)

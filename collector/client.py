@@ -132,6 +132,11 @@ def _next_link(link: str | None) -> str | None:
     return None
 
 
+# A 401 to a request sent without a token: github.com reads public repositories without one
+# (60 requests an hour), so only the answer tells that this server wants one.
+NO_TOKEN = "no token set and the server requires one (401): set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE"
+
+
 class GitHubClient:
     """Sequential API calls (GitHub's secondary limits punish concurrency) plus token-free
     downloads of log blobs, which may run in parallel."""
@@ -162,6 +167,7 @@ class GitHubClient:
             raise_on_status=False,
         )
         auth = Auth.Token(token) if token else None
+        self.anonymous = not token  # a 401 then means a token is needed, not a bad one
         self._github = Github(
             base_url=api_url,
             auth=auth,
@@ -229,7 +235,9 @@ class GitHubClient:
             self.stats.count(status, hdrs)
             if status == 401:
                 raise BadCredentials(
-                    "GitHub rejected the token (401 Bad credentials): set GITHUB_TOKEN or "
+                    NO_TOKEN
+                    if self.anonymous
+                    else "GitHub rejected the token (401 Bad credentials): set GITHUB_TOKEN or "
                     "CIFLAKE_TOKEN_FILE to a valid token"
                 )
             if status in SLOW_STATUS and retry_slow and slow < BAD_BODY_RETRIES:

@@ -41,7 +41,7 @@ from collector.runs import (
 )
 from collector.sync_batch import BatchStage
 from collector.sync_report import CollectOptions, CollectReport
-from collector.sync_state import save_state
+from collector.sync_state import reopen_backfill, save_state
 from store import backfill, bookkeeping, retries
 from store import derived as derived_rows
 from store.models import SyncLog, SyncState
@@ -129,6 +129,9 @@ class Collector:
                 states = bookkeeping.sync_states(session, self.repo)
             workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
             self._tracked = [w["id"] for w in workflows]
+            self._extend_backfills(workflows, states)
+            with self._session() as session:
+                states = bookkeeping.sync_states(session, self.repo)
             now = datetime.now(UTC)
             for workflow in workflows:  # every workflow's event windows before any other
                 self._backfill(workflow, states.get(workflow["id"]), now, focus_only=True)
@@ -195,7 +198,7 @@ class Collector:
     def _collect_workflow(
         self, workflow: dict[str, Any], state: SyncState | None, now: datetime
     ) -> None:
-        floor = self._floor()
+        floor = self._floor(state)
         if self._in_backfill(state):
             complete, watermark = self._backfill(workflow, state, now, focus_only=False)
             if not complete:  # runs left for the next collect: it lists their windows again
@@ -251,8 +254,31 @@ class Collector:
 
     # ---- a first collect: a backfill ------------------------------------------------------
 
-    def _floor(self) -> datetime:
-        return self.options.since or default_since(self.config, self.project)
+    def _floor(self, state: SyncState | None) -> datetime:
+        """Where the workflow's backfill starts: --since, else where it started (a resumed
+        backfill keeps its start), else default_since."""
+        stored = None if self.options.full or state is None else backfill.load(state.backfill)[0]
+        return self.options.since or stored or default_since(self.config, self.project)
+
+    def _extend_backfills(
+        self, workflows: list[dict[str, Any]], states: dict[int, SyncState]
+    ) -> None:
+        """--since before where a complete backfill started: reopen it from --since. What it
+        listed up to its listing's start stays listed, so it lists only the earlier days and
+        the days the incremental listing would have (without their ETags, once)."""
+        since = self.options.since
+        if since is None or self.options.full:
+            return
+        for workflow in workflows:
+            state = states.get(workflow["id"])
+            if state is None or state.window_start is None:
+                continue
+            progress = backfill.progress_of(state.window_start, state.backfill, state.watermark)
+            if progress.floor is None or since >= progress.floor:
+                continue
+            with self._session() as session, session.begin():
+                done = progress.listed(state.window_start)
+                reopen_backfill(session, self.repo, workflow["id"], since, done)
 
     def _in_backfill(self, state: SyncState | None) -> bool:
         return self.options.full or state is None or state.window_start is None
@@ -275,7 +301,7 @@ class Collector:
             return True, watermark
         done = self._done.setdefault(key, self._backfill_state(state))
         complete = True
-        for window in self._plan(now, done):
+        for window in self._plan(now, done, self._floor(state)):
             if focus_only and not window.focus:
                 break
             runs, _ = fetch_runs(
@@ -294,14 +320,18 @@ class Collector:
                 continue
             done[:] = backfill.merge([*done, (window.start, window.end)])
             with self._session() as session, session.begin():
-                save_state(session, self.repo, key, watermark, None, progress=(self._floor(), done))
+                save_state(
+                    session, self.repo, key, watermark, None, progress=(self._floor(state), done)
+                )
         return complete, watermark
 
-    def _plan(self, now: datetime, done: list[backfill.Span]) -> list[backfill.Window]:
+    def _plan(
+        self, now: datetime, done: list[backfill.Span], floor: datetime
+    ) -> list[backfill.Window]:
         events = (e.date for e in self.project.events)
         focus = backfill.event_spans(events, self.project.analysis.window_days)
         size = timedelta(days=self.config.collect_window_days)
-        return backfill.plan(self._floor(), now, done, focus, size)
+        return backfill.plan(floor, now, done, focus, size)
 
     def _count_backfill_left(self) -> None:
         """After a stop: how many windows the backfill has left, and how many of them are
@@ -313,7 +343,8 @@ class Collector:
             state = states.get(workflow_id)
             if not self._in_backfill(state):
                 continue
-            windows = self._plan(now, self._done.get(workflow_id) or self._backfill_state(state))
+            done = self._done.get(workflow_id) or self._backfill_state(state)
+            windows = self._plan(now, done, self._floor(state))
             self.report.backfill_left += len(windows)
             self.report.event_windows_left += sum(w.focus for w in windows)
 

@@ -42,3 +42,19 @@ def save_state(
     else:
         row |= {"etags": {}, "backfill": backfill.dump(*progress)}
         upsert(session, SyncState, [row], update=["watermark", "updated_at", "backfill"])
+
+
+def reopen_backfill(
+    session: Session, repo: str, workflow_id: int, floor: datetime, done: list[backfill.Span]
+) -> None:
+    """Put a workflow whose backfill was complete back into it, from ``floor`` with ``done``
+    listed: the next windows list the rest, and its listing starts again once they are in."""
+    row = {
+        "repo": repo,
+        "workflow_id": workflow_id,
+        "window_start": None,
+        "etags": {},
+        "backfill": backfill.dump(floor, done),
+        "updated_at": datetime.now(UTC),
+    }
+    upsert(session, SyncState, [row], update=["window_start", "backfill", "updated_at"])

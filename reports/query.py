@@ -4,12 +4,15 @@ is part of it, so no page, table or command can leave it out."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from analytics.outcomes import scope_terms
 from store.project import Project
 from store.runfilter import RunFilter
+from store.settings import ConfigError
 
 
 @dataclass(frozen=True)
@@ -36,3 +39,48 @@ class Query:
             events=events,
             branch=branch,
         )
+
+    def describe(self) -> str:
+        """The filters in words, for the line that explains an empty table."""
+        runs = " or ".join(self.paths) if self.paths else "any workflow"
+        words = [f"{self.scope}-scope runs of {runs}"]
+        words += [f"from {self.since:%Y-%m-%d %H:%M}"] if self.since else []
+        words += [f"before {self.until:%Y-%m-%d %H:%M}"] if self.until else []
+        words += [f"category {self.category}"] if self.category else []
+        return ", ".join(words)
+
+
+def workflow_paths(project: Project, given: Iterable[str]) -> tuple[str, ...]:
+    """``--workflow`` values as configured paths: a configured path, or a bare file name
+    (``e2e_ascend.yml``) that exactly one configured path ends with. Anything else is a
+    ConfigError naming the nearest configured paths: a mistyped workflow would otherwise
+    match nothing and pass for a workflow without runs."""
+    configured = [w.path for w in project.workflows]
+    by_name: dict[str, list[str]] = {}
+    for path in configured:
+        by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+    paths = []
+    for value in given:
+        found = [value] if value in configured else by_name.get(value, [])
+        if len(found) == 1:
+            paths.append(found[0])
+            continue
+        if found:
+            raise ConfigError(
+                f"--workflow {value!r} names {len(found)} workflows of {project.repo}: "
+                f"give the path, one of {', '.join(found)}"
+            )
+        near = difflib.get_close_matches(value, configured, n=3, cutoff=0.6)
+        near += [
+            path
+            for name in difflib.get_close_matches(value, by_name, n=3, cutoff=0.6)
+            for path in by_name[name]
+            if path not in near
+        ]
+        hint = (
+            f"; did you mean {' or '.join(near)}?" if near else "; ciflake config show lists them"
+        )
+        raise ConfigError(
+            f"--workflow {value!r} is not a configured workflow of {project.repo}{hint}"
+        )
+    return tuple(paths)

@@ -41,6 +41,13 @@ class Progress:
         start = span[0] if self.floor is None else max(span[0], self.floor)
         return subtract((start, span[1]), self.done)
 
+    def listed(self, until: datetime) -> list[Span]:
+        """The spans collected: the backfill's, and once it is complete everything from its
+        floor up to ``until``, which its listing has covered since."""
+        if not self.complete or self.floor is None:
+            return list(self.done)
+        return merge([*self.done, (self.floor, until)])
+
 
 def progress_of(
     window_start: datetime | None, stored: dict[str, Any] | None, watermark: datetime | None

@@ -159,3 +159,15 @@ def test_bad_token_stops_with_one_line(hub, db_url, runner, monkeypatch):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "401 Bad credentials" in lines[0]
     assert "ghp_wrong_canary_token" not in result.output
+
+
+def test_no_token_401_says_no_token_is_set(hub, tmp_path, runner):
+    """#46: the anonymous request is sent (github.com answers it for public repositories);
+    the 401 it gets is worded as doctor words it, not as a rejected token."""
+    db = f"sqlite:///{tmp_path / 'anonymous.db'}"
+    result = runner.invoke(cli, ["--db", db, "collect", "--once", "-q", "--api-url", hub.base_url])
+    assert result.exit_code == 2
+    assert result.output == (
+        "ciflake: error: collect stopped: no token set and the server requires one (401): "
+        "set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE\n"
+    )

@@ -15,6 +15,7 @@ from ciflake.cli import cli
 from collector.doctor.checks import token_kind, url_check
 from collector.doctor.estimate import wall_seconds
 from store.settings import load_config
+from tests.support.collected import DEFAULT
 from tests.support.hubtools import collect
 
 SCALE = 0.05
@@ -238,3 +239,25 @@ def test_spent_budget_warns_and_skips_what_would_spend_it(runner, hub):
     assert {s for s, n, _ in lines if n in ("api url", "network", "token")} == {"ok"}
     assert others(lines, "rate budget") - {"ok"} == {"skip"}, output
     assert hub.admin("GET", "counters")["counted"] == 0  # only GET /rate_limit, which is free
+
+
+def test_after_a_complete_collect_the_estimate_is_the_next_collect(runner, collected_db):
+    """#46: doctor reads the backfill the database holds: complete, it estimates the next
+    collect (the runs since the last), not a first backfill of the whole history."""
+    url = collected_db(DEFAULT).url  # the scenario most tests share: built once per worker
+    with DEFAULT.hub() as hub:
+        result = runner.invoke(
+            cli,
+            ["--db", url, "doctor", "--api-url", hub.base_url],
+            env={"GITHUB_TOKEN": hub.token},
+        )
+    assert result.exit_code == 0, result.output
+    assert "first backfill" not in result.output
+    found = re.search(
+        r"^estimate: backfill complete; the next collect, for the runs since [\d-]+ [\d:]+: "
+        r"([\d,]+) requests for 0 runs",
+        result.output,
+        re.MULTILINE,
+    )
+    assert found, result.output
+    assert int(found.group(1)) <= 2 * TRACKED + 1

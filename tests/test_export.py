@@ -311,6 +311,39 @@ def test_export_filters_and_errors(filled, db_url, runner, tmp_path):
         assert len(lines) == 1 and lines[0].startswith("ciflake: error: "), (name, result.output)
 
 
+def test_export_workflow_by_file_name_or_refused_keeping_out(filled, db_url, runner, tmp_path):
+    """#46: a bare file name is the configured path that ends with it; a name no configured
+    path has is refused in one line with the nearest paths, and --out is left as it was."""
+    out = tmp_path / "new.csv"
+    export = ["--db", db_url, "export", "runs", "--out", str(out), "--workflow"]
+    by_name = runner.invoke(cli, [*export, NEW.rsplit("/", 1)[1]])
+    assert by_name.exit_code == 0, by_name.output
+    assert pd.read_csv(out)["run_id"].tolist() == [8, 9, 10, 11, 12, 13]
+    out.write_text("kept\n")
+    for typo in ("e2e_v1_separate_asnyc.yml", ".github/workflows/e2e_v1_separate_async.yaml"):
+        result = runner.invoke(cli, [*export, typo])
+        assert result.exit_code == 2, result.output
+        [line] = result.output.strip().splitlines()
+        assert line.startswith(
+            f"ciflake: error: --workflow {typo!r} is not a configured workflow of {REPO}; "
+            f"did you mean {NEW} or "
+        ), line
+    assert out.read_text() == "kept\n"
+
+
+def test_export_matching_nothing_says_why_and_exits_0(filled, db_url, runner, tmp_path):
+    out = tmp_path / "none.csv"
+    range_ = ["--since", "2026-12-01", "--until", "2026-12-02", "--workflow", NEW]
+    result = runner.invoke(cli, ["--db", db_url, "export", "runs", "--out", str(out), *range_])
+    assert result.exit_code == 0
+    assert result.stdout == f"{out}: 0 rows\n"
+    assert result.stderr == (
+        f"ciflake: 0 rows: {REPO} has none for default-scope runs of {NEW}, "
+        "from 2026-12-01 00:00, before 2026-12-02 00:00\n"
+    )
+    assert pd.read_csv(out).empty
+
+
 def test_export_without_database_is_one_line(runner, tmp_path):
     url = f"sqlite:///{tmp_path / 'missing.db'}"
     result = runner.invoke(cli, ["--db", url, "export", "runs", "--out", str(tmp_path / "x.csv")])

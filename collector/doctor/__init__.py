@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from collector.annotations import fetch_annotations
 from collector.client import (
+    NO_TOKEN,
     BadCredentials,
     BlobExpired,
     BlobGone,
@@ -49,10 +50,12 @@ from collector.doctor.checks import (
     workflow_check,
 )
 from collector.doctor.estimate import (
+    Collected,
     Estimate,
     WorkflowSample,
     estimate,
     estimate_lines,
+    left_share,
     run_kind,
 )
 from collector.payloads import FAILED_CONCLUSIONS, parse_time, ran
@@ -76,8 +79,10 @@ class Doctor:
         client: GitHubClient,
         since: datetime,
         env: Mapping[str, str] | None = None,
+        collected: Mapping[str, Collected] | None = None,
     ) -> None:
         self.config, self.client, self.since = config, client, since
+        self.collected = collected or {}  # what earlier collects listed, by workflow path
         self.project = project
         self.repo = project.repo
         self.env = dict(os.environ) if env is None else env
@@ -164,8 +169,7 @@ class Doctor:
                 f"GitHub rejected the token from {config.token_source} (401 Bad credentials): "
                 "set GITHUB_TOKEN or CIFLAKE_TOKEN_FILE to a valid token"
                 if config.token
-                else "no token set and the server requires one: set GITHUB_TOKEN or "
-                "CIFLAKE_TOKEN_FILE"
+                else NO_TOKEN
             )
             yield Check(FAIL, "token", what)
             yield Check(SKIP, "rate budget", f"not checked: {self.blocked}")
@@ -261,13 +265,13 @@ class Doctor:
                 yield workflow_check(tracked.path, None, by_file, None, self.since)
                 continue
             try:
-                total = self._sample_runs(workflow["id"])
+                total = self._sample_runs(workflow["id"], tracked.path)
             except CollectError as exc:
                 yield Check(FAIL, "workflow", f"{tracked.path}: listing its runs: {exc}")
                 continue
             yield workflow_check(tracked.path, workflow, by_file, total, self.since)
 
-    def _sample_runs(self, workflow_id: int) -> int:
+    def _sample_runs(self, workflow_id: int, path: str) -> int:
         _hdrs, body = self._get(
             f"/repos/{self.repo}/actions/workflows/{workflow_id}/runs",
             {
@@ -278,7 +282,9 @@ class Doctor:
         )
         runs = body.get("workflow_runs", [])
         total = int(body.get("total_count", len(runs)))
-        self.samples.append(WorkflowSample(total, runs))
+        before = self.collected.get(path)
+        share = 1.0 if before is None else left_share(before.left, self.since, datetime.now(UTC))
+        self.samples.append(WorkflowSample(total, runs, share))
         for run in runs:
             created = parse_time(run.get("created_at"))
             if created is not None and (self.newest is None or created > self.newest):
@@ -456,7 +462,26 @@ class Doctor:
         if found is None:
             return ["estimate: not made (no workflow listing)"]
         latency = self.api_seconds / max(1, self.requests)
-        return estimate_lines(found, self.since, latency, self.limit, self.remaining, self.reset)
+        what = self._what()
+        return estimate_lines(found, what, latency, self.limit, self.remaining, self.reset)
+
+    def _what(self) -> str:
+        """What the estimate is of: a first backfill, the rest of one, or once every tracked
+        workflow's is complete, the next collect (the runs since the last one)."""
+        found = {w.path: self.collected.get(w.path) for w in self.project.workflows}
+        done = [c for c in found.values() if c is not None]
+        if not done:
+            return f"first backfill since {self.since:%Y-%m-%d}"
+        complete = [c for c in done if c.complete]
+        if len(complete) == len(found) and all(
+            start >= c.listed_to for c in complete for start, _ in c.left
+        ):
+            since = min(c.listed_to for c in complete)
+            return f"backfill complete; the next collect, for the runs since {since:%Y-%m-%d %H:%M}"
+        return (
+            f"the rest of the backfill since {self.since:%Y-%m-%d} ({len(complete)} of "
+            f"{len(found)} tracked workflows complete)"
+        )
 
 
 class _Size:
@@ -494,9 +519,11 @@ def run_doctor(
     since: datetime,
     echo: Callable[[str], None],
     env: Mapping[str, str] | None = None,
+    collected: Mapping[str, Collected] | None = None,
 ) -> int:
-    """Print the checklist and the estimate; the exit status: 1 when a check failed."""
-    doctor = Doctor(config, project, make_client(config), since, env)
+    """Print the checklist and the estimate (of what earlier collects have not listed, when
+    ``collected`` says what they did); the exit status: 1 when a check failed."""
+    doctor = Doctor(config, project, make_client(config), since, env, collected)
     echo(f"ciflake doctor: {project.repo} at {config.api_url or '(no api_url)'}")
     counts = {OK: 0, WARN: 0, FAIL: 0, SKIP: 0}
     for check in doctor.checks():

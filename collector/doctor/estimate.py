@@ -18,6 +18,7 @@ from typing import Any
 from collector.annotations import needs_annotations
 from collector.doctor.checks import RESULT_CAP
 from collector.payloads import FAILED_CONCLUSIONS
+from store.backfill import Progress, Span, subtract
 
 LISTING_WINDOW = timedelta(days=7)  # a backfill's listing windows (collector.sync)
 
@@ -26,6 +27,26 @@ LISTING_WINDOW = timedelta(days=7)  # a backfill's listing windows (collector.sy
 class WorkflowSample:
     total: int  # total_count of the runs created since the start
     runs: Sequence[dict[str, Any]]  # the newest of them
+    share: float = 1.0  # of the time since the start, what earlier collects have not listed
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What earlier collects listed of a workflow, as the database keeps it."""
+
+    complete: bool  # its backfill is complete
+    listed_to: datetime  # its last listing (a backfill's: the end of its newest window)
+    left: list[Span]  # what a collect from now lists again: [since, now] less what was listed
+
+    @classmethod
+    def of(
+        cls, progress: Progress, since: datetime, listed_at: datetime, now: datetime
+    ) -> Collected:
+        """From a workflow's backfill ``progress`` and its last listing (``listed_at``); since:
+        --since, where a collect would start (else where its backfill started)."""
+        listed = progress.listed(listed_at)
+        listed_to = max((end for _, end in listed), default=since)
+        return cls(progress.complete, listed_to, subtract((since, now), listed))
 
 
 @dataclass(frozen=True)
@@ -87,8 +108,9 @@ def estimate(
     pages = 1  # the workflows list
     windows = int(span // LISTING_WINDOW)
     for sample in samples:
-        runs += sample.total
-        pages += _list_pages(sample.total, windows)
+        total = round(sample.total * sample.share)
+        runs += total
+        pages += _list_pages(total, int(windows * sample.share))
         if not sample.runs:
             continue
         kinds = [run_kind(run) for run in sample.runs]
@@ -97,8 +119,8 @@ def estimate(
             ("cancelled", cancelled_per),
         ):
             share = kinds.count(kind) / len(kinds)
-            logs += sample.total * share * log_calls
-            notes += sample.total * share * note_calls
+            logs += total * share * log_calls
+            notes += total * share * note_calls
     sampled = sum(len(s.runs) for s in samples)
     basis = (
         f"shares from the newest {sampled} runs, jobs per run from {len(failing_jobs)} failing "
@@ -128,9 +150,16 @@ def wall_seconds(
     return max(work, reset_in + (windows - 1) * 3600 + last * latency)
 
 
+def left_share(left: Sequence[tuple[datetime, datetime]], since: datetime, now: datetime) -> float:
+    """The share of [since, now] that ``left`` (the spans a workflow's collects have not
+    listed) covers: its runs are estimated pro rata."""
+    seconds = sum((end - start).total_seconds() for start, end in left)
+    return seconds / max(1.0, (now - since).total_seconds())
+
+
 def estimate_lines(
     found: Estimate,
-    since: datetime,
+    what: str,
     latency: float,
     limit: int | None,
     remaining: int | None,
@@ -138,7 +167,7 @@ def estimate_lines(
 ) -> list[str]:
     cap = " at least (a listing reached GitHub's 1,000-result cap)" if found.capped else ""
     lines = [
-        f"estimate: first backfill since {since:%Y-%m-%d}: {found.requests:,} requests{cap} "
+        f"estimate: {what}: {found.requests:,} requests{cap} "
         f"for {found.runs:,} runs ({found.list_pages:,} list pages, {found.jobs_calls:,} jobs "
         f"calls, {found.log_calls:,} log calls, {found.annotation_calls:,} annotation calls; "
         f"{found.basis})"
