@@ -19,6 +19,7 @@ from scipy.special import gammaln
 from analytics.evidence import NO_LOG, describe, known_share
 from analytics.outcomes import in_scope
 from analytics.rates import OUTCOMES, add_rates, stability, verdict_label
+from analytics.text import filled
 from store.project import Analysis
 from store.vocabulary import RED_OUTCOMES
 
@@ -332,5 +333,5 @@ def basis_mix(
         out[f"{side}_red"] = out["group"].map(chosen.size()).fillna(0).astype(int)
         out[f"{side}_known"] = out["group"].map(chosen.agg(known_share)).astype(float)
         basis = out["group"].map(chosen.agg(describe))
-        out[f"{side}_basis"] = basis.fillna(describe(pd.Series([], dtype=object)))
+        out[f"{side}_basis"] = filled(basis, describe(pd.Series([], dtype=object)))
     return out.drop(columns="group").reset_index(drop=True)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analytics.text import formatted
 from store.vocabulary import COUNTED_OUTCOMES, GREEN_OUTCOMES, LOGICAL_OUTCOMES
 
 Z_95 = 1.959963984540054
@@ -102,21 +103,29 @@ def rank_by_lower_bound(table: pd.DataFrame, rate: str = "flake_rate") -> pd.Dat
 
 def verdict_label(table: pd.DataFrame, rate: str = "success_rate") -> pd.Series:
     """``"0.83 [0.61, 0.94] n=24"``, or ``"not enough data (n=3)"`` under min_runs."""
-
-    def fixed(column: str) -> pd.Series:  # str even when empty: .map keeps float64 then
-        return table[column].map("{:.2f}".format).astype(str)
-
     text = (
-        fixed(rate)
+        formatted(table[rate], "{:.2f}")
         + " ["
-        + fixed(f"{rate}_low")
+        + formatted(table[f"{rate}_low"], "{:.2f}")
         + ", "
-        + fixed(f"{rate}_high")
+        + formatted(table[f"{rate}_high"], "{:.2f}")
         + "] n="
         + table["runs"].astype(str)
     )
     short = NOT_ENOUGH_DATA + " (n=" + table["runs"].astype(str) + ")"
     return text.where(table["enough_data"], short)
+
+
+def short_of_data(table: pd.DataFrame, min_runs: int) -> str | None:
+    """What a table of rates lacks when none of its rows has ``min_runs`` runs (a first
+    night, a single run): ``"not enough data (n=1): ..."``; None when a row has enough or there
+    is no row at all."""
+    if table.empty or table["enough_data"].any():
+        return None
+    return (
+        f"{NOT_ENOUGH_DATA} (n={int(table['runs'].max())}): no row has the {min_runs} counted "
+        "runs a verdict needs, so the rates below are no ranking yet."
+    )
 
 
 FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames

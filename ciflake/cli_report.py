@@ -126,8 +126,14 @@ def export(
 
     TABLE: runs, jobs, failures, signatures, flaky-jobs, verdicts, before-after,
     coverage-lost, changepoints, runner-pools, health.
+
+    Prints the rows written, and what the database lacks of those dates: no runs collected
+    yet, or a backfill still in progress.
     """
+    from datetime import UTC, datetime
+
     from analytics.spreadsheet import csv_bytes
+    from reports.freshness import missing
     from reports.query import Query, workflow_paths
     from reports.tables import build, check_table, parse_range, write_csv
 
@@ -135,8 +141,10 @@ def export(
     start, end = parse_range(since, until)
     project = state.config.project(repo)
     query = Query(start, end, workflow_paths(project, workflows), scope, category)
-    frame = build(state.engine(read_only=True), project, table, query)
+    engine = state.engine(read_only=True)
+    frame = build(engine, project, table, query)
     write_csv(csv_bytes(frame), out_path)
-    click.echo(f"{out_path}: {len(frame)} rows")
+    lacking = missing(engine, project, start, end, datetime.now(UTC))
+    click.echo(f"{out_path}: {len(frame)} rows" + (f"; {lacking}" if lacking else ""))
     if frame.empty:
         click.echo(f"ciflake: 0 rows: {project.repo} has none for {query.describe()}", err=True)

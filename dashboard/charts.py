@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from analytics.text import basename
 from store.vocabulary import CATEGORIES
 
 OUTCOME_COLOURS = {"pass": "#2e7d32", "flaky": "#9ccc65", "fail": "#c62828", "excluded": "#bdbdbd"}
@@ -248,7 +249,7 @@ def first_runs_strip(strip: pd.DataFrame) -> go.Figure:
         figure.add_trace(
             go.Scatter(
                 x=rows["order"],
-                y=rows["workflow_path"].str.rsplit("/", n=1).str[-1],
+                y=basename(rows["workflow_path"]),
                 mode="markers",
                 name=outcome,
                 marker={"symbol": "square", "size": 18, "color": OUTCOME_COLOURS[outcome]},

@@ -59,7 +59,8 @@ def untracked_line(held: list[str], tracked: tuple[str, ...], source: str) -> st
 
 
 def render_status(view: View, interval_minutes: int) -> None:
-    """The simulated-data banner and the freshness line, on every page."""
+    """The simulated-data banner, the freshness line and the backfill's progress over the
+    date range and after it, on every page."""
     repo = view.filters.repo
     if shared.is_simulated(view.db_url, repo):
         st.info(
@@ -74,3 +75,6 @@ def render_status(view: View, interval_minutes: int) -> None:
         st.warning(text, icon=":material/schedule:")
     else:
         st.caption(text)
+    missing = shared.missing(view.db_url, repo, view.filters.window()[0], None)
+    if missing is not None:
+        st.warning(f"{missing[0].upper()}{missing[1:]}.", icon=":material/hourglass_top:")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analytics.evidence import KNOWN
+from analytics.text import filled
 
 
 def job_day_cells(jobs: pd.DataFrame, days: int) -> pd.DataFrame:
@@ -22,7 +23,7 @@ def job_day_cells(jobs: pd.DataFrame, days: int) -> pd.DataFrame:
     counted = counted.assign(day=day)[day > day.max() - pd.Timedelta(days=days)]
     state = np.select(
         [counted["logical_outcome"] == "fail", counted["logical_outcome"] == "flaky"],
-        [counted["category"].fillna("unknown").astype(str), "retry-green"],
+        [filled(counted["category"], "unknown"), "retry-green"],
         default="green",
     )
     rank = np.select([counted["logical_outcome"] == "fail", state == "retry-green"], [2, 1], 0)

@@ -2,7 +2,8 @@
 
 Streamlit sends a table's every row to the browser on each run of the page; a signature or
 verdict table of a year holds thousands. So a page shows PAGE_ROWS rows, a pager when there
-are more, and a download of the whole table written only when it is clicked."""
+are more, and a download of the whole table written only when it is clicked. A table with no
+rows shows the page's words for what is missing instead (an empty grid says nothing of why)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ from analytics.spreadsheet import csv_bytes
 PAGE_ROWS = 50
 
 
-def show(frame: pd.DataFrame, name: str, **dataframe_args: Any) -> None:
+def show(frame: pd.DataFrame, name: str, *, missing: str, **dataframe_args: Any) -> None:
     """``frame`` through ``st.dataframe(**dataframe_args)``, PAGE_ROWS rows at a time;
-    ``name``: the table's widget keys and download file name (unique on its page)."""
+    ``name``: the table's widget keys and download file name (unique on its page);
+    ``missing``: what the page says instead when ``frame`` has no rows."""
+    if frame.empty:
+        st.info(missing, icon=":material/info:")
+        return
     pages = max(1, -(-len(frame) // PAGE_ROWS))
     if pages == 1:
         st.dataframe(frame, **dataframe_args)

@@ -1,10 +1,16 @@
-"""How fresh a repository's data is, in one phrase for the pages and the summary alike."""
+"""How fresh a repository's data is, and what of it is not collected yet, in one phrase each for
+the pages, ``ciflake export`` and the summary alike."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from store.bookkeeping import LastCollect
+from sqlalchemy import Engine
+
+from reports.summary import uncollected
+from store.bookkeeping import LastCollect, workflow_sync_states
+from store.page_queries import run_span
+from store.project import Project
 
 
 def collected(last: LastCollect | None, now: datetime) -> str:
@@ -17,3 +23,28 @@ def collected(last: LastCollect | None, now: datetime) -> str:
     if last.stopped is None:
         return f"last successful collect {when}"
     return f"last collect {when}, stopped before its end: {last.stopped}"
+
+
+def missing(
+    engine: Engine, project: Project, since: datetime | None, until: datetime | None, now: datetime
+) -> str | None:
+    """What the store lacks of [since, until) (None: from the oldest run; to ``now``): "no runs
+    collected yet ..." before the first collect, "backfill in progress: ..." while a first
+    collect has days of it still to list (the configured workflows', else the collected), None
+    when it has them all. Thin data must say so: an empty table is no quiet CI."""
+    oldest, _ = run_span(engine, project.repo)
+    if oldest is None:
+        return f"no runs collected yet for {project.repo}: run `ciflake collect`"
+    paths = [w.path for w in project.workflows]
+    paths = paths or list(workflow_sync_states(engine, project.repo))
+    end = now if until is None else min(until, now)
+    gaps = uncollected(engine, project.repo, paths, since or oldest, end)
+    if not gaps:
+        return None
+    workflows = len({path for path, _, _ in gaps})
+    first, last = min(start for _, start, _ in gaps), max(stop for _, _, stop in gaps)
+    return (
+        f"backfill in progress: {workflows} workflow{'s' * (workflows > 1)} not collected yet "
+        f"between {first:%Y-%m-%d} and {last:%Y-%m-%d}, left out until the next collects bring "
+        "them"
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from datetime import date
+from datetime import UTC, date, datetime
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -21,6 +21,7 @@ from analytics import (
     frames,
 )
 from dashboard.filters import Filters
+from reports import freshness
 from reports.query import Query
 from store import bookkeeping, page_queries, runfilter
 from store.engine import DatabaseURLError, database_error, make_engine
@@ -98,6 +99,13 @@ def day_span(db_url: str, repo: str) -> tuple[date, date]:
 @st.cache_data(ttl="1m")
 def last_collect(db_url: str, repo: str) -> bookkeeping.LastCollect | None:
     return bookkeeping.last_collect(engine(db_url), repo)
+
+
+@st.cache_data(ttl="1m")
+def missing(db_url: str, repo: str, since: datetime, until: datetime | None) -> str | None:
+    """What the store lacks of [since, until) (reports.freshness.missing), or None."""
+    now = datetime.now(UTC)
+    return freshness.missing(engine(db_url), project(repo), since, until, now)
 
 
 @st.cache_data(ttl=TTL)

@@ -23,13 +23,15 @@ freq = st.segmented_control(
 )
 counts = failures.failure_periods(view.db_url, view.filters, freq or "W")
 events = shared.events(view.db_url, view.filters.repo)
-st.plotly_chart(charts.categories_over_time(counts, events))
+if len(counts):
+    st.plotly_chart(charts.categories_over_time(counts, events))
 bases = failures.failure_bases(view.db_url, view.filters)
 st.caption(f"How much of this is known: {describe(bases['basis'])}")
 by_stage = unknown_by_stage(bases)
-if len(by_stage):
-    st.markdown("**Unknown failures by stage** (where the job stopped, from its failed step)")
-    tables.show(by_stage, "by-stage", hide_index=True)
+st.markdown("**Unknown failures by stage** (where the job stopped, from its failed step)")
+tables.show(
+    by_stage, "by-stage", missing="No failure of unknown cause in the range.", hide_index=True
+)
 
 st.subheader("Signatures")
 signatures = failures.signatures(view.db_url, view.filters)
@@ -51,6 +53,7 @@ tables.show(
         ]
     ],
     "signatures",
+    missing="No failures in the range and scope: no signature, nothing to drill into.",
     hide_index=True,
     column_config={
         "new": st.column_config.CheckboxColumn("NEW"),
@@ -63,7 +66,6 @@ tables.show(
 
 st.subheader("Drill-down")
 if signatures.empty:
-    st.info("No failures in the range.")
     st.stop()
 labels = signatures.set_index("signature")
 signature = st.selectbox(

@@ -5,9 +5,11 @@ percentiles."""
 
 import streamlit as st
 
+from analytics.rates import short_of_data
+from analytics.text import basename
 from dashboard import charts, tables
 from dashboard.context import current_view
-from dashboard.loaders import flaky_jobs
+from dashboard.loaders import flaky_jobs, shared
 
 view = current_view()
 
@@ -17,7 +19,11 @@ st.caption(
     "Flake rate = passed on a rerun / (passed first time + passed on a rerun); ranked by the "
     "lower bound of its 95% Wilson interval, jobs with fewer than the minimum runs last."
 )
-st.plotly_chart(charts.rate_bars(ranked, "logical_job", "flake_rate"))
+short = short_of_data(ranked, shared.project(view.filters.repo).analysis.min_runs)
+if short is not None:
+    st.warning(short)
+if len(ranked):
+    st.plotly_chart(charts.rate_bars(ranked, "logical_job", "flake_rate"))
 tables.show(
     ranked[
         [
@@ -35,6 +41,7 @@ tables.show(
         ]
     ],
     "flaky-jobs",
+    missing="No logical job ran in the range and scope: nothing to rank.",
     hide_index=True,
     column_config={
         c: st.column_config.NumberColumn(format="percent")
@@ -49,11 +56,15 @@ mine = verdicts[verdicts["logical_job"] == job].sort_values("created_at", ascend
 tables.show(
     mine["verdict"].value_counts().rename_axis("verdict").reset_index(name="failures"),
     "verdict-counts",
+    missing=f"No failure of {job} in the range: no verdict to give."
+    if job
+    else "No logical job in the range: no verdict to give.",
     hide_index=True,
 )
 tables.show(
     mine[["created_at", "verdict", "evidence", "category", "runner_name", "html_url"]],
     "job-failures",
+    missing="No failed run of this job to show.",
     hide_index=True,
     column_config={"html_url": st.column_config.LinkColumn("run", display_text="open")},
 )
@@ -72,10 +83,9 @@ with_jobs = st.toggle(
 )
 health = flaky_jobs.repair_and_cost(view.db_url, view.filters, with_jobs)
 tables.show(
-    health.assign(workflow=health["workflow_path"].str.rsplit("/", n=1).str[-1]).drop(
-        columns="workflow_path"
-    ),
+    health.assign(workflow=basename(health["workflow_path"])).drop(columns="workflow_path"),
     "repair-and-cost",
+    missing="No run in the range and scope: no streak to repair, no rerun to count.",
     hide_index=True,
     column_order=["workflow", *health.columns.drop("workflow_path")],  # the columns it has
     column_config={

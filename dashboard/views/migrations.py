@@ -3,9 +3,12 @@ one sentence (analytics.before_after.headline), then before/after per lineage wi
 and p-values, the first runs of the workflows it created, the coverage it lost, and the
 failure-category mix either side with how much of it is known."""
 
+from datetime import timedelta
+
 import pandas as pd
 import streamlit as st
 
+from analytics.text import formatted
 from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import migrations, shared
@@ -16,11 +19,11 @@ view = current_view()
 def interval(table: pd.DataFrame, side: str) -> pd.Series:
     rate = table[f"{side}_success_rate"]
     text = (
-        rate.map("{:.0%}".format)
+        formatted(rate, "{:.0%}")
         + " ["
-        + table[f"{side}_success_rate_low"].map("{:.0%}".format)
+        + formatted(table[f"{side}_success_rate_low"], "{:.0%}")
         + ", "
-        + table[f"{side}_success_rate_high"].map("{:.0%}".format)
+        + formatted(table[f"{side}_success_rate_high"], "{:.0%}")
         + "]"
     )
     return text.where(rate.notna(), "–") + " n=" + table[f"{side}_runs"].astype(str)
@@ -52,6 +55,19 @@ def _label(event: pd.Series) -> str:
     return f"{event['event_date']:%Y-%m-%d} {pr}{event['event_title']} ({event['event_kind']})"
 
 
+def _no_runs_around(event: pd.Series) -> str:
+    """Why an event has no before/after: no counted run either side of it yet, and whether a
+    backfill has still to collect those days (a first night collects a window at a time)."""
+    date, window = event["event_date"].to_pydatetime(), timedelta(days=analysis.window_days)
+    missing = shared.missing(view.db_url, view.filters.repo, date - window, date + window)
+    name = f"#{event['event_pr']:.0f}" if pd.notna(event["event_pr"]) else event["event_title"]
+    text = (
+        f"No runs yet around {name}: no lineage has a counted run in the "
+        f"{analysis.window_days} days either side of {date:%Y-%m-%d}"
+    )
+    return f"{text}; {missing}." if missing else f"{text}."
+
+
 labels = [_label(event) for _, event in events.iterrows()]
 migrations_first = events["event_kind"].eq("migration").to_numpy().nonzero()[0]
 chosen = st.selectbox(
@@ -67,7 +83,9 @@ st.markdown(sentences[event["event_date"]])
 for row in known[known["event_title"] == event["event_title"]].head(1).to_dict("records"):
     st.caption(f"Failure causes before: {row['before_basis']}")
     st.caption(f"Failure causes after: {row['after_basis']}")
+around = _no_runs_around(event)
 if rows.empty:  # an event outside the collected dates: nothing more to show
+    st.info(around, icon=":material/hourglass_top:")
     st.stop()
 tables.show(
     pd.DataFrame(
@@ -81,6 +99,7 @@ tables.show(
         }
     ),
     "before-after",
+    missing=around,
     hide_index=True,
 )
 strip = strips[strips["event_title"] == event["event_title"]]
@@ -93,23 +112,21 @@ if len(strip):
     st.plotly_chart(charts.first_runs_strip(strip), key="strip")
 gone = lost[lost["event_title"] == event["event_title"]]
 st.markdown("**Coverage lost**")
-if gone.empty:
-    st.caption("Every logical job of the window before ran again after it.")
-else:
-    tables.show(
-        gone.drop(columns=["event_pr", "event_title"]),
-        "coverage-lost",
-        hide_index=True,
-        column_config={
-            "logical_job": "lost job",
-            "last_workflow_path": "workflow",
-            "before_runs": st.column_config.NumberColumn(
-                f"runs in the {analysis.window_days} days before"
-            ),
-            "last_run_at": st.column_config.DatetimeColumn("last run at"),
-            "last_run_url": st.column_config.LinkColumn("last run", display_text=r"/runs/(\d+)"),
-        },
-    )
+tables.show(
+    gone.drop(columns=["event_pr", "event_title"]),
+    "coverage-lost",
+    missing="Every logical job of the window before ran again after it.",
+    hide_index=True,
+    column_config={
+        "logical_job": "lost job",
+        "last_workflow_path": "workflow",
+        "before_runs": st.column_config.NumberColumn(
+            f"runs in the {analysis.window_days} days before"
+        ),
+        "last_run_at": st.column_config.DatetimeColumn("last run at"),
+        "last_run_url": st.column_config.LinkColumn("last run", display_text=r"/runs/(\d+)"),
+    },
+)
 mix = shift[shift["event_title"] == event["event_title"]]
 if len(mix):
     lineage = st.selectbox(

@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.recent import STATUSES, TREND_P
+from analytics.text import filled, formatted
 from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import migrations, overview, shared
@@ -82,8 +83,12 @@ st.caption(
     "Wilson interval. Dotted lines: change events, numbered at the top as in the table below."
 )
 legend = charts.timeline_events(timeline, events)
-if not legend.empty:
-    tables.show(legend.assign(date=legend["date"].dt.date), "events", hide_index=True)
+tables.show(
+    legend.assign(date=legend["date"].dt.date),
+    "events",
+    missing="No change event in the range.",
+    hide_index=True,
+)
 
 st.subheader("Changepoints")
 st.caption(
@@ -95,34 +100,30 @@ st.caption(
     "data alone do not date it. A shift far from any event is a change nobody announced."
 )
 found = migrations.changepoints(view.db_url, view.filters)
-if found.empty:
-    st.caption("No shift in the range that the data can date.")
-else:
-    tables.show(
-        pd.DataFrame(
-            {
-                "lineage": found["lineage"],
-                "date": found["date"].dt.date,
-                "between": found["date_low"].dt.strftime("%Y-%m-%d")
-                + " – "
-                + found["date_high"].dt.strftime("%Y-%m-%d"),
-                "red rate": found["before_rate"].map("{:.0%}".format)
-                + " → "
-                + found["after_rate"].map("{:.0%}".format),
-                "runs before / after": found["before_runs"].astype(str)
-                + " / "
-                + found["after_runs"].astype(str),
-                "job set that day": found["known_change"],
-                "nearest event": found["event_pr"].map(
-                    lambda pr: f"#{pr:.0f} " if pd.notna(pr) else ""
-                )
-                + found["event_title"].fillna("–"),
-                "days from it": found["distance_days"].round(1),
-            }
-        ),
-        "changepoints",
-        hide_index=True,
-    )
+tables.show(
+    pd.DataFrame(
+        {
+            "lineage": found["lineage"],
+            "date": found["date"].dt.date,
+            "between": found["date_low"].dt.strftime("%Y-%m-%d")
+            + " – "
+            + found["date_high"].dt.strftime("%Y-%m-%d"),
+            "red rate": formatted(found["before_rate"], "{:.0%}")
+            + " → "
+            + formatted(found["after_rate"], "{:.0%}"),
+            "runs before / after": found["before_runs"].astype(str)
+            + " / "
+            + found["after_runs"].astype(str),
+            "job set that day": found["known_change"],
+            "nearest event": formatted(found["event_pr"], "#{:.0f} ", missing="")
+            + filled(found["event_title"], "–"),
+            "days from it": found["distance_days"].round(1),
+        }
+    ),
+    "changepoints",
+    missing="No shift in the range that the data can date.",
+    hide_index=True,
+)
 
 st.subheader("Job x day")
 workflows = tiles.loc[tiles["level"] == "workflow"].sort_values("last_run", ascending=False)

@@ -3,9 +3,10 @@ and the environment versions (CANN, driver, torch...) found in failed logs."""
 
 import streamlit as st
 
+from analytics.rates import short_of_data
 from dashboard import charts, tables
 from dashboard.context import current_view
-from dashboard.loaders import runners
+from dashboard.loaders import runners, shared
 
 view = current_view()
 COLUMNS = [
@@ -32,8 +33,18 @@ st.caption(
 for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners")):
     st.subheader(heading)
     table = runners.runner_rates(view.db_url, view.filters, by)
-    st.plotly_chart(charts.rate_bars(table, by, "fail_rate"), key=f"bars-{by}")
-    tables.show(table[[by, *COLUMNS]], "runner-rates", hide_index=True, column_config=PERCENT)
+    short = short_of_data(table, shared.project(view.filters.repo).analysis.min_runs)
+    if short is not None:
+        st.warning(short)
+    if len(table):
+        st.plotly_chart(charts.rate_bars(table, by, "fail_rate"), key=f"bars-{by}")
+    tables.show(
+        table[[by, *COLUMNS]],
+        f"runner-rates-{by}",
+        missing="No job ran in the range and scope: no runner to rate.",
+        hide_index=True,
+        column_config=PERCENT,
+    )
 
 st.subheader("Environment versions in failed logs")
 st.caption(
@@ -41,5 +52,9 @@ st.caption(
     "only, so these are failure counts, not rates; works elsewhere by runner."
 )
 tables.show(
-    runners.environment_failures(view.db_url, view.filters), "environments", hide_index=True
+    runners.environment_failures(view.db_url, view.filters),
+    "environments",
+    missing="No version found in the logs of the failed jobs of the range (none failed, or "
+    "their logs print none or were not archived).",
+    hide_index=True,
 )
