@@ -3,11 +3,12 @@ the pages, ``ciflake export`` and the summary alike."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 
-from reports.summary import uncollected
+from store.backfill import Progress, progress_of
 from store.bookkeeping import LastCollect, workflow_sync_states
 from store.page_queries import run_span
 from store.project import Project
@@ -35,10 +36,10 @@ def missing(
     oldest, _ = run_span(engine, project.repo)
     if oldest is None:
         return f"no runs collected yet for {project.repo}: run `ciflake collect`"
-    paths = [w.path for w in project.workflows]
-    paths = paths or list(workflow_sync_states(engine, project.repo))
+    progress = workflow_progress(engine, project.repo)
+    paths = [w.path for w in project.workflows] or list(progress)
     end = now if until is None else min(until, now)
-    gaps = uncollected(engine, project.repo, paths, since or oldest, end)
+    gaps = uncollected(progress, paths, since or oldest, end)
     if not gaps:
         return None
     workflows = len({path for path, _, _ in gaps})
@@ -48,3 +49,30 @@ def missing(
         f"between {first:%Y-%m-%d} and {last:%Y-%m-%d}, left out until the next collects bring "
         "them"
     )
+
+
+def workflow_progress(engine: Engine, repo: str) -> dict[str, Progress]:
+    """Each collected workflow's backfill progress, by path."""
+    return {
+        path: progress_of(state.window_start, state.backfill, state.watermark)
+        for path, state in workflow_sync_states(engine, repo).items()
+    }
+
+
+def uncollected(
+    progress: dict[str, Progress], paths: Iterable[str], start: datetime, now: datetime
+) -> tuple[tuple[str, datetime, datetime], ...]:
+    """The spans of [start, now] that a backfill still has to list, per workflow path
+    (``progress``: its backfill's, by path); a workflow never collected is missing whole."""
+    gaps = []
+    for path in paths:
+        listed = progress.get(path)
+        if listed is None:
+            gaps.append((path, start, now))
+            continue
+        listed_to = max((end for _, end in listed.done), default=start)
+        # the newest window ends when it was listed: what came after is the next collect's
+        gaps += [(path, a, b) for a, b in listed.missing((start, max(start, listed_to)))]
+        if not listed.complete and listed_to < now - timedelta(days=1):
+            gaps.append((path, listed_to, now))
+    return tuple(gaps)

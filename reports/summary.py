@@ -19,10 +19,11 @@ from sqlalchemy import Engine
 from analytics.config_tables import EventLike, event_table, job_renames
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
+from reports.freshness import uncollected, workflow_progress
 from reports.summary_tables import Backfill, SummaryData, summarise
 from reports.summary_target import HISTORY_DAYS, pick_event
-from store.backfill import Progress, Span, event_spans, progress_of
-from store.bookkeeping import last_collect, workflow_sync_states
+from store.backfill import Progress, Span, event_spans
+from store.bookkeeping import last_collect
 from store.frame_queries import load_failures, load_jobs
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
 from store.project import Project
@@ -101,11 +102,10 @@ def backfill_progress(
     """How far the first collects of the tracked workflows have come (None: all done): days
     listed of [the backfill's floor, now], the windows around the events, and the spans of
     [start, now] of the workflows ``read`` that no collect has listed yet."""
-    states = workflow_sync_states(engine, project.repo)
     tracked = list(dict.fromkeys(w.path for w in project.workflows))
     progress = {
-        path: progress_of(state.window_start, state.backfill, state.watermark)
-        for path, state in states.items()
+        path: listed
+        for path, listed in workflow_progress(engine, project.repo).items()
         if path in tracked
     }
     missing = uncollected(progress, read, start, now)
@@ -140,22 +140,3 @@ def _days_listed(begun: list[Progress], spans: list[Span], workflows: int) -> tu
         (b - a for p in begun for span in spans for a, b in p.missing(span)), timedelta(0)
     )
     return length * len(begun) - unlisted / day, length * workflows
-
-
-def uncollected(
-    progress: dict[str, Progress], paths: Iterable[str], start: datetime, now: datetime
-) -> tuple[tuple[str, datetime, datetime], ...]:
-    """The spans of [start, now] that a backfill still has to list, per workflow path
-    (``progress``: its backfill's, by path); a workflow never collected is missing whole."""
-    gaps = []
-    for path in paths:
-        listed = progress.get(path)
-        if listed is None:
-            gaps.append((path, start, now))
-            continue
-        listed_to = max((end for _, end in listed.done), default=start)
-        # the newest window ends when it was listed: what came after is the next collect's
-        gaps += [(path, a, b) for a, b in listed.missing((start, max(start, listed_to)))]
-        if not listed.complete and listed_to < now - timedelta(days=1):
-            gaps.append((path, listed_to, now))
-    return tuple(gaps)

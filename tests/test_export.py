@@ -336,7 +336,9 @@ def test_export_matching_nothing_says_why_and_exits_0(filled, db_url, runner, tm
     range_ = ["--since", "2026-12-01", "--until", "2026-12-02", "--workflow", NEW]
     result = runner.invoke(cli, ["--db", db_url, "export", "runs", "--out", str(out), *range_])
     assert result.exit_code == 0
-    assert result.stdout == f"{out}: 0 rows\n"
+    # this hand-built database has no collect's bookkeeping: its workflows count as not
+    # collected yet, which stdout says after the row count
+    assert result.stdout.startswith(f"{out}: 0 rows; backfill in progress"), result.stdout
     assert result.stderr == (
         f"ciflake: 0 rows: {REPO} has none for default-scope runs of {NEW}, "
         "from 2026-12-01 00:00, before 2026-12-02 00:00\n"

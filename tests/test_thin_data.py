@@ -68,7 +68,7 @@ def _export(runner, url: str, table: str, out: Path) -> tuple[str, Rows]:
     with out.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         assert reader.fieldnames == TABLES[table].columns
-        return result.output, list(reader)
+        return result.stdout, list(reader)
 
 
 @pytest.mark.parametrize("kind", THIN_DATA)
