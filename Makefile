@@ -51,9 +51,14 @@ screenshots: $(STAMP)
 reliability: $(STAMP)
 	$(PY) -m tests.reliability
 
+# requirements-runtime.lock, what the nightly action installs: ciflake's own dependencies
+# without the dev extra, at the versions of requirements.lock (its constraints), so the two
+# locks never disagree.
 lock:
 	uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes \
 		--no-emit-index-url --no-header -o requirements.lock
+	uv pip compile pyproject.toml -c requirements.lock --python-version 3.11 --generate-hashes \
+		--no-emit-index-url --no-header -o requirements-runtime.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

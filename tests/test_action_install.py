@@ -1,6 +1,6 @@
 """action/install.sh, the nightly action's install step, run offline from a copy of the
-checkout: a clean venv gets the dependencies from requirements.lock and ciflake as a wheel
-built from the checkout, at the checkout's version, with every data file it reads."""
+checkout: a clean venv gets the dependencies from requirements-runtime.lock and ciflake as a
+wheel built from the checkout, at the checkout's version, with every data file it reads."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PACKAGES = [p.rstrip("*") for p in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
-BUILD_INPUTS = ["pyproject.toml", "README.md", "requirements.lock", "action", *PACKAGES]
+BUILD_INPUTS = ["pyproject.toml", "README.md", "requirements-runtime.lock", "action", *PACKAGES]
+DEV_ONLY = {"pytest", "mypy", "ruff", "playwright", "hypothesis"}
 # uv's cache, which `make venv` filled: read before the session's fixture moves XDG_CACHE_HOME.
 USER_CACHE_HOME = os.environ.get("XDG_CACHE_HOME")
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
@@ -28,6 +29,25 @@ Step 3/5 : RUN pytest tests/e2e
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total)
 ##[error]Process completed with exit code 1.
 """
+
+
+def _pins(lock: str) -> dict[str, str]:
+    """A lock's packages and versions, from its ``name==version`` lines."""
+    lines = (ROOT / lock).read_text().splitlines()
+    return dict(line.split(" ")[0].split("==") for line in lines if "==" in line)
+
+
+def test_the_runtime_lock_is_the_full_locks_versions_without_the_developer_tools() -> None:
+    """The nightly installs requirements-runtime.lock (`make lock` writes it constrained by
+    requirements.lock): every package at the version the tests ran with, and no test tool."""
+    runtime, full = _pins("requirements-runtime.lock"), _pins("requirements.lock")
+    assert {"pandas", "sqlalchemy", "pygithub", "streamlit"} <= set(runtime)
+    assert {name: full.get(name) for name in runtime} == runtime
+    assert not DEV_ONLY & set(runtime), DEV_ONLY & set(runtime)
+    assert DEV_ONLY <= set(full)
+    lines = (ROOT / "action" / "install.sh").read_text().splitlines()
+    (sync,) = [line for line in lines if line.startswith("uv pip sync")]
+    assert sync.endswith(' "$src/requirements-runtime.lock"'), sync
 
 
 def _source_data_files() -> set[str]:
