@@ -18,7 +18,7 @@ nothing_deleted() {
 if [ -z "${RESTORED:-}" ]; then
   nothing_deleted "no database cache entry was restored on $REF, so tonight's collect began \
 a new database: the backfill starts again from its first night. Expected on the first night \
-only; otherwise the last entry was evicted (unused for 7 days) or the restore failed."
+only; otherwise every entry was evicted (unused for 7 days)."
   exit 0
 fi
 

@@ -11,6 +11,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "examples" / "nightly-summary.yml"
 ACTION = ROOT / "action.yml"
+GUARD_PASSED = "steps.guard.outcome == 'success'"
 
 
 def _load(path: Path) -> dict:
@@ -60,7 +61,7 @@ def test_the_database_is_saved_even_when_the_night_is_cut_off() -> None:
     steps = _action_steps()
     restore, save = _uses("actions/cache/restore"), _uses("actions/cache/save")
     assert restore < _index("Count the stored runs") < _index("Collect") < save
-    assert steps[save].get("if") == "always()"
+    assert steps[save].get("if") == f"always() && {GUARD_PASSED}"
     assert steps[save]["with"]["path"] == steps[restore]["with"]["path"]
     assert steps[save]["with"]["key"] == steps[restore]["with"]["key"]
 
@@ -71,7 +72,8 @@ def test_the_cleanup_is_the_tested_script_fed_by_the_restore_and_the_save() -> N
     steps = _action_steps()
     keep = steps[_index("Keep one database cache entry")]
     assert keep["run"] == 'bash "$GITHUB_ACTION_PATH/action/keep-one-cache.sh"'
-    assert keep["if"] == "always()" and _uses("actions/cache/save") < _index("Keep one")
+    assert keep["if"] == f"always() && {GUARD_PASSED}"
+    assert _uses("actions/cache/save") < _index("Keep one")
     restore = steps[_uses("actions/cache/restore")]
     assert keep["env"]["KEEP"] == steps[_uses("actions/cache/save")]["with"]["key"]
     assert keep["env"]["RESTORED"] == f"${{{{ steps.{restore['id']}.outputs.cache-matched-key }}}}"
@@ -84,7 +86,8 @@ def test_the_run_summary_says_how_many_runs_before_and_after() -> None:
     after = steps[_index("Say how many runs")]
     assert "action/runs.sh" in before["run"] and "action/runs.sh" in after["run"]
     assert after["env"]["BEFORE"] == f"${{{{ steps.{before['id']}.outputs.runs }}}}"
-    assert "GITHUB_STEP_SUMMARY" in after["run"] and after["if"] == "always()"
+    assert "GITHUB_STEP_SUMMARY" in after["run"]
+    assert after["if"] == f"${{{{ !cancelled() && {GUARD_PASSED} }}}}"
     assert _index("Keep one") < _index("Say how many runs") < _index("Post the summary")
 
 
@@ -114,7 +117,33 @@ def test_a_seeding_run_posts_nothing_and_a_night_posts() -> None:
     assert "secrets.CIFLAKE_SEED_TOKEN" in example["token"]
     on = _load(WORKFLOW).get("on", _load(WORKFLOW).get(True))  # YAML 1.1: a bare `on` is true
     assert on["workflow_dispatch"]["inputs"]["seed"]["type"] == "boolean"
-    assert _action_steps()[_index("Post the summary")]["if"] == "inputs.post == 'true'"
+    assert "inputs.post == 'true'" in _action_steps()[_index("Post the summary")]["if"]
+
+
+def test_a_failed_cleanup_or_count_does_not_stop_the_comment_but_a_failed_collect_does() -> None:
+    """Steps run only after success unless their `if:` says otherwise: the comment depends on
+    the collect alone, and no step but the save and the clean-up runs after a cancel."""
+    collect = _action_steps()[_index("Collect")]
+    post = _action_steps()[_index("Post the summary")]
+    collected = f"steps.{collect['id']}.outcome == 'success'"
+    assert post["if"] == f"${{{{ !cancelled() && inputs.post == 'true' && {collected} }}}}"
+    assert _index("Keep one") < _index("Say how many runs") < _index("Post the summary")
+
+
+def test_a_restore_that_failed_although_entries_exist_stops_the_night_before_the_collect() -> None:
+    """action/check-restore.sh (tests/test_action_cache.py) fails the job then; the collect,
+    the save and the clean-up do not run, so the next night retries the restore."""
+    steps = _action_steps()
+    guard = steps[_index("Stop when the restore failed")]
+    assert guard["id"] == "guard" and guard.get("if") is None
+    assert guard["run"] == 'bash "$GITHUB_ACTION_PATH/action/check-restore.sh"'
+    restore = steps[_uses("actions/cache/restore")]
+    assert guard["env"]["RESTORED"] == f"${{{{ steps.{restore['id']}.outputs.cache-matched-key }}}}"
+    assert guard["env"]["REF"] == "${{ github.ref }}"
+    assert guard["env"]["DEFAULT_BRANCH"] == "${{ github.event.repository.default_branch }}"
+    assert _uses("actions/cache/restore") + 1 == _index("Stop when the restore failed")
+    for step in steps[steps.index(guard) + 1 :]:
+        assert step.get("if") is None or GUARD_PASSED in step["if"] or "steps.collect" in step["if"]
 
 
 def test_the_night_runs_outside_beijing_working_hours() -> None:
