@@ -3,9 +3,12 @@ ciflake from its own checkout, keeps the database across nights and collects wit
 
 from __future__ import annotations
 
+import os
+import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,3 +157,50 @@ def test_the_night_runs_outside_beijing_working_hours() -> None:
     minute, hour, *_ = entry["cron"].split()
     beijing = (int(hour) + 8) % 24 + int(minute) / 60
     assert not 9 <= beijing < 18, entry["cron"]
+
+
+def _seed_check(seed: str, token: str) -> subprocess.CompletedProcess[str]:
+    """Run the example's first step as the runner would (`shell: bash`), with its env rendered:
+    ``seed`` is "true", "false" or, on a scheduled night, ""."""
+    (job,) = _load(WORKFLOW)["jobs"].values()
+    step = job["steps"][0]
+    assert step["env"] == {
+        "SEED": "${{ inputs.seed }}",
+        "SEED_TOKEN": "${{ secrets.CIFLAKE_SEED_TOKEN }}",
+    }
+    assert step["shell"] == "bash" and "if" not in step
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        env={"PATH": os.environ["PATH"], "SEED": seed, "SEED_TOKEN": token},
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_a_seeding_run_without_its_secret_fails_before_anything_runs() -> None:
+    """Without the secret, `inputs.seed && secrets.CIFLAKE_SEED_TOKEN || github.token` would be
+    the workflow's token: the run fails with one line instead."""
+    done = _seed_check("true", "")
+    assert done.returncode == 1 and done.stderr == ""
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("::error title=ciflake seed::seed is ticked but the repository secret ")
+    assert "CIFLAKE_SEED_TOKEN is not set: store a fine-grained personal token" in line
+
+
+@pytest.mark.parametrize(
+    ("seed", "token"), [("true", "github_pat_s3cret"), ("", ""), ("false", "")]
+)
+def test_a_night_or_a_seeding_run_with_its_secret_goes_on_silently(seed, token) -> None:
+    done = _seed_check(seed, token)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_the_docs_say_to_pin_a_commit_until_a_release_is_tagged() -> None:
+    """The example names a release tag that does not exist yet: a `uses:` at a missing tag
+    fails the job, so the example's header and the docs say what to write meanwhile."""
+    header = WORKFLOW.read_text().split("\nname:")[0]
+    docs = (ROOT / "docs" / "commands.md").read_text()
+    for text in (header, docs):
+        assert "`uses: <owner>/ciflake@<40-hex SHA>`" in text
+    assert "Until ciflake's repository has a release tag, `uses:` must name" in header
+    assert "Until ciflake's repository has a release\ntag, `uses:` must name a commit SHA" in docs
