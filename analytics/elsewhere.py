@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analytics.rates import rank_by_lower_bound, stability
+from analytics.text import filled
 from store.vocabulary import GREEN_OUTCOMES
 
 JOB_KEYS = ["workflow_path", "logical_job"]
@@ -88,7 +89,7 @@ def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
     names = np.array([*("+".join(labels) or NO_RUNNER for labels in distinct), NO_RUNNER])
     return jobs.assign(
         runner_pool=names[codes],  # code -1 (no labels) picks the last name
-        runner_name=jobs["runner_name"].fillna(NO_RUNNER_NAME),
+        runner_name=filled(jobs["runner_name"], NO_RUNNER_NAME),
     )
 
 
@@ -100,7 +101,7 @@ def runner_rates(
     jobs with_runner_pool; ``flagged``: failed_elsewhere of the same jobs by ``by``."""
     table = stability(placed, [by], min_runs)
     if by == "runner_name":
-        flagged = flagged.assign(runner_name=flagged[by].fillna(NO_RUNNER_NAME))
+        flagged = flagged.assign(runner_name=filled(flagged[by], NO_RUNNER_NAME))
     table = table.merge(works_elsewhere(flagged, by), on=by, how="left")
     table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
     table = table.assign(

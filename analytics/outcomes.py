@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analytics.evidence import CONFIG_BASIS, failure_basis
+from analytics.text import filled
 from store.vocabulary import CATEGORIES, GREEN_CONCLUSIONS, RED_CONCLUSIONS, RED_OUTCOMES
 
 GREEN, RED = GREEN_CONCLUSIONS, RED_CONCLUSIONS
@@ -210,8 +211,8 @@ def attach_lineage(frame: pd.DataFrame, workflows: pd.DataFrame) -> pd.DataFrame
     stems = paths.str.extract(r"([^/]+?)(?:\.ya?ml)?$", expand=False)
     stem = out["workflow_path"].map(dict(zip(paths, stems, strict=True)))
     out["lineage"] = out["lineage"].fillna(stem)
-    out["tags"] = out["tags"].fillna("")
-    out["accelerator"] = out["accelerator"].fillna("")
+    out["tags"] = filled(out["tags"], "")
+    out["accelerator"] = filled(out["accelerator"], "")
     return out
 
 

@@ -11,13 +11,18 @@ import streamlit as st
 from dashboard.context import View, render_status, share_view, untracked_line
 from dashboard.filters import sidebar_filters
 from dashboard.loaders import shared
+from store.settings import ConfigError
 
 PAGES = Path(__file__).parent / "views"
 
 st.set_page_config(
     page_title="ciflake: CI flakiness", page_icon=":material/bug_report:", layout="wide"
 )
-config = shared.current_config()
+try:
+    config = shared.current_config()
+except ConfigError as exc:  # a config or database URL edited since `ciflake dashboard` checked
+    st.error(f"Configuration: {exc}")
+    st.stop()
 problem = shared.database_problem(config.database_url)
 if problem is not None:
     st.error(problem)

@@ -43,7 +43,7 @@ def unknown_by_stage(failures: pd.DataFrame) -> pd.DataFrame:
     failures."""
     unknown = failures[failures["basis"].notna() & ~failures["basis"].isin(KNOWN)]
     table = (
-        unknown.assign(stage=unknown["stage"].fillna(NO_STEP))
+        unknown.assign(stage=filled(unknown["stage"], NO_STEP))
         .groupby(["stage", "basis"])
         .size()
         .rename("failures")

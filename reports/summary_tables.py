@@ -21,6 +21,7 @@ from analytics.newness import NEW_DAYS, is_new
 from analytics.rates import stability, verdict_label
 from analytics.staleness import STALE, staleness
 from analytics.successors import successor_first_runs
+from analytics.text import filled
 from analytics.verdicts import job_verdicts
 from store.bookkeeping import LastCollect
 from store.project import Analysis
@@ -158,7 +159,7 @@ def failure_groups(
     )
     sightings = pd.to_datetime(rows["signature"].map(first_seen.to_dict()), utc=True)
     new = rows["signature"].notna() & is_new(sightings, end)
-    rows["group"] = rows["verdict"].map(VERDICT_GROUPS).fillna("OTHER").where(~new, "NEW")
+    rows["group"] = filled(rows["verdict"].map(VERDICT_GROUPS), "OTHER").where(~new, "NEW")
     order = {group: rank for rank, group in enumerate(GROUPS)}
     rows = rows.assign(rank=rows["group"].map(order)).sort_values(
         ["rank", "created_at"], ascending=[True, False], kind="stable"

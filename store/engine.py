@@ -16,6 +16,10 @@ class DatabaseURLError(ValueError):
     """A database URL that cannot be used; the message is one line and hides any password."""
 
 
+class MissingDatabaseError(DatabaseURLError):
+    """A SQLite file that does not exist yet: the one URL problem a collect fixes."""
+
+
 SUPPORTED_URLS = "use sqlite:///FILE or postgresql+psycopg://USER@HOST/DB"
 
 
@@ -51,8 +55,24 @@ def safe_url(url: URL | str) -> str:
 
 
 def holds_password(url: str) -> bool:
-    """Whether ``url`` carries a password, which a page or a message must not show."""
-    return make_url(url).password is not None
+    """Whether ``url`` carries a password (``user:pw@`` or ``?password=``), which a page or a
+    message must not show."""
+    parsed = make_url(url)
+    return parsed.password is not None or "password" in parsed.query
+
+
+def absolute_url(url: str) -> str:
+    """``url`` with a relative SQLite path made absolute, so that a command shown on a page
+    works from any directory."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return url
+    if database.startswith("file:") or Path(database).is_absolute():
+        return url
+    return parsed.set(database=str(Path(database).resolve())).render_as_string(
+        hide_password=False
+    )
 
 
 def database_error(url: str, exc: SQLAlchemyError) -> str:
@@ -78,7 +98,7 @@ def _check_sqlite_path(url: URL, read_only: bool) -> None:
     path = Path(database)
     if read_only:
         if not path.is_file():
-            raise DatabaseURLError(
+            raise MissingDatabaseError(
                 f"database file does not exist: {path} (run: ciflake db upgrade, or collect)"
             )
         return

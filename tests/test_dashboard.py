@@ -282,6 +282,21 @@ def test_a_wrong_password_is_no_missing_database(monkeypatch: pytest.MonkeyPatch
     assert "collect" not in shown and "canary-pw" not in shown
 
 
+@pytest.mark.parametrize(
+    "url", ["postgresql+psycopg2://u:canary-pw@127.0.0.1/d", "mysql://u:canary-pw@127.0.0.1/d"]
+)
+def test_an_unusable_url_is_no_missing_database(monkeypatch: pytest.MonkeyPatch, url) -> None:
+    """Only a SQLite file that does not exist yet is fixed by a collect; a URL ciflake cannot
+    use is the URL's fault, and the page says so in one line, not a traceback."""
+    monkeypatch.setenv("CIFLAKE_DB_URL", url)
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    shown = app.error[0].value
+    assert shown.startswith("Configuration: database URL: "), shown
+    assert shown.endswith("use sqlite:///FILE or postgresql+psycopg://USER@HOST/DB"), shown
+    assert "collect" not in shown and "canary-pw" not in shown
+
+
 def test_freshness_warns_after_two_intervals() -> None:
     now = pd.Timestamp("2026-08-01T12:00Z").to_pydatetime()
     assert freshness_line(LastCollect(now - pd.Timedelta(minutes=90)), 60, now)[0] is False

@@ -4,7 +4,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from store.engine import make_engine
+from store.engine import absolute_url, holds_password, make_engine
 from store.models import Workflow
 from store.upsert import upsert
 
@@ -60,3 +60,15 @@ def test_read_only_engine_cannot_write(engine, db_url):
             assert "readonly" in str(exc) or "read-only" in str(exc)
         else:
             raise AssertionError("a read-only engine wrote to the database")
+
+
+def test_urls_shown_on_a_page_work_anywhere_and_hide_passwords(tmp_path, monkeypatch):
+    """The Export page's command: a relative SQLite path is made absolute (pasted in another
+    directory it still names the same file); a password in either place keeps the URL off."""
+    monkeypatch.chdir(tmp_path)
+    assert absolute_url("sqlite:///ciflake.db") == f"sqlite:///{tmp_path / 'ciflake.db'}"
+    assert absolute_url("sqlite:////srv/c.db") == "sqlite:////srv/c.db"
+    assert absolute_url("postgresql+psycopg://u@h/d") == "postgresql+psycopg://u@h/d"
+    assert holds_password("postgresql+psycopg://u:pw@h/d")
+    assert holds_password("postgresql+psycopg://u@h/d?password=pw")
+    assert not holds_password("postgresql+psycopg://u@h/d?sslmode=require")

@@ -13,7 +13,7 @@ from analytics.spreadsheet import csv_bytes
 from dashboard.filters import Filters
 from dashboard.loaders import shared
 from reports import tables
-from store.engine import holds_password
+from store.engine import absolute_url, holds_password
 
 
 @st.cache_data(ttl=shared.TTL, show_spinner=False)
@@ -31,7 +31,7 @@ def command(db_url: str, filters: Filters) -> str:
     day after the range's last as --until, and a --workflow per workflow of the tags."""
     config = Path(shared.current_config().source)
     where = ["--config", str(config.resolve())] if config.is_file() else []
-    where += [] if holds_password(db_url) else ["--db", db_url]
+    where += [] if holds_password(db_url) else ["--db", absolute_url(db_url)]
     until = filters.last_day + timedelta(days=1)
     chosen = ["--repo", filters.repo, "--since", f"{filters.first_day:%Y-%m-%d}"]
     chosen += ["--until", f"{until:%Y-%m-%d}", "--scope", filters.scope]

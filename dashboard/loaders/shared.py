@@ -24,7 +24,7 @@ from dashboard.filters import Filters
 from reports import freshness
 from reports.query import Query
 from store import bookkeeping, page_queries, runfilter
-from store.engine import DatabaseURLError, database_error, make_engine
+from store.engine import DatabaseURLError, MissingDatabaseError, database_error, make_engine
 from store.events import all_events
 from store.migrate import current_revision, head_revision
 from store.project import Project
@@ -63,10 +63,10 @@ def database_problem(db_url: str) -> str | None:
     """Why the database cannot be shown yet, with the command that fixes it; None when fine."""
     try:
         revision = current_revision(engine(db_url))
-    except DatabaseURLError as exc:  # read-only SQLite: the file is missing
+    except MissingDatabaseError as exc:  # read-only SQLite: the file is missing
         return f"The database cannot be opened ({exc}). Run `ciflake collect --once` to create it."
-    except SQLAlchemyError as exc:  # a wrong password or a server down is no missing database
-        problem = database_error(db_url, exc)
+    except (DatabaseURLError, SQLAlchemyError) as exc:  # a URL, a password, a server: no collect
+        problem = str(exc) if isinstance(exc, DatabaseURLError) else database_error(db_url, exc)
         return (
             f"{problem[0].upper()}{problem[1:]}. Check the database URL (`--db`, "
             "`CIFLAKE_DB_URL` or `[database] url`) and the server."

@@ -83,9 +83,8 @@ st.markdown(sentences[event["event_date"]])
 for row in known[known["event_title"] == event["event_title"]].head(1).to_dict("records"):
     st.caption(f"Failure causes before: {row['before_basis']}")
     st.caption(f"Failure causes after: {row['after_basis']}")
-around = _no_runs_around(event)
 if rows.empty:  # an event outside the collected dates: nothing more to show
-    st.info(around, icon=":material/hourglass_top:")
+    st.info(_no_runs_around(event), icon=":material/hourglass_top:")
     st.stop()
 tables.show(
     pd.DataFrame(
@@ -99,7 +98,7 @@ tables.show(
         }
     ),
     "before-after",
-    missing=around,
+    missing="No lineage has a counted run around this event.",
     hide_index=True,
 )
 strip = strips[strips["event_title"] == event["event_title"]]
@@ -115,7 +114,11 @@ st.markdown("**Coverage lost**")
 tables.show(
     gone.drop(columns=["event_pr", "event_title"]),
     "coverage-lost",
-    missing="Every logical job of the window before ran again after it.",
+    missing=(
+        "Every logical job of the window before ran again after it."
+        if rows["before_runs"].sum() > 0
+        else f"Nothing to compare: no run in the {analysis.window_days} days before it yet."
+    ),
     hide_index=True,
     column_config={
         "logical_job": "lost job",
