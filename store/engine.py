@@ -70,9 +70,7 @@ def absolute_url(url: str) -> str:
         return url
     if database.startswith("file:") or Path(database).is_absolute():
         return url
-    return parsed.set(database=str(Path(database).resolve())).render_as_string(
-        hide_password=False
-    )
+    return parsed.set(database=str(Path(database).resolve())).render_as_string(hide_password=False)
 
 
 def database_error(url: str, exc: SQLAlchemyError) -> str:
