@@ -47,7 +47,7 @@ API_URL_HELP = (
     metavar="DATE",
     help="Backfill from DATE (default: 30 days before the earliest configured event; the "
     "last 30 days when none is configured). Later, an earlier DATE extends the backfill down "
-    "to it; a later one changes nothing.",
+    "to it; a later one changes nothing (the report line says so).",
 )
 @click.option(
     "--full",

@@ -92,6 +92,7 @@ class Collector:
         self._requests_before = (client.stats.requests, client.stats.not_modified)
         self._done: dict[int, list[backfill.Span]] = {}  # spans each backfill has listed
         self._tracked: list[int] = []  # ids of the tracked workflows GitHub knows
+        self._repo_floor: datetime | None = None  # where the earliest backfill started
 
     def _session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
@@ -129,6 +130,8 @@ class Collector:
                 states = bookkeeping.sync_states(session, self.repo)
             workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
             self._tracked = [w["id"] for w in workflows]
+            floors = (self._started(states.get(key)) for key in self._tracked)
+            self._repo_floor = min((f for f in floors if f is not None), default=None)
             self._extend_backfills(workflows, states)
             with self._session() as session:
                 states = bookkeeping.sync_states(session, self.repo)
@@ -255,30 +258,61 @@ class Collector:
     # ---- a first collect: a backfill ------------------------------------------------------
 
     def _floor(self, state: SyncState | None) -> datetime:
-        """Where the workflow's backfill starts: --since, else where it started (a resumed
-        backfill keeps its start), else default_since."""
-        stored = None if self.options.full or state is None else backfill.load(state.backfill)[0]
-        return self.options.since or stored or default_since(self.config, self.project)
+        """Where the workflow's backfill starts: where it started (``_started``), or earlier at
+        --since, so that a later --since never shrinks it; else --since, else default_since."""
+        started, since = self._started(state), self.options.since
+        if started is None:
+            return since or default_since(self.config, self.project)
+        return started if since is None else min(started, since)
+
+    def _started(self, state: SyncState | None) -> datetime | None:
+        """Where the workflow's backfill started (one not begun yet: where the repository's
+        others did), earlier when an event added to the config since then moved default_since
+        earlier; None on a first collect and with --full."""
+        if self.options.full:
+            return None
+        stored = None if state is None else backfill.load(state.backfill)[0]
+        if state is None or stored is None:
+            return self._repo_floor
+        default = default_since(self.config, self.project)
+        started_under = backfill.default_of(state.backfill)
+        return min(stored, default) if started_under and default < started_under else stored
+
+    def _progress(
+        self, state: SyncState | None, done: list[backfill.Span]
+    ) -> tuple[datetime, list[backfill.Span], datetime]:
+        """What ``sync_state.backfill`` keeps: the floor, the spans listed, default_since."""
+        return self._floor(state), done, default_since(self.config, self.project)
 
     def _extend_backfills(
         self, workflows: list[dict[str, Any]], states: dict[int, SyncState]
     ) -> None:
         """--since before where a complete backfill started: reopen it from --since. What it
         listed up to its listing's start stays listed, so it lists only the earlier days and
-        the days the incremental listing would have (without their ETags, once)."""
+        the days the incremental listing would have (without their ETags, once). A --since
+        that no workflow's backfill starts after adds nothing: the report says so."""
         since = self.options.since
         if since is None or self.options.full:
             return
+        covered = []  # the backfills that start at --since or before it
         for workflow in workflows:
             state = states.get(workflow["id"])
+            started = self._started(state)
+            if started is not None and since >= started:
+                covered.append(started)
             if state is None or state.window_start is None:
-                continue
+                continue  # a first collect, or one under way: its floor moves to --since
             progress = backfill.progress_of(state.window_start, state.backfill, state.watermark)
             if progress.floor is None or since >= progress.floor:
                 continue
             with self._session() as session, session.begin():
                 done = progress.listed(state.window_start)
-                reopen_backfill(session, self.repo, workflow["id"], since, done)
+                reopen_backfill(session, self.repo, workflow["id"], self._progress(state, done))
+        if workflows and len(covered) == len(workflows):
+            self.report.since_adds_nothing = (
+                f"--since {since:%Y-%m-%d} adds nothing: {self.repo} is collected from "
+                f"{max(covered):%Y-%m-%d} on"
+            )
 
     def _in_backfill(self, state: SyncState | None) -> bool:
         return self.options.full or state is None or state.window_start is None
@@ -320,9 +354,8 @@ class Collector:
                 continue
             done[:] = backfill.merge([*done, (window.start, window.end)])
             with self._session() as session, session.begin():
-                save_state(
-                    session, self.repo, key, watermark, None, progress=(self._floor(state), done)
-                )
+                progress = self._progress(state, done)
+                save_state(session, self.repo, key, watermark, None, progress=progress)
         return complete, watermark
 
     def _plan(

@@ -43,6 +43,7 @@ class CollectReport:
     rate_limit_remaining: int | None = None
     duration_s: float = 0.0
     missing_workflows: list[str] = field(default_factory=list)
+    since_adds_nothing: str = ""  # a --since no backfill starts after: it changes nothing
     stopped: str = ""  # why the collect stopped before the end (its request budget)
     backfill_left: int = 0  # after a stop: windows the backfills have not listed yet
     event_windows_left: int = 0  # ... of which around the configured events
@@ -59,6 +60,8 @@ class CollectReport:
             + f", API requests {self.requests} ({self.requests_304} not modified), "
             f"rate limit left {left}, {self.duration_s:.1f}s"
         )
+        if self.since_adds_nothing:
+            text += f"; {self.since_adds_nothing}"
         if self.missing_workflows:
             text += f"; not found on GitHub: {', '.join(self.missing_workflows)}"
         if self.stopped:

@@ -23,7 +23,7 @@ def save_state(
     watermark: datetime | None,
     etags: dict[str, str] | None,
     window_start: datetime | None = None,
-    progress: tuple[datetime, list[backfill.Span]] | None = None,
+    progress: tuple[datetime, list[backfill.Span], datetime] | None = None,
 ) -> None:
     """Upsert the workflow's state: its listing (with ``etags``), or else only the watermark
     a batch moved and the spans a backfill listed (``progress``)."""
@@ -45,16 +45,20 @@ def save_state(
 
 
 def reopen_backfill(
-    session: Session, repo: str, workflow_id: int, floor: datetime, done: list[backfill.Span]
+    session: Session,
+    repo: str,
+    workflow_id: int,
+    progress: tuple[datetime, list[backfill.Span], datetime],
 ) -> None:
-    """Put a workflow whose backfill was complete back into it, from ``floor`` with ``done``
-    listed: the next windows list the rest, and its listing starts again once they are in."""
+    """Put a workflow whose backfill was complete back into it, from its floor with the spans
+    of ``progress`` listed: the next windows list the rest, and its listing starts again once
+    they are in."""
     row = {
         "repo": repo,
         "workflow_id": workflow_id,
         "window_start": None,
         "etags": {},
-        "backfill": backfill.dump(floor, done),
+        "backfill": backfill.dump(*progress),
         "updated_at": datetime.now(UTC),
     }
     upsert(session, SyncState, [row], update=["window_start", "backfill", "updated_at"])

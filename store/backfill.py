@@ -121,9 +121,20 @@ def _overlap(a: Span, b: Span) -> list[Span]:
     return [(start, end)] if start < end else []
 
 
-def dump(floor: datetime, done: Iterable[Span]) -> dict[str, Any]:
-    """The JSON that ``sync_state.backfill`` holds."""
-    return {"from": floor.isoformat(), "done": [[s.isoformat(), e.isoformat()] for s, e in done]}
+def dump(floor: datetime, done: Iterable[Span], default: datetime) -> dict[str, Any]:
+    """The JSON that ``sync_state.backfill`` holds; ``default``: where the config then said a
+    first collect starts, so that an event added to it later is seen to move that earlier."""
+    return {
+        "from": floor.isoformat(),
+        "done": [[s.isoformat(), e.isoformat()] for s, e in done],
+        "default": default.isoformat(),
+    }
+
+
+def default_of(stored: dict[str, Any] | None) -> datetime | None:
+    """The default start ``dump`` recorded (None: a state written before it was recorded)."""
+    found = (stored or {}).get("default")
+    return None if found is None else datetime.fromisoformat(found)
 
 
 def load(stored: dict[str, Any] | None) -> tuple[datetime | None, list[Span]]:

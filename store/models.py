@@ -269,7 +269,8 @@ class SyncState(Base):
     # with it the ETag that makes an unchanged listing free, stays the same between collects.
     window_start: Mapped[datetime | None]
     etags: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # A backfill's listed spans (store.backfill.dump): {"from": floor, "done": [[a, b]]}.
+    # A backfill's listed spans (store.backfill.dump): {"from": floor, "done": [[a, b]],
+    # "default": default_since then}.
     backfill: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=text("'{}'"))
     updated_at: Mapped[datetime]
 
