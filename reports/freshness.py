@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine
 
 from store.backfill import Progress, progress_of
-from store.bookkeeping import LastCollect, workflow_sync_states
+from store.bookkeeping import LastCollect, stored_workflow_paths, workflow_sync_states
 from store.page_queries import run_span
 from store.project import Project
 
@@ -37,18 +37,34 @@ def missing(
     if oldest is None:
         return f"no runs collected yet for {project.repo}: run `ciflake collect`"
     progress = workflow_progress(engine, project.repo)
-    paths = [w.path for w in project.workflows] or list(progress)
+    lacking = not_on_github(engine, project)
+    paths = collectable(project, lacking) or list(progress)
     end = now if until is None else min(until, now)
     gaps = uncollected(progress, paths, since or oldest, end)
+    absent = f"not found on GitHub (check its path): {', '.join(lacking)}" if lacking else None
     if not gaps:
-        return None
+        return absent
     workflows = len({path for path, _, _ in gaps})
     first, last = min(start for _, start, _ in gaps), max(stop for _, _, stop in gaps)
-    return (
+    backfill = (
         f"backfill in progress: {workflows} workflow{'s' * (workflows > 1)} not collected yet "
         f"between {first:%Y-%m-%d} and {last:%Y-%m-%d}, left out until the next collects bring "
         "them"
     )
+    return backfill if absent is None else f"{backfill}; {absent}"
+
+
+def not_on_github(engine: Engine, project: Project) -> list[str]:
+    """The configured workflow paths the repository's listed workflows lack (a typo, or a
+    successor whose file does not exist yet): no collect can list them, so no backfill waits
+    for them. None before a collect has listed the repository's workflows."""
+    listed = stored_workflow_paths(engine, project.repo)
+    return [w.path for w in project.workflows if listed and w.path not in listed]
+
+
+def collectable(project: Project, lacking: list[str]) -> list[str]:
+    """The configured workflow paths, once each, less those GitHub does not have."""
+    return [p for p in dict.fromkeys(w.path for w in project.workflows) if p not in lacking]
 
 
 def workflow_progress(engine: Engine, repo: str) -> dict[str, Progress]:

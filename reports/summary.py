@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 from analytics.config_tables import EventLike, event_table, job_renames
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
-from reports.freshness import uncollected, workflow_progress
+from reports.freshness import collectable, not_on_github, uncollected, workflow_progress
 from reports.summary_tables import Backfill, SummaryData, summarise
 from reports.summary_target import HISTORY_DAYS, pick_event
 from store.backfill import Progress, Span, event_spans
@@ -102,13 +102,13 @@ def backfill_progress(
     """How far the first collects of the tracked workflows have come (None: all done): days
     listed of [the backfill's floor, now], the windows around the events, and the spans of
     [start, now] of the workflows ``read`` that no collect has listed yet."""
-    tracked = list(dict.fromkeys(w.path for w in project.workflows))
+    tracked = collectable(project, not_on_github(engine, project))
     progress = {
         path: listed
         for path, listed in workflow_progress(engine, project.repo).items()
         if path in tracked
     }
-    missing = uncollected(progress, read, start, now)
+    missing = uncollected(progress, [path for path in read if path in tracked], start, now)
     done = sum(p.complete for p in progress.values())
     if done == len(tracked) and not missing:
         return None

@@ -155,6 +155,13 @@ def jobs_without_logs(session: Session) -> list[Job]:
     return list(session.scalars(stmt))
 
 
+def stored_workflow_paths(engine: Engine, repo: str) -> set[str]:
+    """The paths of the repository's workflows as GitHub last listed them (and those found by
+    file name): empty before a collect has listed them."""
+    with Session(engine) as session:
+        return set(session.scalars(select(Workflow.path).where(Workflow.repo == repo)))
+
+
 def workflow_sync_states(engine: Engine, repo: str) -> dict[str, SyncState]:
     """Each stored workflow's sync state, by workflow path (workflows never collected are left
     out)."""

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import fakehub
 from ciflake.cli import cli
 from collector.doctor.checks import token_kind, url_check
-from collector.doctor.estimate import wall_seconds
+from collector.doctor.estimate import left_share, wall_seconds
 from store.settings import load_config
 from tests.support.collected import DEFAULT
 from tests.support.hubtools import collect
@@ -261,3 +261,14 @@ def test_after_a_complete_collect_the_estimate_is_the_next_collect(runner, colle
     )
     assert found, result.output
     assert int(found.group(1)) <= 2 * TRACKED + 1
+
+
+def test_what_is_left_is_a_share_of_the_sampled_period_at_most_all_of_it():
+    """A backfill that began before the sampled period (its floor earlier than --since): only
+    the days left within the period count, so the estimate is never above a first backfill's."""
+    since, now = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
+    earlier = datetime(2026, 6, 1, tzinfo=UTC)
+    assert left_share([(earlier, now)], since, now) == 1.0
+    assert left_share([(earlier, since)], since, now) == 0.0
+    half = datetime(2026, 10, 31, 12, tzinfo=UTC)
+    assert left_share([(earlier, half)], since, now) == pytest.approx(0.5)

@@ -152,8 +152,11 @@ def wall_seconds(
 
 def left_share(left: Sequence[tuple[datetime, datetime]], since: datetime, now: datetime) -> float:
     """The share of [since, now] that ``left`` (the spans a workflow's collects have not
-    listed) covers: its runs are estimated pro rata."""
-    seconds = sum((end - start).total_seconds() for start, end in left)
+    listed) covers: its runs are estimated pro rata. Only the part of ``left`` within [since,
+    now] counts (a backfill that began before ``since`` left days the sample does not count)."""
+    seconds = sum(
+        max(0.0, (min(end, now) - max(start, since)).total_seconds()) for start, end in left
+    )
     return seconds / max(1.0, (now - since).total_seconds())
 
 
