@@ -57,7 +57,7 @@ def missing(
 def not_on_github(engine: Engine, project: Project) -> list[str]:
     """The configured workflow paths the repository's listed workflows lack (a typo, or a
     successor whose file does not exist yet): no collect can list them, so no backfill waits
-    for them. None before a collect has listed the repository's workflows."""
+    for them. Nothing before a collect has listed the repository's workflows."""
     listed = stored_workflow_paths(engine, project.repo)
     return [w.path for w in project.workflows if listed and w.path not in listed]
 
