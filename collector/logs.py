@@ -225,6 +225,8 @@ def failure_row(
         "classified_at": now,
         "evidence": result.evidence,
         "stage": result.stage,
+        "classifier_category": result.category,
+        "classifier_evidence": result.evidence,
     }
 
 

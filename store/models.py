@@ -238,6 +238,11 @@ class Failure(Base):
     # failed in, from its failed step's name (collector/classify/stages.toml).
     evidence: Mapped[str] = mapped_column(String(20), default="none", server_default="none")
     stage: Mapped[str | None] = mapped_column(String(50))
+    # The classifier's own answer, kept beside ``category``/``evidence`` when a maintainer's
+    # correction (``Correction``) overrides them: every reader sees the corrected values, a
+    # page can show both, and ``triage uncorrect`` puts the classifier's back.
+    classifier_category: Mapped[str] = mapped_column(String(50))
+    classifier_evidence: Mapped[str] = mapped_column(String(20))
 
 
 class ChangeEvent(Base):
@@ -421,3 +426,76 @@ class WorkflowFile(Base):
     sha: Mapped[str] = mapped_column(String(64), primary_key=True)
     limits: Mapped[dict[str, Any] | None]
     fetched_at: Mapped[datetime]
+
+
+# ---- triage: what maintainers decided about a failure signature ----------------------------------
+
+
+class KnownIssue(Base):
+    """The tracked issue of a failure signature: linked by a person (``triage link``) or filed
+    by ciflake (``triage --post``, ``source`` "ciflake"). ``issue_repo``/``issue_number`` are
+    set when the URL is a GitHub issue; ``state`` and the rest are GitHub's, as last read
+    (None: never read, or not a GitHub issue). ``body_sha256``: the body ciflake last wrote."""
+
+    __tablename__ = "known_issues"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    signature: Mapped[str] = mapped_column(String(64), primary_key=True)
+    url: Mapped[str] = mapped_column(String(1000))
+    issue_repo: Mapped[str | None] = mapped_column(String(200))
+    issue_number: Mapped[int | None] = mapped_column(Integer)
+    source: Mapped[str] = mapped_column(String(20))  # person | ciflake
+    note: Mapped[str | None] = mapped_column(Text)
+    set_by: Mapped[str] = mapped_column(String(200))
+    set_at: Mapped[datetime]
+    state: Mapped[str | None] = mapped_column(String(20))  # open | closed
+    state_reason: Mapped[str | None] = mapped_column(String(20))
+    closed_at: Mapped[datetime | None]
+    closed_by: Mapped[str | None] = mapped_column(String(200))
+    checked_at: Mapped[datetime | None]
+    body_sha256: Mapped[str | None] = mapped_column(String(64))
+
+
+class Correction(Base):
+    """A maintainer's category for every failure of a signature, past and future
+    (``triage correct``). It is applied to ``Failure.category`` with evidence "maintainer"
+    whenever failures are written, so it survives ``reclassify`` and rule upgrades."""
+
+    __tablename__ = "corrections"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    signature: Mapped[str] = mapped_column(String(64), primary_key=True)
+    category: Mapped[str] = mapped_column(String(50))
+    note: Mapped[str] = mapped_column(Text)
+    set_by: Mapped[str] = mapped_column(String(200))
+    set_at: Mapped[datetime]
+
+
+class TriageLog(Base):
+    """What triage did, one row per action (linked, unlinked, corrected, uncorrected, filed,
+    updated, closed, reopened): who and when, for the summary's "tonight" and for audit."""
+
+    __tablename__ = "triage_log"
+    __table_args__ = (Index(None, "repo", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    signature: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(20))
+    issue_number: Mapped[int | None] = mapped_column(Integer)
+    actor: Mapped[str] = mapped_column(String(200))
+    at: Mapped[datetime]
+    detail: Mapped[str | None] = mapped_column(Text)
+
+
+class Lease(Base):
+    """A named lock that one process holds at a time (``triage --post`` per repository), held
+    by ``holder`` (host:pid) until ``expires_at``; a holder that died on this host, or a lease
+    past its expiry, may be taken over."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(200))
+    acquired_at: Mapped[datetime]
+    expires_at: Mapped[datetime]

@@ -36,8 +36,9 @@ LOG_STATUSES: tuple[str, ...] = ("ok", "expired", "missing", "error")
 
 # Which evidence decided a failure's category (DESIGN.md "Vocabulary"): a log line, GitHub's
 # check-run annotations, the job's own facts (failed step, job name, no jobs, duration), or
-# nothing that survives (category `unknown`).
-EVIDENCE: tuple[str, ...] = ("log", "annotations", "job", "none")
+# nothing that survives (category `unknown`); or a maintainer's correction (`triage correct`),
+# which overrides them all.
+EVIDENCE: tuple[str, ...] = ("maintainer", "log", "annotations", "job", "none")
 
 # The first line of the nightly summary's comment, by which ciflake finds it again to edit it in
 # place (reports.summary_render writes it, collector.summary_post looks for it).

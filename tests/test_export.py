@@ -109,6 +109,8 @@ def _build(engine) -> None:
                         "env": {"torch": "2.9"},
                         "classifier_version": "1",
                         "classified_at": created,
+                        "classifier_category": category,
+                        "classifier_evidence": EVIDENCE.get(category, "none"),
                     }
                 )
     with Session(engine) as session, session.begin():

@@ -50,6 +50,8 @@ def _failure(
         "line": line or f"line of {run_id}/{attempt}/{job_id}",
         "classifier_version": "test",
         "classified_at": START,
+        "classifier_category": category,
+        "classifier_evidence": "none",
     }
 
 
