@@ -52,7 +52,10 @@ class State:
     def config(self) -> Config:
         from store.settings import load_config
 
-        return load_config(self.config_path, db_url=self.db_url, **self.overrides)
+        config = load_config(self.config_path, db_url=self.db_url, **self.overrides)
+        if config.rules or any(project.rules for project in config.projects):
+            _check_own_rules(config)
+        return config
 
     def engine(self, *, read_only: bool = False) -> Engine:
         from store.engine import make_engine
@@ -65,6 +68,20 @@ class State:
         engine = self.engine()
         upgrade(engine)
         return engine
+
+
+def _check_own_rules(config: Config) -> None:
+    """Compile each repository's own [[rules]] as the classifier will (the store, which reads
+    the file, cannot check a rule): a mistake is one ConfigError line naming the file, the rule
+    and the key, before any command runs."""
+    from collector.classify.rules import RuleError, with_own_rules
+    from store.settings import ConfigError
+
+    try:
+        for rules in (config.rules, *(project.rules for project in config.projects)):
+            with_own_rules(rules)
+    except RuleError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class CiflakeGroup(click.Group):

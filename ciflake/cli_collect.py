@@ -125,13 +125,13 @@ def collect(
 @click.pass_obj
 def reclassify(state: State) -> None:
     """Re-run the classification rules over the archived logs and the stored annotations (no
-    download needed)."""
+    download needed), each repository's own [[rules]] of the config file first."""
     from collector.reclassify import reclassify_all
 
     engine = state.migrated_engine()
-    config = state.config
-    changed, total, version = reclassify_all(engine, lambda r: config.project_for(r).job_name_strip)
-    click.echo(f"reclassified {total} failures with rules {version}: {changed} changed")
+    changed, total, versions = reclassify_all(engine, state.config.project_for)
+    rules = ", ".join(versions)
+    click.echo(f"reclassified {total} failures with rules {rules}: {changed} changed")
 
 
 @click.command()

@@ -20,7 +20,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from collector.annotations import time_limit_fact
-from collector.classify import Classification, classify_job
+from collector.classify import Classification, RuleSet, classify_job
+from collector.classify.engine import LogSource
 from collector.classify.stages import stage_of
 from collector.client import BlobExpired, BlobGone, CollectError, GitHubClient, ResourceError
 from collector.payloads import failed_steps, ran, stopped_steps
@@ -42,13 +43,14 @@ class LogResult:
     error: str | None = None
     http_status: int | None = None  # the API's answer when it refused the log's location
     log: CompressedLog | None = None  # the log as downloaded, compressed (a collect)
+    rules: RuleSet | None = None  # the repository's rule set (None: the built-in rules)
 
     @cached_property
     def classification(self) -> Classification:
         if self.log is not None:
             with self.log.open() as stream:
-                return classify(self.job, stream)
-        return classify(self.job, self.content)
+                return classify(self.job, stream, self.rules)
+        return classify(self.job, self.content, self.rules)
 
 
 class LogFetcher:
@@ -57,10 +59,13 @@ class LogFetcher:
     minute); a URL that is older than that, or that the blob host refuses, is asked for
     again. API calls stay sequential while downloads overlap."""
 
-    def __init__(self, client: GitHubClient, repo: str, workers: int) -> None:
+    def __init__(
+        self, client: GitHubClient, repo: str, workers: int, rules: RuleSet | None = None
+    ) -> None:
         self.client = client
         self.repo = repo
         self.workers = workers
+        self.rules = rules  # the repository's, compiled once for all its logs
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="log")
 
     def fetch(
@@ -73,7 +78,7 @@ class LogFetcher:
             if not todo:
                 break
         for job in todo:
-            results[id(job)] = LogResult(
+            results[id(job)] = self._result(
                 job, "error", error=f"log URL refused or expired {URL_ROUNDS} times"
             )
             on_done()
@@ -90,7 +95,7 @@ class LogFetcher:
         pending: list[tuple[dict[str, Any], Future[LogResult]]] = []
         for job in jobs:
             if not ran(job):
-                results[id(job)] = LogResult(job, "missing")  # never ran: no log exists
+                results[id(job)] = self._result(job, "missing")  # never ran: no log exists
                 on_done()
                 continue
             free.acquire()
@@ -98,7 +103,9 @@ class LogFetcher:
                 status, location = self.client.log_location(self.repo, job["id"])
             except ResourceError as exc:  # this log's fault: recorded, asked again later
                 free.release()
-                results[id(job)] = LogResult(job, "error", error=str(exc), http_status=exc.status)
+                results[id(job)] = self._result(
+                    job, "error", error=str(exc), http_status=exc.status
+                )
                 on_done()
                 continue
             if status == 302 and location:
@@ -107,7 +114,7 @@ class LogFetcher:
                 pending.append((job, future))
             else:
                 free.release()
-                results[id(job)] = _without_log(job, status)
+                results[id(job)] = _without_log(job, status, self.rules)
                 on_done()
         stale = []
         for job, future in pending:
@@ -123,37 +130,40 @@ class LogFetcher:
         """Download and classify in a worker thread: the scan releases the GIL in Hyperscan,
         zlib releases it too. The log is compressed as it arrives, never held whole."""
         if time.monotonic() - issued > URL_LIFETIME:
-            return LogResult(job, "stale")
+            return self._result(job, "stale")
         log = CompressedLog()
         try:
             self.client.download(location, log)
         except BlobExpired:
             log.close()
-            return LogResult(job, "stale")
+            return self._result(job, "stale")
         except BlobGone:
             log.close()
-            result = LogResult(job, "missing")
+            result = self._result(job, "missing")
         except CollectError as exc:
             log.close()
-            return LogResult(job, "error", error=str(exc))
+            return self._result(job, "error", error=str(exc))
         else:
-            result = LogResult(job, "ok", log=log.finish())
+            result = self._result(job, "ok", log=log.finish())
         result.classification  # noqa: B018 - computed here, in the pool, and cached
         return result
+
+    def _result(self, job: dict[str, Any], status: str, **fields: Any) -> LogResult:
+        return LogResult(job, status, rules=self.rules, **fields)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _without_log(job: dict[str, Any], status: int) -> LogResult:
+def _without_log(job: dict[str, Any], status: int, rules: RuleSet | None) -> LogResult:
     """The API's answer without a log URL: 410 expired; 404 for a job that ran is asked once
     more by a later collect (``store.retries.NOT_FOUND_TRIES``) before it counts as missing;
     a server that answers 200 sent no URL to follow."""
     if status == 410:
-        return LogResult(job, "expired")
+        return LogResult(job, "expired", rules=rules)
     if status == 404:
-        return LogResult(job, "error", error="log not found (404)", http_status=404)
-    return LogResult(job, "missing")
+        return LogResult(job, "error", error="log not found (404)", http_status=404, rules=rules)
+    return LogResult(job, "missing", rules=rules)
 
 
 def job_payload(job: Job, annotations: Sequence[str]) -> dict[str, Any]:
@@ -171,15 +181,19 @@ def job_payload(job: Job, annotations: Sequence[str]) -> dict[str, Any]:
     return payload | {"time_limit": time_limit_fact(payload, bool(job.timed_out))}
 
 
-def classify(job: dict[str, Any], content: bytes | None) -> Classification:
-    """Classify a failed job from its log (if any), its annotations and its steps; the job
-    payload carries its failure-level annotation messages under ``annotations``."""
+def classify(
+    job: dict[str, Any], content: LogSource | None, rules: RuleSet | None = None
+) -> Classification:
+    """Classify a failed job from its log (if any), its annotations and its steps with its
+    repository's ``rules``; the job payload carries its failure-level annotation messages
+    under ``annotations``."""
     result = classify_job(
         job_name=job.get("name"),
         failed_steps=failed_steps(job),
         annotations=job.get("annotations") or (),
         time_limit=job.get("time_limit"),
         log=content,
+        rules=rules,
     )
     return replace(result, stage=stage_of(stopped_steps(job)))
 
@@ -256,10 +270,10 @@ def save_logs_and_failures(session: Session, results: Sequence[LogResult]) -> No
             result.log.close()
 
 
-def save_run_failure(session: Session, run: dict[str, Any]) -> None:
+def save_run_failure(session: Session, run: dict[str, Any], rules: RuleSet | None) -> None:
     """A run that failed with no jobs, or ended ``startup_failure``: its workflow file was
-    invalid (``ci_config``)."""
-    result = classify_job(job_name=None, no_jobs=True)
+    invalid (``ci_config``, unless the repository's own rules say otherwise)."""
+    result = classify_job(job_name=None, no_jobs=True, rules=rules)
     upsert(
         session,
         Failure,

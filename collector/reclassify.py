@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Engine
@@ -11,38 +12,52 @@ from sqlalchemy.orm import Session
 
 from analytics import derived
 from collector.annotations import messages
-from collector.classify import RULES_VERSION
+from collector.classify import RULES_VERSION, RuleSet
+from collector.classify.rules import with_own_rules
 from collector.logs import LogResult, failure_row, job_payload
 from store import bookkeeping
 from store.compression import decompress
 from store.models import Failure, Job
+from store.project import Project
 from store.upsert import upsert
 
 FLUSH_EVERY = 200
 
 
-def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None]]:
-    """Each failed job with its archived log, one at a time; then those whose log is gone."""
-    for job, log in bookkeeping.archived_logs(reader):
-        yield job, decompress(log.content or b"", log.compression)
-    for job in bookkeeping.jobs_without_logs(reader):
-        yield job, None
+def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None, str]]:
+    """Each failed job with its archived log and repository, one at a time; then those whose
+    log is gone."""
+    for job, log, repo in bookkeeping.archived_logs(reader):
+        yield job, decompress(log.content or b"", log.compression), repo
+    for job, repo in bookkeeping.jobs_without_logs(reader):
+        yield job, None, repo
 
 
-def _save(writer: Session, rows: list[dict[str, Any]], strip_of: Callable[[str], str]) -> None:
+def _save(
+    writer: Session, rows: list[dict[str, Any]], project_of: Callable[[str], Project]
+) -> None:
     with writer.begin():
         upsert(writer, Failure, rows)
         repos = bookkeeping.repo_of_runs(writer, sorted({row["run_id"] for row in rows}))
         for repo in sorted(set(repos.values())):
             run_ids = sorted(run for run, of in repos.items() if of == repo)
-            derived.refresh(writer.connection(), run_ids, strip_of(repo))
+            derived.refresh(writer.connection(), run_ids, project_of(repo).job_name_strip)
 
 
-def reclassify_all(engine: Engine, strip_of: Callable[[str], str]) -> tuple[int, int, str]:
-    """Classify every failed job again, and the derived rows of their runs in the same
-    transactions, each repository's with its job-name rule ``strip_of(repo)``. Returns
-    (failures whose category, rule or signature changed, total, rules version)."""
+def reclassify_all(
+    engine: Engine, project_of: Callable[[str], Project]
+) -> tuple[int, int, tuple[str, ...]]:
+    """Classify every failed job again with its repository's rules (its own [[rules]] first),
+    and the derived rows of their runs in the same transactions with its job-name rule; each
+    repository's settings are ``project_of(repo)``. Returns (failures whose category, rule or
+    signature changed, total, the rules versions used)."""
+
+    @cache
+    def rules_of(repo: str) -> RuleSet:  # compiled once per repository
+        return with_own_rules(project_of(repo).rules)
+
     changed = total = 0
+    versions: set[str] = set()
     now = datetime.now(UTC)
     pending: list[dict[str, Any]] = []
     with Session(engine) as reader, Session(engine) as writer:
@@ -51,16 +66,19 @@ def reclassify_all(engine: Engine, strip_of: Callable[[str], str]) -> tuple[int,
             for f in bookkeeping.job_failures(reader)
         }
         notes = bookkeeping.all_annotations(reader)
-        for job, content in _failed_jobs(reader):
+        for job, content, repo in _failed_jobs(reader):
             status = "ok" if content is not None else "missing"
             payload = job_payload(job, messages(notes.get(job.id)))
-            result = LogResult(payload, status, content=content).classification
+            result = LogResult(
+                payload, status, content=content, rules=rules_of(repo)
+            ).classification
+            versions.add(result.rules_version)
             key = (job.run_id, job.run_attempt, job.id)
             changed += before.get(key) != (result.category, result.rule, result.signature)
             pending.append(failure_row(job.run_id, job.run_attempt, job.id, result, now))
             total += 1
             if len(pending) >= FLUSH_EVERY:
-                _save(writer, pending, strip_of)
+                _save(writer, pending, project_of)
                 pending = []
-        _save(writer, pending, strip_of)
-    return changed, total, RULES_VERSION
+        _save(writer, pending, project_of)
+    return changed, total, tuple(sorted(versions)) or (RULES_VERSION,)

@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from collector import lazy
+from collector.classify.rules import with_own_rules
 from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound, ResourceError
 from collector.logs import LogFetcher
 from collector.payloads import parse_time, run_fingerprint
@@ -77,7 +78,9 @@ class Collector:
         self.options = options
         self.progress = progress
         self.report = CollectReport()
-        self.fetcher = LogFetcher(client, project.repo, config.log_workers)
+        self.fetcher = LogFetcher(
+            client, project.repo, config.log_workers, with_own_rules(project.rules)
+        )
         self.batches = BatchStage(
             project.repo,
             engine,

@@ -190,7 +190,7 @@ class BatchStage:
                 )
                 startup = run.get("conclusion") == "startup_failure"
                 if run["id"] not in deleted and (no_jobs or startup):
-                    save_run_failure(session, run)
+                    save_run_failure(session, run, self.fetcher.rules)
             self._derive(session, [run["id"] for run in runs])
             self._clear(session, "jobs", [r["id"] for r in runs if r["id"] not in given_up])
             self._clear(session, "annotations", list(fetched))

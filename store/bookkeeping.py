@@ -136,23 +136,31 @@ def stored_workflows(session: Session, repo: str) -> list[Workflow]:
     return list(session.scalars(select(Workflow).where(Workflow.repo == repo)))
 
 
-def archived_logs(session: Session, batch: int = 200) -> Iterator[tuple[Job, JobLog]]:
-    """Every archived log with its job, in batches, for ``reclassify``."""
+def archived_logs(session: Session, batch: int = 200) -> Iterator[tuple[Job, JobLog, str]]:
+    """Every archived log with its job and the job's repository (whose own rules classify it),
+    in batches, for ``reclassify``."""
     stmt = (
-        select(Job, JobLog)
+        select(Job, JobLog, WorkflowRun.repo)
         .join(JobLog, JobLog.job_id == Job.id)
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
         .where(JobLog.status == "ok")
         .order_by(Job.id)
         .execution_options(yield_per=batch)
     )
     for row in session.execute(stmt):
-        yield row[0], row[1]
+        yield row[0], row[1], row[2]
 
 
-def jobs_without_logs(session: Session) -> list[Job]:
-    """Failed jobs with an expired or missing log: classified from job-level evidence."""
-    stmt = select(Job).join(JobLog, JobLog.job_id == Job.id).where(JobLog.status != "ok")
-    return list(session.scalars(stmt))
+def jobs_without_logs(session: Session) -> list[tuple[Job, str]]:
+    """Failed jobs with an expired or missing log, with their repository: classified from
+    job-level evidence."""
+    stmt = (
+        select(Job, WorkflowRun.repo)
+        .join(JobLog, JobLog.job_id == Job.id)
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        .where(JobLog.status != "ok")
+    )
+    return [(job, repo) for job, repo in session.execute(stmt)]
 
 
 def stored_workflow_paths(engine: Engine, repo: str) -> set[str]:

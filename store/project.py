@@ -1,12 +1,14 @@
 """One tracked repository as a value: its workflows, lineages, events, invalid windows, default
-branch, job-name rule and analysis settings. Every command and page answers for one
-``Project``; the settings of the process that runs them (database, API, dashboard, schedule)
-stay in ``store.settings.Config``. Read from ``ciflake.toml`` by ``store.settings``."""
+branch, job-name rule, analysis settings and own classification rules. Every command and page
+answers for one ``Project``; the settings of the process that runs them (database, API,
+dashboard, schedule) stay in ``store.settings.Config``. Read from ``ciflake.toml`` by
+``store.settings``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,15 @@ class InvalidWindow:
 
 
 @dataclass(frozen=True)
+class RuleTable:
+    """A maintainer's own classification rule, as written in ``ciflake.toml``. The classifier
+    (``collector.classify.rules``) owns the rule schema: it checks and compiles the table."""
+
+    table: dict[str, Any]
+    where: str  # the file and the entry: "ciflake.toml: [[rules]] #2"
+
+
+@dataclass(frozen=True)
 class Analysis:
     """The settings every analysis of one repository uses, passed whole so that the dashboard,
     the summary and the export compute with the same values (no function keeps a copy of a
@@ -63,6 +74,9 @@ class Project:
     events: tuple[EventConfig, ...]
     invalid_windows: tuple[InvalidWindow, ...]
     summary_pr: int | None
+    # the maintainers' own [[rules]], tried before the built-in ones: this repository's, then
+    # the top-level ones
+    rules: tuple[RuleTable, ...] = ()
 
     def workflow(self, path: str) -> WorkflowConfig | None:
         return next((w for w in self.workflows if w.path == path), None)

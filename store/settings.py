@@ -17,13 +17,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from store.engine import DatabaseURLError, parse_url
 from store.project import (
     Analysis,
     EventConfig,
     InvalidWindow,
     LineageConfig,
     Project,
+    RuleTable,
     WorkflowConfig,
 )
 from store.vocabulary import EVENT_KINDS
@@ -63,6 +63,7 @@ class Config:
     default_branch: str
     job_name_strip: str
     source: str
+    rules: tuple[RuleTable, ...] = ()  # the top-level [[rules]]: every repository's
 
     def with_overrides(self, **changes: Any) -> Config:
         return replace(self, **changes)
@@ -97,7 +98,16 @@ class Config:
         if repo in self.repos:
             return self.project(repo)
         return Project(
-            repo, self.default_branch, self.job_name_strip, self.defaults, (), (), (), (), None
+            repo,
+            self.default_branch,
+            self.job_name_strip,
+            self.defaults,
+            (),
+            (),
+            (),
+            (),
+            None,
+            self.rules,
         )
 
     def select(self, repo: str | None) -> tuple[Project, ...]:
@@ -156,8 +166,11 @@ _REPOSITORY: dict[str, type | tuple[type, ...]] = {
     "min_runs": int,
     "stale_factor": (int, float),
     "summary_pr": int,
-    **dict.fromkeys(("workflows", "lineages", "events", "invalid_windows"), list),
+    **dict.fromkeys(("workflows", "lineages", "events", "invalid_windows", "rules"), list),
 }
+# The maintainers' own classification rules: an array of tables here, each table checked by
+# the classifier, which owns the rule schema (collector.classify.rules, at the shell's load).
+RULES = "rules"
 # The settings that may be unset (no default in verl_defaults.toml): every other key of _TABLES
 # has its one default there (tests/test_config.py holds that).
 OPTIONAL_SETTINGS = frozenset({("github", "token_file")})
@@ -196,6 +209,8 @@ def _check_keys(data: dict[str, Any], source: str, repo: str | None = None) -> N
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: '{name}' must be a table")
             _check_entry(value, _TABLES[name], f"{source}: [{name}]")
+        elif name == RULES:
+            _array_of_tables(value, f"{prefix}{name}", source)
         elif name in _LISTS or (name == "repositories" and repo is None):
             for i, entry in enumerate(_array_of_tables(value, f"{prefix}{name}", source)):
                 entry_where = f"{source}: {_place(name, repo, i + 1)}"
@@ -203,7 +218,7 @@ def _check_keys(data: dict[str, Any], source: str, repo: str | None = None) -> N
                     _check_entry(entry, _REPOSITORY, entry_where)
                     if "repo" not in entry:
                         raise ConfigError(f"{entry_where}: missing key 'repo'")
-                    lists = {k: v for k, v in entry.items() if k in _LISTS}
+                    lists = {k: v for k, v in entry.items() if k in _LISTS or k == RULES}
                     _check_keys(lists, source, repo=entry["repo"])
                     continue
                 _check_entry(entry, _LISTS[name], entry_where)
@@ -211,7 +226,7 @@ def _check_keys(data: dict[str, Any], source: str, repo: str | None = None) -> N
                     if key not in entry:
                         raise ConfigError(f"{entry_where}: missing key '{key}'")
         else:
-            known = ", ".join(sorted([*_TABLES, *_LISTS, "repositories"]))
+            known = ", ".join(sorted([*_TABLES, *_LISTS, "repositories", RULES]))
             raise ConfigError(f"{source}: unknown key '{name}' (known: {known})")
 
 
@@ -349,6 +364,16 @@ def _read_token(env: dict[str, str], token_file: str | None, source: str) -> tup
     return (token or None), f"file {path}"
 
 
+def config_file(
+    path: str | os.PathLike[str] | None, env: dict[str, str]
+) -> str | os.PathLike[str] | None:
+    """The file ``load_config`` reads: ``path``, else ``CIFLAKE_CONFIG``, else ``./ciflake.toml``
+    when it exists; None when there is none (the built-in defaults alone)."""
+    if found := path or env.get("CIFLAKE_CONFIG"):
+        return found
+    return DEFAULT_CONFIG_FILE if Path(DEFAULT_CONFIG_FILE).is_file() else None
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None,
     *,
@@ -358,14 +383,15 @@ def load_config(
 ) -> Config:
     """The effective configuration. ``path`` (or ``CIFLAKE_CONFIG``, or ``./ciflake.toml`` when
     it exists) is read over the built-in verl defaults; flags given here win over both."""
+    # here, not at the top: `ciflake classify` asks config_file() without loading SQLAlchemy
+    from store.engine import DatabaseURLError, parse_url
+
     env = dict(os.environ) if env is None else env
     defaults_text = resources.files("store").joinpath(DEFAULTS_NAME).read_text("utf-8")
     builtin = _read_toml(defaults_text, "built-in defaults")
     data, user = builtin, {}
     source = "built-in verl defaults"
-    config_path = path or env.get("CIFLAKE_CONFIG")
-    if config_path is None and Path(DEFAULT_CONFIG_FILE).is_file():
-        config_path = DEFAULT_CONFIG_FILE
+    config_path = config_file(path, env)
     if config_path is not None:
         file = Path(config_path)
         try:
@@ -410,6 +436,7 @@ def load_config(
     _check_counts(spans, source, least=0)
     defaults = _analysis(analytics, source, "[analytics]")
     _check_regex(analytics["job_name_strip"], f"{source}: [analytics] job_name_strip")
+    rules = _rule_tables(data.get(RULES, []), source, None)
     return Config(
         api_url=(api_url or env.get("CIFLAKE_API_URL") or github["api_url"]).rstrip("/"),
         database_url=database_url,
@@ -425,11 +452,21 @@ def load_config(
         dashboard_host=dashboard["host"],
         dashboard_port=dashboard["port"],
         dashboard_recent_days=dashboard["recent_days"],
-        projects=_projects(builtin, user, data, source),
+        projects=_projects(builtin, user, data, source, rules),
         defaults=defaults,
         default_branch=analytics["default_branch"],
         job_name_strip=analytics["job_name_strip"],
         source=source,
+        rules=rules,
+    )
+
+
+def _rule_tables(
+    entries: list[dict[str, Any]], source: str, repo: str | None
+) -> tuple[RuleTable, ...]:
+    return tuple(
+        RuleTable(entry, f"{source}: {_place(RULES, repo, i + 1)}")
+        for i, entry in enumerate(entries)
     )
 
 
@@ -437,7 +474,11 @@ _LIST_NAMES = ("workflows", "lineages", "events", "invalid_windows")
 
 
 def _projects(
-    builtin: dict[str, Any], user: dict[str, Any], data: dict[str, Any], source: str
+    builtin: dict[str, Any],
+    user: dict[str, Any],
+    data: dict[str, Any],
+    source: str,
+    rules: tuple[RuleTable, ...],
 ) -> tuple[Project, ...]:
     """The single-repository form ([github] repo and top-level arrays) means one repository;
     ``[[repositories]]`` lists several, each over [analytics]. Only the built-in repository
@@ -452,7 +493,7 @@ def _projects(
         own_pr = summary_pr if builtin_repo else user.get("summary", {}).get("pr")
         only = {"repo": repo, "summary_pr": own_pr}
         only.update({name: lists.get(name, []) for name in _LIST_NAMES})
-        project = _project(only, analytics, source, "[github]", nested=False)
+        project = _project(only, analytics, source, "[github]", rules, nested=False)
         if not project.workflows:
             raise ConfigError(f"{source}: repository {repo!r} has no [[workflows]] to track")
         return (project,)
@@ -472,7 +513,7 @@ def _projects(
             }
         elif "workflows" not in entry:
             raise ConfigError(f"{source}: {where}: missing key 'workflows'")
-        project = _project(entry, analytics, source, where, nested=True)
+        project = _project(entry, analytics, source, where, rules, nested=True)
         if project.repo.lower() in projects:
             raise ConfigError(f"{source}: {where}: repository {project.repo!r} is listed twice")
         projects[project.repo.lower()] = project
@@ -482,10 +523,17 @@ def _projects(
 
 
 def _project(
-    entry: dict[str, Any], analytics: dict[str, Any], source: str, where: str, *, nested: bool
+    entry: dict[str, Any],
+    analytics: dict[str, Any],
+    source: str,
+    where: str,
+    rules: tuple[RuleTable, ...],
+    *,
+    nested: bool,
 ) -> Project:
-    """One repository from its entry, each missing setting taken from [analytics]. ``nested``:
-    its arrays of tables are in a [[repositories]] entry, and messages name them so."""
+    """One repository from its entry, each missing setting taken from [analytics], its own
+    [[rules]] before the top-level ``rules``. ``nested``: its arrays of tables are in a
+    [[repositories]] entry, and messages name them so."""
     repo = entry["repo"]
     lists_of = repo if nested else None
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
@@ -506,6 +554,7 @@ def _project(
         events=_events(entry.get("events", []), source, lists_of),
         invalid_windows=_windows(entry.get("invalid_windows", []), source, lists_of),
         summary_pr=entry.get("summary_pr"),
+        rules=(*_rule_tables(entry.get(RULES, []), source, lists_of), *rules),
     )
 
 

@@ -63,6 +63,19 @@ class Scanner:
         return found
 
 
+def refusal(pattern: str) -> str | None:
+    """Why Hyperscan cannot compile `pattern` (a maintainer's own rule, which Python's re has
+    read already), else None."""
+    if hyperscan is None:  # pragma: no cover - the scanner is Python's re then
+        return None
+    try:
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(expressions=[pattern.encode()], flags=[hyperscan.HS_FLAG_MULTILINE])
+    except hyperscan.error as exc:
+        return f"the log scanner (Hyperscan) cannot use {pattern!r}: {exc}"
+    return None
+
+
 def _collector(found: list[Match]):
     append = found.append
 

@@ -7,13 +7,19 @@ patterns to the rule it names.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+from collector.classify.pattern_matcher import refusal
 from collector.classify.preprocess import strip_prefixes
+from store.project import RuleTable
 from store.vocabulary import CATEGORIES
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("rules.toml")
@@ -30,6 +36,28 @@ CATCH_ALL_CATEGORY = "unknown"
 # - qualifier: evidence that changes what another rule's win means (a SIGKILL the log shows was
 #   not memory); it never wins alone, only in the place of a rule it `qualifies`.
 ROLES = ("cause", "consequence", "generic", "last_resort", "qualifier")
+# The keys a rule may have, with their types (a list holds strings): rules.toml's and the
+# maintainers' own [[rules]] in ciflake.toml are read by the same schema.
+RULE_KEYS: dict[str, type] = {
+    "name": str,
+    "category": str,
+    "patterns": list,
+    "exclude": list,
+    "failed_step": str,
+    "job_name": str,
+    "no_jobs": bool,
+    "time_limit": bool,
+    "role": str,
+    "carries": str,
+    "stands_for": str,
+    "raised_in": str,
+    "qualifies": list,
+}
+CONDITION_KEYS = ("failed_step", "job_name", "no_jobs", "time_limit")
+
+
+class RuleError(ValueError):
+    """A rule the engine could not apply, in one line that names the rule and the key."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +85,8 @@ class Rule:
     # A qualifier's rules: when one of them wins and this rule's evidence is there, it wins.
     qualifies: tuple[str, ...] = ()
     matchers: tuple[re.Pattern[str], ...] = ()  # `patterns` in Python re, to locate a match
+    # Where a maintainer's own rule is written ("ciflake.toml: [[rules]] #1"); "" if built in.
+    origin: str = ""
 
     @property
     def has_conditions(self) -> bool:
@@ -127,8 +157,15 @@ class RuleSet:
         return None
 
 
-def _compile_all(patterns: list[str]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p) for p in patterns)
+def _compile_all(patterns: list[str], key: str = "patterns") -> tuple[re.Pattern[str], ...]:
+    return tuple(_compiled(p, key) for p in patterns)
+
+
+def _compiled(pattern: str, key: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise RuleError(f"key {key!r}: bad regex {pattern!r}: {exc}") from None
 
 
 def _any_of(patterns: list[str]) -> re.Pattern[str] | None:
@@ -137,40 +174,65 @@ def _any_of(patterns: list[str]) -> re.Pattern[str] | None:
 
 
 def _optional(raw: dict, key: str) -> re.Pattern[str] | None:
-    return re.compile(raw[key]) if key in raw else None
+    return _compiled(raw[key], key) if key in raw else None
 
 
-def _parse_rule(raw: dict, extra: list[str]) -> Rule:
-    name = raw["name"]
+def _check_schema(raw: dict[str, Any]) -> None:
+    """Known keys of the right types, a name and a known category and role."""
+    for key, value in raw.items():
+        if key not in RULE_KEYS:
+            raise RuleError(f"key {key!r}: not a rule's key (known: {', '.join(RULE_KEYS)})")
+        wanted = RULE_KEYS[key]
+        strings = not isinstance(value, list) or all(isinstance(item, str) for item in value)
+        if not isinstance(value, wanted) or not strings:
+            shape = "a list of strings" if wanted is list else wanted.__name__
+            raise RuleError(f"key {key!r}: must be {shape}, got {value!r}")
+    for key in ("name", "category"):
+        if key not in raw:
+            raise RuleError(f"key {key!r}: missing")
     if raw["category"] not in CATEGORIES:
-        raise ValueError(f"rule {name!r}: unknown category {raw['category']!r}")
+        known = ", ".join(CATEGORIES)
+        raise RuleError(f"key 'category': unknown category {raw['category']!r} (known: {known})")
+    if raw.get("role", "cause") not in ROLES:
+        raise RuleError(f"key 'role': must be one of {', '.join(ROLES)}")
+
+
+def _parse_rule(raw: dict[str, Any], extra: list[str], origin: str = "") -> Rule:
+    """One rule of rules.toml or of a maintainer's [[rules]]; RuleError names the key at fault
+    (the caller names the rule)."""
+    _check_schema(raw)
     role = raw.get("role", "cause")
-    if role not in ROLES:
-        raise ValueError(f"rule {name!r}: role must be one of {', '.join(ROLES)}")
     patterns = (*raw.get("patterns", ()), *extra)
     rule = Rule(
-        name=name,
+        name=raw["name"],
         category=raw["category"],
         patterns=patterns,
-        exclude=_compile_all(raw.get("exclude", [])),
+        exclude=_compile_all(raw.get("exclude", []), "exclude"),
         failed_step=_optional(raw, "failed_step"),
         job_name=_optional(raw, "job_name"),
-        no_jobs=bool(raw.get("no_jobs", False)),
-        time_limit=bool(raw.get("time_limit", False)),
+        no_jobs=raw.get("no_jobs", False),
+        time_limit=raw.get("time_limit", False),
         role=role,
         carries=_optional(raw, "carries"),
         stands_for=_optional(raw, "stands_for"),
         raised_in=_optional(raw, "raised_in"),
         qualifies=tuple(raw.get("qualifies", ())),
         matchers=_compile_all(list(patterns)),
+        origin=origin,
     )
     if not rule.patterns and not rule.has_conditions:
-        raise ValueError(f"rule {name!r} has neither patterns nor job conditions")
+        conditions = ", ".join(CONDITION_KEYS)
+        raise RuleError(f"key 'patterns': missing, and neither patterns nor any of {conditions}")
     if (role == "qualifier") != bool(rule.qualifies):
-        raise ValueError(f"rule {name!r}: a qualifier, and only a qualifier, names `qualifies`")
+        raise RuleError("key 'qualifies': a qualifier, and only a qualifier, names `qualifies`")
     if rule.stands_for is not None and rule.carries is None:
-        raise ValueError(f"rule {name!r}: `stands_for` needs `carries`")
+        raise RuleError("key 'stands_for': `stands_for` needs `carries`")
     return rule
+
+
+def _check_qualifies(rule: Rule, names: set[str]) -> None:
+    if unknown := [q for q in rule.qualifies if q not in names]:
+        raise RuleError(f"key 'qualifies': {rule.name!r} qualifies unknown rules {unknown}")
 
 
 _META = re.compile(r"([.^$*+?{}\[\]\\|()])")
@@ -234,14 +296,17 @@ def parse_rules(text: str, tables: str = "") -> RuleSet:
     """Parse rules.toml (and tables.toml) text; raises ValueError on a rule the engine could
     not apply."""
     data = tomllib.loads(text)
-    names = [r["name"] for r in data["rule"]]
+    names = [r.get("name") for r in data["rule"]]
     if len(set(names)) != len(names):
         raise ValueError("rule names must be unique")
-    extra = _tables(tables, set(names)) if tables else {}
-    rules = tuple(_parse_rule(r, extra.get(r["name"], [])) for r in data["rule"])
-    for rule in rules:
-        if unknown := [q for q in rule.qualifies if q not in names]:
-            raise ValueError(f"rule {rule.name!r} qualifies unknown rules {unknown}")
+    extra = _tables(tables, {str(name) for name in names}) if tables else {}
+    rules = []
+    for number, raw in enumerate(data["rule"], 1):
+        try:
+            rules.append(_parse_rule(raw, extra.get(raw.get("name"), [])))
+            _check_qualifies(rules[-1], {str(name) for name in names})
+        except RuleError as exc:
+            raise RuleError(f"rule {raw.get('name', f'#{number}')!r}: {exc}") from None
     if rules[-1].category != CATCH_ALL_CATEGORY or not rules[-1].patterns:
         raise ValueError("the last rule is the catch-all (category 'unknown', with patterns)")
     facts = tuple(
@@ -250,7 +315,7 @@ def parse_rules(text: str, tables: str = "") -> RuleSet:
     )
     return RuleSet(
         str(data["version"]),
-        rules,
+        tuple(rules),
         facts,
         _compile_all(data.get("boilerplate", [])),
         _any_of(data.get("weak", [])),
@@ -273,3 +338,52 @@ def load_rules(path: str | Path | None = None) -> RuleSet:
 
 
 RULES_VERSION: str = load_rules().version
+
+
+# The built-in rules with each distinct list of maintainers' own rules, parsed once per process.
+_WITH_OWN: dict[str, RuleSet] = {}
+
+
+def with_own_rules(own: Sequence[RuleTable]) -> RuleSet:
+    """The built-in rules with the maintainers' own [[rules]] of ciflake.toml tried first, in
+    the order given (a repository's own, then the top-level ones), parsed once per distinct list.
+    Its version is the built-in one plus a digest of the own rules ("2026.12.9+1a2b3c4d"), so a
+    failure shows what it was classified with. A mistake is a RuleError naming the file, the
+    rule and the key."""
+    base = load_rules()
+    if not own:
+        return base
+    key = json.dumps([[table.where, table.table] for table in own], sort_keys=True, default=repr)
+    if key not in _WITH_OWN:
+        _WITH_OWN[key] = _combined(base, own)
+    return _WITH_OWN[key]
+
+
+def _combined(base: RuleSet, own: Sequence[RuleTable]) -> RuleSet:
+    names = {rule.name for rule in base.rules}
+    parsed: list[Rule] = []
+    for table in own:
+        try:
+            rule = _parse_rule(table.table, [], origin=table.where)
+            if rule.name in names:
+                raise RuleError(f"key 'name': {rule.name!r} is already the name of a rule")
+            if found := next(filter(None, map(refusal, rule.patterns)), None):
+                raise RuleError(f"key 'patterns': {found}")
+        except RuleError as exc:
+            raise RuleError(f"{_named(table)}: {exc}") from None
+        names.add(rule.name)
+        parsed.append(rule)
+    for rule, table in zip(parsed, own, strict=True):
+        try:
+            _check_qualifies(rule, names)
+        except RuleError as exc:
+            raise RuleError(f"{_named(table)}: {exc}") from None
+    tables = json.dumps([table.table for table in own], sort_keys=True, default=repr)
+    digest = hashlib.sha256(tables.encode()).hexdigest()[:8]
+    return replace(base, version=f"{base.version}+{digest}", rules=(*parsed, *base.rules))
+
+
+def _named(table: RuleTable) -> str:
+    """Where a rule is written, with its name when it has one."""
+    name = table.table.get("name")
+    return f"{table.where}, rule {json.dumps(name)}" if isinstance(name, str) else table.where
