@@ -165,7 +165,7 @@ def test_a_broken_repository_rule_names_its_repository(tmp_path, runner):
     result = runner.invoke(cli, ["--config", str(config), "reclassify"])
     assert result.exit_code == 2
     assert result.output == (
-        f"ciflake: error: {config}: [[repositories.rules]] #1 of {SECOND}, rule \"npu health\": "
+        f'ciflake: error: {config}: [[repositories.rules]] #1 of {SECOND}, rule "npu health": '
         "key 'category': must be str, got 1\n"
     )
 
