@@ -132,6 +132,7 @@ def test_listing_filters_as_github_does(hub):
     since = client.call("GET", f"/issues/{shut['number']}").json()["updated_at"]
     assert numbers(state="all", since=since, labels="ciflake") == [shut["number"]]
     assert client.call("GET", "/issues", state="every").status_code == 422
+    assert client.call("GET", "/issues", since="yesterday").status_code == 422
 
 
 def test_listing_pages_with_a_link_header_and_at_most_100(hub):
