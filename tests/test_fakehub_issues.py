@@ -56,8 +56,13 @@ class Client:
 
 
 def gh(hub: fakehub.Hub, token: str = TOKEN) -> Github:
+    """PyGithub without its pauses between requests (fakehub has no secondary limit on reads)."""
     return Github(
-        auth=Auth.Token(token), base_url=hub.base_url, retry=None, seconds_between_writes=0
+        auth=Auth.Token(token),
+        base_url=hub.base_url,
+        retry=None,
+        seconds_between_requests=0,
+        seconds_between_writes=0,
     )
 
 
