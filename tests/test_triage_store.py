@@ -198,9 +198,9 @@ def test_a_correction_reaches_every_reader_survives_reclassify_and_is_taken_back
 
     assert runner.invoke(cli, ["--db", db_url, "reclassify"]).exit_code == 0
     again = page_queries.failure_details(engine, RunFilter(repo=REPO), signature=signature)
-    assert set(zip(again["category"], again["evidence"], again["correction_note"])) == {
-        (corrected, "maintainer", NOTE)
-    }
+    assert set(
+        zip(again["category"], again["evidence"], again["correction_note"], strict=True)
+    ) == {(corrected, "maintainer", NOTE)}
 
     assert _cli(runner, db_url, "uncorrect", signature).exit_code == 0
     assert _readers(engine, db_url, signature) == before
