@@ -233,7 +233,7 @@ def test_a_collect_applies_the_correction_to_the_failures_it_writes(collected_db
         assert _cli(runner, db_url, "correct", sig, "timeout", "--note", NOTE).exit_code == 0
     with Session(engine) as session, session.begin():  # the classifier's answer, written again
         save_logs_and_failures(session, [LogResult(payload, "ok", content=content)])
-        save_run_failure(session, {"id": no_jobs.run_id, "run_attempt": 1})
+        save_run_failure(session, {"id": no_jobs.run_id, "run_attempt": 1}, None)
     with Session(engine) as session:
         for run_id, job_id in ((job.run_id, job.id), (no_jobs.run_id, 0)):
             written = session.scalars(
