@@ -24,6 +24,7 @@ from store.project import (
     InvalidWindow,
     LineageConfig,
     Project,
+    TriageSettings,
     WorkflowConfig,
 )
 from store.vocabulary import EVENT_KINDS
@@ -60,6 +61,7 @@ class Config:
     dashboard_recent_days: int
     projects: tuple[Project, ...]
     defaults: Analysis  # [analytics]: for a repository in the database but not in the config
+    triage: TriageSettings  # [triage]: likewise
     default_branch: str
     job_name_strip: str
     source: str
@@ -97,7 +99,16 @@ class Config:
         if repo in self.repos:
             return self.project(repo)
         return Project(
-            repo, self.default_branch, self.job_name_strip, self.defaults, (), (), (), (), None
+            repo,
+            self.default_branch,
+            self.job_name_strip,
+            self.defaults,
+            (),
+            (),
+            (),
+            (),
+            None,
+            self.triage,
         )
 
     def select(self, repo: str | None) -> tuple[Project, ...]:
@@ -127,6 +138,14 @@ _TABLES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "stale_factor": (int, float),
     },
     "dashboard": {"host": str, "port": int, "recent_days": int},
+    "triage": {
+        "min_failures": int,
+        "min_runs": int,
+        "window_days": int,
+        "quiet_days": int,
+        "max_new": int,
+        "login": str,
+    },
 }
 _LISTS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "workflows": {"path": str, "tags": list, "accelerator": str, "lineage": str},
@@ -146,7 +165,8 @@ _LISTS: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
 }
 # A [[repositories]] entry: its repository, optional overrides of [analytics] and [summary] pr,
-# and its own arrays of tables (_LISTS), which are checked as the top-level ones are.
+# a ``triage`` table overriding [triage] key by key, and its own arrays of tables (_LISTS),
+# which are checked as the top-level ones are.
 _REPOSITORY: dict[str, type | tuple[type, ...]] = {
     "repo": str,
     "default_branch": str,
@@ -156,11 +176,12 @@ _REPOSITORY: dict[str, type | tuple[type, ...]] = {
     "min_runs": int,
     "stale_factor": (int, float),
     "summary_pr": int,
+    "triage": dict,
     **dict.fromkeys(("workflows", "lineages", "events", "invalid_windows"), list),
 }
 # The settings that may be unset (no default in verl_defaults.toml): every other key of _TABLES
 # has its one default there (tests/test_config.py holds that).
-OPTIONAL_SETTINGS = frozenset({("github", "token_file")})
+OPTIONAL_SETTINGS = frozenset({("github", "token_file"), ("triage", "login")})
 
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "workflows": ("path", "lineage"),
@@ -203,6 +224,8 @@ def _check_keys(data: dict[str, Any], source: str, repo: str | None = None) -> N
                     _check_entry(entry, _REPOSITORY, entry_where)
                     if "repo" not in entry:
                         raise ConfigError(f"{entry_where}: missing key 'repo'")
+                    triage_where = f"{entry_where}: triage"
+                    _check_entry(entry.get("triage", {}), _TABLES["triage"], triage_where)
                     lists = {k: v for k, v in entry.items() if k in _LISTS}
                     _check_keys(lists, source, repo=entry["repo"])
                     continue
@@ -409,6 +432,7 @@ def load_config(
     }
     _check_counts(spans, source, least=0)
     defaults = _analysis(analytics, source, "[analytics]")
+    triage = _triage(data["triage"], source, "[triage]")
     _check_regex(analytics["job_name_strip"], f"{source}: [analytics] job_name_strip")
     return Config(
         api_url=(api_url or env.get("CIFLAKE_API_URL") or github["api_url"]).rstrip("/"),
@@ -427,6 +451,7 @@ def load_config(
         dashboard_recent_days=dashboard["recent_days"],
         projects=_projects(builtin, user, data, source),
         defaults=defaults,
+        triage=triage,
         default_branch=analytics["default_branch"],
         job_name_strip=analytics["job_name_strip"],
         source=source,
@@ -445,6 +470,7 @@ def _projects(
     entry gives no workflows: another repository has what its own entry gives (in the
     single form, the file's arrays and [summary] pr), never verl's story."""
     analytics, summary_pr = data["analytics"], data["summary"]["pr"]
+    triage = data["triage"]
     if "repositories" not in user:
         repo = data["github"]["repo"]
         builtin_repo = repo == builtin["github"]["repo"]
@@ -452,7 +478,7 @@ def _projects(
         own_pr = summary_pr if builtin_repo else user.get("summary", {}).get("pr")
         only = {"repo": repo, "summary_pr": own_pr}
         only.update({name: lists.get(name, []) for name in _LIST_NAMES})
-        project = _project(only, analytics, source, "[github]", nested=False)
+        project = _project(only, analytics, triage, source, "[github]", nested=False)
         if not project.workflows:
             raise ConfigError(f"{source}: repository {repo!r} has no [[workflows]] to track")
         return (project,)
@@ -472,7 +498,7 @@ def _projects(
             }
         elif "workflows" not in entry:
             raise ConfigError(f"{source}: {where}: missing key 'workflows'")
-        project = _project(entry, analytics, source, where, nested=True)
+        project = _project(entry, analytics, triage, source, where, nested=True)
         if project.repo.lower() in projects:
             raise ConfigError(f"{source}: {where}: repository {project.repo!r} is listed twice")
         projects[project.repo.lower()] = project
@@ -482,10 +508,17 @@ def _projects(
 
 
 def _project(
-    entry: dict[str, Any], analytics: dict[str, Any], source: str, where: str, *, nested: bool
+    entry: dict[str, Any],
+    analytics: dict[str, Any],
+    triage: dict[str, Any],
+    source: str,
+    where: str,
+    *,
+    nested: bool,
 ) -> Project:
-    """One repository from its entry, each missing setting taken from [analytics]. ``nested``:
-    its arrays of tables are in a [[repositories]] entry, and messages name them so."""
+    """One repository from its entry, each missing setting taken from [analytics] and
+    [triage]. ``nested``: its arrays of tables are in a [[repositories]] entry, and messages
+    name them so."""
     repo = entry["repo"]
     lists_of = repo if nested else None
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
@@ -506,6 +539,7 @@ def _project(
         events=_events(entry.get("events", []), source, lists_of),
         invalid_windows=_windows(entry.get("invalid_windows", []), source, lists_of),
         summary_pr=entry.get("summary_pr"),
+        triage=_triage({**triage, **entry.get("triage", {})}, source, f"{where} triage"),
     )
 
 
@@ -517,6 +551,15 @@ def _analysis(settings: dict[str, Any], source: str, where: str) -> Analysis:
         first_runs=settings["first_runs"],
         min_runs=settings["min_runs"],
         stale_factor=float(settings["stale_factor"]),
+    )
+
+
+def _triage(settings: dict[str, Any], source: str, where: str) -> TriageSettings:
+    counts = ("min_failures", "min_runs", "window_days", "quiet_days", "max_new")
+    _check_counts({f"{where} {key}": settings[key] for key in counts[:-1]}, source, least=1)
+    _check_counts({f"{where} max_new": settings["max_new"]}, source, least=0)
+    return TriageSettings(
+        **{key: settings[key] for key in counts}, login=settings.get("login") or None
     )
 
 
