@@ -33,6 +33,7 @@ LAZY_COMMANDS = {
     "summary": ("ciflake.cli_report", "summary"),
     "schedule": ("ciflake.cli_report", "schedule"),
     "export": ("ciflake.cli_report", "export"),
+    "triage": ("ciflake.cli_triage", "triage"),
     "dashboard": ("ciflake.cli_dashboard", "dashboard"),
     "demo": ("ciflake.cli_dashboard", "demo"),
     "classify": ("ciflake.classify_command", "classify_command"),

@@ -27,6 +27,7 @@ from collector.payloads import failed_steps, ran, stopped_steps
 from store.blobs import write_log_content
 from store.compression import COMPRESSION, CompressedLog, compress
 from store.models import Failure, Job, JobLog
+from store.triage import apply_corrections
 from store.upsert import upsert
 
 URL_LIFETIME = 50.0  # seconds a log URL is trusted: GitHub's expire after 60
@@ -232,7 +233,8 @@ def failure_row(
 
 def save_logs_and_failures(session: Session, results: Sequence[LogResult]) -> None:
     """Archive each log and record why its job failed (from the log, or from the job's own
-    evidence when the log is gone)."""
+    evidence when the log is gone), a maintainer's correction of its signature applied; the
+    caller marks the runs for their derived rows in the same transaction."""
     now = datetime.now(UTC)
     logs = [log_row(r, now) for r in results]
     failures = [
@@ -251,6 +253,7 @@ def save_logs_and_failures(session: Session, results: Sequence[LogResult]) -> No
             log = result.log
             write_log_content(session, result.job["id"], log.compressed_size, log.chunks())
     upsert(session, Failure, failures)
+    apply_corrections(session, [row["run_id"] for row in failures])
     for result in results:
         if result.log is not None:
             result.log.close()
@@ -265,3 +268,4 @@ def save_run_failure(session: Session, run: dict[str, Any]) -> None:
         Failure,
         [failure_row(run["id"], run.get("run_attempt") or 1, 0, result, datetime.now(UTC))],
     )
+    apply_corrections(session, [run["id"]])

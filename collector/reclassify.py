@@ -16,6 +16,7 @@ from collector.logs import LogResult, failure_row, job_payload
 from store import bookkeeping
 from store.compression import decompress
 from store.models import Failure, Job
+from store.triage import apply_corrections
 from store.upsert import upsert
 
 FLUSH_EVERY = 200
@@ -30,8 +31,11 @@ def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None]]:
 
 
 def _save(writer: Session, rows: list[dict[str, Any]], strip_of: Callable[[str], str]) -> None:
+    """The classifier's new answers, the maintainers' corrections applied over them, and the
+    derived rows of their runs, in one transaction."""
     with writer.begin():
         upsert(writer, Failure, rows)
+        apply_corrections(writer, [row["run_id"] for row in rows])
         repos = bookkeeping.repo_of_runs(writer, sorted({row["run_id"] for row in rows}))
         for repo in sorted(set(repos.values())):
             run_ids = sorted(run for run, of in repos.items() if of == repo)
@@ -47,7 +51,7 @@ def reclassify_all(engine: Engine, strip_of: Callable[[str], str]) -> tuple[int,
     pending: list[dict[str, Any]] = []
     with Session(engine) as reader, Session(engine) as writer:
         before = {
-            (f.run_id, f.run_attempt, f.job_id): (f.category, f.rule, f.signature)
+            (f.run_id, f.run_attempt, f.job_id): (f.classifier_category, f.rule, f.signature)
             for f in bookkeeping.job_failures(reader)
         }
         notes = bookkeeping.all_annotations(reader)
