@@ -16,7 +16,15 @@ import pandas as pd
 
 from store.project import TriageSettings
 
-__all__ = ["TriageSettings", "Step", "TriagePlan", "signature_stats", "recurring", "plan"]
+__all__ = [
+    "TriageSettings",
+    "Step",
+    "TriagePlan",
+    "Draft",
+    "signature_stats",
+    "recurring",
+    "plan",
+]
 
 # Close reasons with which a person told GitHub not to act on the issue again.
 PERSON_REFUSALS = ("not_planned", "duplicate")
@@ -97,6 +105,19 @@ class TriagePlan:
     def writes(self) -> tuple[Step, ...]:
         """Every step that writes to GitHub, in the order they are done."""
         return (*self.reopen, *self.update, *self.close, *self.file)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """An issue as ciflake would write it (reports.triage_body): ``sha256`` is its counts
+    section's, stored as the link's ``body_sha256`` to tell whether the counts changed since
+    (``plan``'s ``digests``)."""
+
+    title: str
+    body: str
+    section: str
+    sha256: str
+    category: str
 
 
 def _last_seen(history: pd.DataFrame) -> dict[str, pd.Timestamp]:
