@@ -22,8 +22,17 @@
     POST /_admin/delete_workflow {"workflow"}   a workflow file deleted and its runs gone: it
                                      is no longer listed and its routes answer 404
     POST /_admin/blob_ttl {"seconds"}    how long a log URL stays valid (GitHub: 60 s)
-    POST /_admin/permissions {"checks"}  false: check-run routes answer 403, as for a workflow
-                                         token without `checks: read`
+    POST /_admin/permissions {"checks"?, "issues"?}   "checks": false: check-run routes answer
+                                     403, as for a workflow token without `checks: read`;
+                                     "issues": false: every issue and label write (and a comment
+                                     on an issue) answers 403, as without `issues: write`
+    POST /_admin/issues {"enabled"}  false: issues turned off (`has_issues` false): the issue
+                                     routes answer 410 "Issues are disabled for this repo"
+    POST /_admin/content_limit {"per_minute"?, "retry_after"?}   the secondary limit on creating
+                                     issues, per user (default 20 a minute, no Retry-After;
+                                     null per_minute: none)
+    POST /_admin/users {"token", "login"}   accept one more token, writing as that login (a
+                                     person, or "github-actions[bot]" for a workflow's token)
     POST /_admin/stuck {"path", "status", "message"?}   this resource (any query) answers that
                                      error every time; "status": null serves it again; a path
                                      with "{id}" for its ids sticks the fault to the whole route
@@ -136,8 +145,27 @@ class Admin:
         return {"seconds": self.blob.ttl}
 
     def post_permissions(self, request: Request, api: RepoApi) -> dict[str, Any]:
-        api.checks_readable = bool(request.json()["checks"])
-        return {"checks": api.checks_readable}
+        body = request.json()
+        api.checks_readable = bool(body.get("checks", api.checks_readable))
+        api.tracker.writable = bool(body.get("issues", api.tracker.writable))
+        return {"checks": api.checks_readable, "issues": api.tracker.writable}
+
+    def post_issues(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        api.tracker.enabled = bool(request.json()["enabled"])
+        return {"enabled": api.tracker.enabled}
+
+    def post_content_limit(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body, limit = request.json(), api.tracker.content
+        if "per_minute" in body:
+            limit.per_minute = None if body["per_minute"] is None else int(body["per_minute"])
+        if "retry_after" in body:
+            limit.retry_after = None if body["retry_after"] is None else int(body["retry_after"])
+        return {"per_minute": limit.per_minute, "retry_after": limit.retry_after}
+
+    def post_users(self, request: Request, api: RepoApi) -> dict[str, Any]:
+        body = request.json()
+        self.app.users[str(body["token"])] = str(body["login"])
+        return {"login": self.app.users[str(body["token"])]}
 
     def post_stuck(self, request: Request, api: RepoApi) -> dict[str, Any]:
         body = request.json()

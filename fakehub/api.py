@@ -1,9 +1,10 @@
-"""GitHub REST routes for one repository: workflows, runs, attempts, jobs, logs, comments.
+"""GitHub REST routes for one repository: workflows, runs, attempts, jobs, logs, comments, and
+the issues routes of its `fakehub.issues.IssueTracker`.
 
 Each handler returns a `Response`; rate limits, ETags, faults and auth are the app's business.
 A little over 350 lines on purpose: `RepoApi` is one route table over one history and its
 comments, and the helpers above it are what its routes parse and check (the `created` filter,
-a comment's length, the log URL's signature that `fakehub.blob` verifies).
+the log URL's signature that `fakehub.blob` verifies).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 from fakehub.annotations import job_notes
 from fakehub.catalog import WorkflowSpec, parse_time
 from fakehub.history import History
+from fakehub.issues import LOGIN_KEY, NO_PERMISSION, IssueTracker, too_long
 from fakehub.payloads import ACTIONS_BOT, BOT_LOGIN, Shapes, iso
+from fakehub.ratelimit import ContentLimit
 from fakehub.records import Job, Run
 from fakehub.steps import test_step_name
 from fakehub.web import Request, Response, error, json_response, paginate
@@ -35,35 +38,10 @@ CAPPED_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "head
 RUN_STATUSES = ("completed", "in_progress", "queued", "requested", "waiting", "pending")
 LOG_DOCS = "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run"
 Handler = Callable[..., Response]
-# GitHub's answer to a workflow token without the permission a route needs.
-NO_PERMISSION = "Resource not accessible by integration"
 CHECKS_DOCS = "https://docs.github.com/rest/checks/runs#list-check-run-annotations"
-COMMENT_LIMIT = 65_536  # characters of a comment body (danger/danger#424)
 COMMENT_DOCS = "https://docs.github.com/rest/issues/comments#create-an-issue-comment"
 USER_DOCS = "https://docs.github.com/rest/users/users#get-the-authenticated-user"
-LOGIN_KEY = "fakehub.login"  # the environ entry where the app puts the token's login
 COMMENT_ID_BASE = 3_500_000_000  # the first comment is one more
-
-
-def too_long(body: str) -> Response | None:
-    """GitHub's 422 for a comment body over COMMENT_LIMIT characters, else None."""
-    if len(body) <= COMMENT_LIMIT:
-        return None
-    problem = {
-        "resource": "IssueComment",
-        "code": "custom",
-        "field": "body",
-        "message": f"body is too long (maximum is {COMMENT_LIMIT} characters)",
-    }
-    return json_response(
-        422,
-        {
-            "message": "Validation Failed",
-            "errors": [problem],
-            "documentation_url": COMMENT_DOCS,
-            "status": "422",
-        },
-    )
 
 
 def log_signature(secret: str, job_id: int, issued: str) -> str:
@@ -117,11 +95,13 @@ class RepoApi:
         blob_base: str,
         secret: str,
         comment_ids: Iterator[int] | None = None,
+        content: ContentLimit | None = None,
     ) -> None:
         self.history, self.shapes, self.blob_base, self.secret = history, shapes, blob_base, secret
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.comment_by_id: dict[int, dict[str, Any]] = {}
         self.comment_ids = comment_ids or itertools.count(COMMENT_ID_BASE + 1)
+        self.tracker = IssueTracker(history, shapes, self.comments, content or ContentLimit())
         self.log_overrides: dict[int, bytes] = {}  # job id -> bytes served instead of its log
         self.checks_readable = True  # False: the token lacks `checks: read` (admin permissions)
         self.checks_retention = timedelta(days=CHECKS_RETENTION_DAYS)
@@ -153,7 +133,14 @@ class RepoApi:
                 self.check_run_annotations,
             ),
             ("contents", "GET", re.compile(r"/contents/(.+)"), self.contents),
-            ("issue", "GET", re.compile(r"/issues/(\d+)"), self.issue),
+            ("issues", "GET", re.compile(r"/issues"), self.tracker.list),
+            ("create_issue", "POST", re.compile(r"/issues"), self.tracker.create),
+            ("issue", "GET", re.compile(r"/issues/(\d+)"), self.tracker.get),
+            ("edit_issue", "PATCH", re.compile(r"/issues/(\d+)"), self.tracker.update),
+            ("issue_events", "GET", re.compile(r"/issues/(\d+)/events"), self.tracker.list_events),
+            ("add_labels", "POST", re.compile(r"/issues/(\d+)/labels"), self.tracker.add_labels),
+            ("create_label", "POST", re.compile(r"/labels"), self.tracker.create_label),
+            ("label", "GET", re.compile(r"/labels/([^/]+)"), self.tracker.get_label),
             ("issue_comments", "GET", re.compile(r"/issues/(\d+)/comments"), self.list_comments),
             ("create_comment", "POST", re.compile(r"/issues/(\d+)/comments"), self.create_comment),
             ("comment", "GET", re.compile(r"/issues/comments/(\d+)"), self.get_comment),
@@ -171,7 +158,8 @@ class RepoApi:
     # ---- repository and workflows ---------------------------------------------------------
 
     def repo(self, request: Request) -> Response:
-        return json_response(200, self.shapes.repository(full=True))
+        payload = self.shapes.repository(full=True, has_issues=self.tracker.enabled)
+        return json_response(200, payload)
 
     def workflows(self, request: Request) -> Response:
         items = [self.shapes.workflow(w) for w in self.history.workflows]
@@ -352,12 +340,6 @@ class RepoApi:
 
     # ---- issues and comments --------------------------------------------------------------
 
-    def issue(self, request: Request, number: str) -> Response:
-        n = int(number)
-        return json_response(
-            200, self.shapes.issue(n, len(self.comments.get(n, [])), iso(self.history.now) or "")
-        )
-
     def list_comments(self, request: Request, number: str) -> Response:
         items = self.comments.get(int(number), [])
         since = request.arg("since")
@@ -370,7 +352,10 @@ class RepoApi:
         body = request.json().get("body")
         if not isinstance(body, str):
             return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
-        refused = too_long(body)
+        # on an issue the token needs `issues: write`; on a pull request `pull_requests: write`,
+        # which fakehub's tokens always have
+        refused = self.tracker.refused(request) if int(number) in self.tracker.issues else None
+        refused = refused or too_long(body, "IssueComment", COMMENT_DOCS)
         if refused is not None:
             return refused
         at = iso(self.history.tick(1.0))
@@ -400,7 +385,7 @@ class RepoApi:
             return error(404, "Not Found")
         if not isinstance(body, str):
             return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
-        refused = too_long(body)
+        refused = too_long(body, "IssueComment", COMMENT_DOCS)
         if refused is not None:
             return refused
         comment["body"], comment["updated_at"] = body, iso(self.history.tick(1.0))

@@ -16,6 +16,7 @@ import hashlib
 import uuid
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from fakehub.annotations import Note
 from fakehub.catalog import DEFAULT_DESCRIPTION, DEFAULT_IDS, WorkflowSpec
@@ -178,7 +179,7 @@ class Shapes:
             "updated_at": "2025-10-01T00:00:00Z",
         }
 
-    def repository(self, full: bool = False) -> dict[str, Any]:
+    def repository(self, full: bool = False, has_issues: bool = True) -> dict[str, Any]:
         a = self.api
         repo: dict[str, Any] = {
             "id": self.repo_id,
@@ -244,7 +245,7 @@ class Shapes:
             "stargazers_count": 17000,
             "watchers_count": 17000,
             "language": "Python",
-            "has_issues": True,
+            "has_issues": has_issues,
             "has_projects": True,
             "has_downloads": True,
             "has_wiki": True,
@@ -507,7 +508,8 @@ class Shapes:
             "performed_via_github_app": None,
         }
 
-    def issue(self, number: int, comments: int, at: str) -> dict[str, Any]:
+    def _issue_links(self, number: int) -> dict[str, Any]:
+        """What every issue-shaped payload (an issue, or a pull request seen as one) shares."""
         url = f"{self.api}/issues/{number}"
         return {
             "id": self.ids["issue"] + number,
@@ -519,18 +521,24 @@ class Shapes:
             "labels_url": f"{url}/labels{{/name}}",
             "comments_url": f"{url}/comments",
             "events_url": f"{url}/events",
-            "html_url": f"{self.html}/pull/{number}",
             "number": number,
-            "state": "open",
-            "title": f"Pull request #{number}",
-            "body": None,
-            "user": self.actor("Begunner"),
-            "labels": [],
             "assignee": None,
             "assignees": [],
             "milestone": None,
             "locked": False,
             "active_lock_reason": None,
+        }
+
+    def issue(self, number: int, comments: int, at: str) -> dict[str, Any]:
+        """A pull request as the issues routes show it (with its `pull_request` key)."""
+        return {
+            **self._issue_links(number),
+            "html_url": f"{self.html}/pull/{number}",
+            "state": "open",
+            "title": f"Pull request #{number}",
+            "body": None,
+            "user": self.actor("Begunner"),
+            "labels": [],
             "comments": comments,
             "closed_at": None,
             "created_at": at,
@@ -543,6 +551,59 @@ class Shapes:
                 "patch_url": f"{self.html}/pull/{number}.patch",
                 "merged_at": None,
             },
+        }
+
+    def stored_issue(
+        self, issue: dict[str, Any], labels: list[dict[str, Any]], comments: int
+    ) -> dict[str, Any]:
+        """An issue filed through the API (OpenAPI `issue`): `closed_by` names who closed it
+        last, `state_reason` why (completed, not_planned, duplicate; reopened once reopened)."""
+        number = issue["number"]
+        closer = issue["closed_by"]
+        return {
+            **self._issue_links(number),
+            "html_url": f"{self.html}/issues/{number}",
+            "timeline_url": f"{self.api}/issues/{number}/timeline",
+            "state": issue["state"],
+            "state_reason": issue["state_reason"],
+            "title": issue["title"],
+            "body": issue["body"],
+            "user": self.account(issue["login"]),
+            "labels": [self.label(label) for label in labels],
+            "comments": comments,
+            "closed_at": issue["closed_at"],
+            "closed_by": None if closer is None else self.account(closer),
+            "created_at": issue["created_at"],
+            "updated_at": issue["updated_at"],
+            "author_association": "NONE",
+            "performed_via_github_app": None,
+        }
+
+    def label(self, label: dict[str, Any]) -> dict[str, Any]:
+        """A repository's label (OpenAPI `label`); its URL carries the name, percent-encoded."""
+        return {
+            "id": label["id"],
+            "node_id": node_id("LA_", label["id"]),
+            "url": f"{self.api}/labels/{quote(label['name'], safe='')}",
+            "name": label["name"],
+            "description": label["description"],
+            "color": label["color"],
+            "default": False,
+        }
+
+    def issue_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A closed or reopened event (OpenAPI `state-change-issue-event`)."""
+        return {
+            "id": event["id"],
+            "node_id": node_id("CE_" if event["event"] == "closed" else "REE_", event["id"]),
+            "url": f"{self.api}/issues/events/{event['id']}",
+            "actor": self.account(event["login"]),
+            "event": event["event"],
+            "commit_id": None,
+            "commit_url": None,
+            "created_at": event["created_at"],
+            "state_reason": event["state_reason"],
+            "performed_via_github_app": None,
         }
 
     @staticmethod

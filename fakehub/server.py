@@ -46,7 +46,7 @@ from fakehub.catalog import CATALOGS, load
 from fakehub.faults import Faults
 from fakehub.history import DEFAULT_END, History
 from fakehub.payloads import Shapes
-from fakehub.ratelimit import RateLimit
+from fakehub.ratelimit import ContentLimit, RateLimit
 
 DEFAULT_SCALE = 0.1  # a small history that collects in seconds: the tests' and the CLI's
 DEFAULT_TOKEN = "fakehub-token"
@@ -165,6 +165,7 @@ class Hub:
         self.base_url = f"http://{host}:{self._api_server.server_port}"
         self.blob_url = f"http://{host}:{self._blob_server.server_port}"
         comment_ids = itertools.count(COMMENT_ID_BASE + 1)  # global on GitHub: one counter
+        content = ContentLimit()  # per user on GitHub, whichever repository is written to
         for catalog, history in zip(catalogs, histories, strict=True):
             facts = catalog.repository
             shapes = Shapes(
@@ -177,7 +178,7 @@ class Hub:
                 catalog.description,
                 catalog.ids,
             )
-            api = RepoApi(history, shapes, self.blob_url, secret, comment_ids)
+            api = RepoApi(history, shapes, self.blob_url, secret, comment_ids, content)
             api.checks_retention = timedelta(days=checks_retention_days)
             self.app.repos[catalog.full_name.lower()] = api
         self._threads: list[threading.Thread] = []

@@ -43,7 +43,7 @@ class Request:
     def arg(self, name: str, default: str | None = None) -> str | None:
         return next((v for k, v in self.query if k == name), default)
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> Any:
         return json.loads(self.body or b"{}")
 
 

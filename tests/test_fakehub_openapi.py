@@ -42,6 +42,19 @@ def samples() -> Iterator[dict[str, list[tuple[int, Any]]]]:
         patched = requests.patch(
             f"{repo}/issues/comments/{comment}", json={"body": "y"}, headers=auth
         )
+        label = requests.post(
+            f"{repo}/labels", json={"name": "ciflake", "color": "0e8a16"}, headers=auth
+        )
+        filed = requests.post(
+            f"{repo}/issues", json={"title": "t", "body": "b", "labels": ["ciflake"]}, headers=auth
+        )
+        issue = filed.json()["number"]
+        closed = requests.patch(
+            f"{repo}/issues/{issue}",
+            json={"state": "closed", "state_reason": "not_planned"},
+            headers=auth,
+        )
+        added = requests.post(f"{repo}/issues/{issue}/labels", json=["oom"], headers=auth)
         rate = requests.get(f"{hub.base_url}/rate_limit", headers=auth, timeout=10)
         user = requests.get(f"{hub.base_url}/user", headers=auth, timeout=10)
         yield {
@@ -76,7 +89,14 @@ def samples() -> Iterator[dict[str, list[tuple[int, Any]]]]:
             + [get(f"/check-runs/{timed_out.id}/annotations", per_page=1, page=2)],
             "rate-limit/get": [(rate.status_code, rate.json())],
             "users/get-authenticated": [(user.status_code, user.json())],
-            "issues/get": [get("/issues/12")],
+            "issues/get": [get("/issues/12"), get(f"/issues/{issue}")],
+            "issues/create": [(filed.status_code, filed.json())],
+            "issues/update": [(closed.status_code, closed.json())],
+            "issues/list-for-repo": [get("/issues", state="all", per_page=100)],
+            "issues/list-events": [get(f"/issues/{issue}/events")],
+            "issues/create-label": [(label.status_code, label.json())],
+            "issues/get-label": [get("/labels/ciflake"), get("/labels/oom")],
+            "issues/add-labels": [(added.status_code, added.json())],
             "issues/create-comment": [(posted.status_code, posted.json())],
             "issues/update-comment": [(patched.status_code, patched.json())],
             "issues/get-comment": [get(f"/issues/comments/{comment}")],

@@ -36,7 +36,14 @@ OPERATIONS: dict[str, str] = {
     "actions/list-jobs-for-workflow-run-attempt": "200",
     "actions/get-job-for-workflow-run": "200",
     "rate-limit/get": "200",
+    "issues/create": "201",
     "issues/get": "200",
+    "issues/update": "200",
+    "issues/list-for-repo": "200",
+    "issues/list-events": "200",
+    "issues/create-label": "201",
+    "issues/get-label": "200",
+    "issues/add-labels": "200",
     "issues/list-comments": "200",
     "issues/create-comment": "201",
     "issues/get-comment": "200",
@@ -45,7 +52,8 @@ OPERATIONS: dict[str, str] = {
     "checks/list-annotations": "200",
     "users/get-authenticated": "200",
 }
-EXTRA_SCHEMAS = ("basic-error", "validation-error")
+# Error bodies, and the one event kind fakehub records (list-events' items are an anyOf of all)
+EXTRA_SCHEMAS = ("basic-error", "validation-error", "state-change-issue-event")
 
 
 def load_spec(tarball: Path | None) -> dict[str, Any]:
