@@ -6,9 +6,9 @@ a second issue, so creates go through ``create_once`` (never repeated blindly; o
 listed again first); before filing, our issues are listed (``state=all``, pull requests
 dropped, author AND marker checked on our side) and one already filed for the signature is
 adopted, which also covers a process killed between creating an issue and recording it;
-creates are paced ``[triage] pause_seconds`` apart (3 by default); labels are added with POST (a PATCH of ``labels``
-would wipe people's labels); an issue whose author is not our login, or whose body lacks the
-marker, is never edited."""
+creates are paced ``[triage] pause_seconds`` apart (3 by default); labels are added with POST
+(a PATCH of ``labels`` would wipe people's labels); an issue whose author is not our login, or
+whose body lacks the marker, is never edited."""
 
 from __future__ import annotations
 
