@@ -235,7 +235,9 @@ class IssueTracker:
         state, reason = body.get("state"), body.get("state_reason")
         if state not in (None, "open", "closed") or reason not in (None, *STATE_REASONS):
             field = "state" if state not in (None, "open", "closed") else "state_reason"
-            return validation_failed("Issue", field, f"{field} is not included in the list", "")
+            return validation_failed(
+                "Issue", field, f"{field} is not included in the list", ISSUES_DOCS
+            )
         changes = self._checked_text(body)
         if isinstance(changes, Response):
             return changes
@@ -270,17 +272,17 @@ class IssueTracker:
         state = request.arg("state", "open")
         sort = request.arg("sort", "created")
         direction = request.arg("direction", "desc")
+        refused = error(422, "Validation Failed", ISSUES_DOCS)
         try:
             since = parse_time(request.arg("since")) if request.arg("since") else None
         except ValueError:
-            since = False
+            return refused
         if (
             state not in ("open", "closed", "all")
             or sort not in ("created", "updated", "comments")
             or direction not in ("asc", "desc")
-            or since is False
         ):
-            return error(422, "Validation Failed", ISSUES_DOCS)
+            return refused
         items = [self.payload(n) for n in self.issues] + self.pull_requests()
         wanted = [n.strip().lower() for n in (request.arg("labels") or "").split(",") if n.strip()]
         creator = (request.arg("creator") or "").lower()

@@ -56,8 +56,13 @@ class Client:
 
 
 def gh(hub: fakehub.Hub, token: str = TOKEN) -> Github:
+    """PyGithub without its pauses between requests (fakehub has no secondary limit on reads)."""
     return Github(
-        auth=Auth.Token(token), base_url=hub.base_url, retry=None, seconds_between_writes=0
+        auth=Auth.Token(token),
+        base_url=hub.base_url,
+        retry=None,
+        seconds_between_requests=0,
+        seconds_between_writes=0,
     )
 
 
@@ -132,6 +137,7 @@ def test_listing_filters_as_github_does(hub):
     since = client.call("GET", f"/issues/{shut['number']}").json()["updated_at"]
     assert numbers(state="all", since=since, labels="ciflake") == [shut["number"]]
     assert client.call("GET", "/issues", state="every").status_code == 422
+    assert client.call("GET", "/issues", since="yesterday").status_code == 422
 
 
 def test_listing_pages_with_a_link_header_and_at_most_100(hub):
