@@ -16,7 +16,9 @@ LOG_EXPIRED = "unknown: log expired"
 NO_RULE = "unknown: log read, no rule matched"
 NO_LOG = "unknown: no log"
 CONFIG_BASIS = "config"  # the run fell in a configured [[invalid_windows]] span
+MAINTAINER = "maintainer"  # a maintainer's correction of the signature (ciflake triage correct)
 BASES: tuple[str, ...] = (
+    MAINTAINER,
     "log",
     "annotations",
     "job",
@@ -25,8 +27,9 @@ BASES: tuple[str, ...] = (
     NO_RULE,
     NO_LOG,
 )
-KNOWN = ("log", "annotations", "job", CONFIG_BASIS)
+KNOWN = (MAINTAINER, "log", "annotations", "job", CONFIG_BASIS)
 PHRASES = {
+    MAINTAINER: "from a maintainer's correction",
     "log": "from the log",
     "annotations": "from annotations",
     "job": "from job facts",
@@ -40,8 +43,10 @@ PHRASES = {
 def failure_basis(failures: pd.DataFrame) -> pd.Series:
     """Each failure's basis, from ``category``, ``evidence`` (store.vocabulary.EVIDENCE) and
     ``log_status`` (of the job's log: ok, expired, missing, error; empty for a run without
-    jobs). A known category keeps the evidence that decided it; an ``unknown`` one says why."""
+    jobs). A known category keeps the evidence that decided it; an ``unknown`` one says why,
+    unless a maintainer decided it is unknown."""
     unknown = failures["category"].eq("unknown") | failures["evidence"].eq("none")
+    unknown &= failures["evidence"].ne(MAINTAINER)
     status = failures["log_status"]
     why = pd.Series(NO_LOG, index=failures.index, dtype="object")
     why = why.mask(status.eq("expired"), LOG_EXPIRED).mask(status.eq("ok"), NO_RULE)
@@ -79,6 +84,11 @@ def describe(bases: pd.Series) -> str:
         parts += (", " if parts else "") + f"unknown {total:.0%} ({detail})"
     noun = "failure" if n == 1 else "failures"
     return f"category {parts}; n={n} {noun}"
+
+
+def corrected(note: str) -> str:
+    """How a maintainer's correction reads wherever one failure's category is shown."""
+    return f"a maintainer's correction: {note}"
 
 
 def known_share(bases: pd.Series) -> float:

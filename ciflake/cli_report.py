@@ -106,7 +106,8 @@ def schedule(state: State) -> None:
 @click.option(
     "--category",
     metavar="C",
-    help="runs, jobs, failures, signatures, verdicts: only this failure category (oom, ...).",
+    help="runs, jobs, failures, signatures, known-issues, verdicts: only this failure category "
+    "(oom, ...).",
 )
 @click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
 @click.pass_obj
@@ -124,8 +125,8 @@ def export(
     """Write TABLE as CSV with a fixed column order, the file the dashboard's Export page
     downloads for the same filters (docs/commands.md, "ciflake export").
 
-    TABLE: runs, jobs, failures, signatures, flaky-jobs, verdicts, before-after,
-    coverage-lost, changepoints, runner-pools, health.
+    TABLE: runs, jobs, failures, signatures, known-issues, flaky-jobs, verdicts,
+    before-after, coverage-lost, changepoints, runner-pools, health.
 
     Prints the rows written, and what the database lacks of those dates: no runs collected
     yet, or a backfill still in progress.

@@ -51,3 +51,16 @@ def unknown_by_stage(failures: pd.DataFrame) -> pd.DataFrame:
     )
     order = table.sort_values(["failures", "stage", "basis"], ascending=[False, True, True])
     return order.reset_index(drop=True)
+
+
+# The Failures page's choice of signatures: every one, the NEW ones (analytics.newness), those
+# linked to a known issue, and those not linked.
+SIGNATURE_SHOWS = ("all", "new", "known", "unlinked")
+
+
+def chosen_signatures(signatures: pd.DataFrame, show: str) -> pd.DataFrame:
+    """The rows of the signature table (``new`` and ``issue_url`` columns) that ``show``, one
+    of ``SIGNATURE_SHOWS``, asks for."""
+    linked = signatures["issue_url"].notna()
+    keep = {"all": linked | ~linked, "new": signatures["new"], "known": linked, "unlinked": ~linked}
+    return signatures[keep[show]].reset_index(drop=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from analytics.evidence import describe, unknown_reason
+from analytics.evidence import MAINTAINER, corrected, describe, unknown_reason
 from reports.freshness import collected
 from reports.markdown import code_block, details, link, md_text
 from reports.summary_tables import GROUPS, SummaryData, stem
@@ -199,9 +199,12 @@ def _strips(data: SummaryData) -> str:
 
 
 def _category(row: pd.Series) -> str:
-    """The failure's category; for an unknown one, why (analytics.evidence.unknown_reason)."""
+    """The failure's category; a maintainer's with its note; for an unknown one, why
+    (analytics.evidence.unknown_reason)."""
     if not isinstance(row["category"], str):
         return "not classified"
+    if row["basis"] == MAINTAINER:
+        return f"`{row['category']}` ({md_text(corrected(row['correction_note']))})"
     reason = unknown_reason(row["stage"], row["basis"]) if isinstance(row["basis"], str) else ""
     return md_text(reason) if reason else f"`{row['category']}`"
 

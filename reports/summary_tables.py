@@ -132,7 +132,8 @@ def failure_groups(
     history), else by its verdict (analytics.verdicts); ``failures``:
     store.page_queries.failure_details. Columns: group, created_at, workflow_path, logical_job,
     category, verdict, evidence, line, runner_name, html_url, stage, basis (of the failure's
-    category, analytics.evidence; empty for a job with no classified failure), signature,
+    category, analytics.evidence; empty for a job with no classified failure), correction_note
+    (a maintainer's, where the basis is "maintainer"), signature,
     works_elsewhere (from ``flagged``: analytics.elsewhere.failed_elsewhere(jobs,
     "runner_name"); False for a run without jobs)."""
     verdicts = job_verdicts(jobs, failures)
@@ -148,6 +149,7 @@ def failure_groups(
         html_url=detail["html_url"],
         stage=detail["stage"],
         basis=detail["basis"],
+        correction_note=detail["correction_note"],
     )
     runs_without_jobs = failures[(failures["job_id"] == 0) & (failures["created_at"] >= since)]
     run_rows = runs_without_jobs.assign(

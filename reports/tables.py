@@ -34,6 +34,7 @@ from store.frame_queries import load_failures, load_jobs, load_runs
 from store.page_queries import daily_job_presence, failure_details, signature_summary
 from store.project import Project
 from store.settings import ConfigError, parse_datetime
+from store.triage import TRIAGE_COLUMNS, triage_signatures
 from store.vocabulary import CATEGORIES
 
 # A logical run's context (analytics.frames.RUN_CONTEXT), then its outcome; the link last.
@@ -86,6 +87,9 @@ FAILURES_COLUMNS = [
     "html_url",
     "evidence",
     "stage",
+    "classifier_category",
+    "classifier_evidence",
+    "correction_note",
 ]
 
 SIGNATURES_COLUMNS = [
@@ -100,7 +104,12 @@ SIGNATURES_COLUMNS = [
     "line",
     "runner_name",
     "html_url",
+    "issue_url",
+    "issue_state",
+    "correction_note",
 ]
+
+KNOWN_ISSUES_COLUMNS = list(TRIAGE_COLUMNS)
 
 FLAKY_COLUMNS = [
     "lineage",
@@ -240,6 +249,11 @@ def signatures_table(engine: Engine, project: Project, query: Query) -> pd.DataF
     return table.rename(columns=renamed)[SIGNATURES_COLUMNS]
 
 
+def known_issues_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The linked and corrected signatures, their failures counted in the query's runs."""
+    return triage_signatures(engine, query.where(project))[KNOWN_ISSUES_COLUMNS]
+
+
 def flaky_jobs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     table = flaky_table(_jobs(engine, project, query), project.analysis.min_runs)
     return table.assign(scope=query.scope)[FLAKY_COLUMNS]
@@ -359,6 +373,13 @@ TABLES = {
             "a failure signature, with its newest example",
             SIGNATURES_COLUMNS,
             signatures_table,
+            "category",
+        ),
+        ReportTable(
+            "known-issues",
+            "a failure signature linked to an issue or corrected by a maintainer",
+            KNOWN_ISSUES_COLUMNS,
+            known_issues_table,
             "category",
         ),
         ReportTable(

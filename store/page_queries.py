@@ -10,12 +10,14 @@ from sqlalchemy import Engine, func, select, tuple_
 
 from store.models import (
     Base,
+    Correction,
     Failure,
     Job,
     JobLog,
     WorkflowRun,
 )
 from store.runfilter import RunFilter, UTCDay, as_frame, conclusion, filtered, raw_frame, utc
+from store.triage import decisions
 
 if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
     import pandas as pd
@@ -111,7 +113,9 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
 
     Columns: signature, category, rule, failures, jobs, first_seen_here, last_seen (in the
     selection), first_seen (in the repository's whole history), and of the newest failure:
-    line, job_id, runner_name, html_url (the job's, else the run's)."""
+    line, job_id, runner_name, html_url (the job's, else the run's); the signature's known
+    issue in ``where.repo`` (issue_url, issue_number, issue_state: GitHub's as last read; empty
+    when unlinked) and correction_note (a maintainer's correction's, else empty)."""
     import pandas as pd
 
     run = WorkflowRun
@@ -174,6 +178,16 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
         as_frame(engine, ever.group_by(Failure.signature)), on="signature", how="left"
     )
     frame = frame.merge(as_frame(engine, latest), on="signature", how="left")
+    decided = decisions(where.repo).subquery()
+    triage = select(
+        decided.c.signature,
+        decided.c.url.label("issue_url"),
+        decided.c.issue_number,
+        decided.c.state.label("issue_state"),
+        decided.c.correction_note,
+    )
+    frame = frame.merge(as_frame(engine, triage), on="signature", how="left")
+    frame["issue_number"] = frame["issue_number"].astype("Int64")
     for column in times:
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)
@@ -197,7 +211,9 @@ def failure_details(
 
     Columns: run_id, run_attempt, job_id, created_at (of the run), workflow_path, job_name,
     runner_name, category, rule, signature, line_number, line, context (list of str), html_url
-    (the job's, else the run's), log_status, evidence, stage."""
+    (the job's, else the run's), log_status, evidence, stage, classifier_category and
+    classifier_evidence (the classifier's own answer), correction_note (a maintainer's, when
+    evidence is "maintainer")."""
     run = WorkflowRun
     stmt = (
         select(
@@ -218,10 +234,17 @@ def failure_details(
             JobLog.status.label("log_status"),
             Failure.evidence,
             Failure.stage,
+            Failure.classifier_category,
+            Failure.classifier_evidence,
+            Correction.note.label("correction_note"),
         )
         .join(run, run.id == Failure.run_id)
         .outerjoin(Job, Job.id == Failure.job_id)
         .outerjoin(JobLog, JobLog.job_id == Failure.job_id)
+        .outerjoin(
+            Correction,
+            (Correction.repo == run.repo) & (Correction.signature == Failure.signature),
+        )
         .order_by(run.created_at.desc(), Failure.job_id.desc())
     )
     if signature is not None:

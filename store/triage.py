@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.orm import Session
 
 from store.derived import CHUNK
@@ -240,43 +240,19 @@ TRIAGE_COLUMNS = (
 )
 
 
-def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
-    """One row per signature of ``where.repo`` that is linked to an issue or corrected, with
-    its failures in the runs ``where`` selects (0 when none), oldest link first.
-
-    Columns: ``TRIAGE_COLUMNS``: category (the corrected one, else the classifier's of its
-    newest failure), failures, first_seen and last_seen (of those failures); the link's url,
-    issue_number, GitHub's state and closed_at as last read, source (person | ciflake), note,
-    set_by, set_at; the correction's category (corrected_to), note, set_by and set_at."""
-    import pandas as pd
-
-    issue, fix, run = KnownIssue, Correction, WorkflowRun
+def decisions(repo: str | None) -> Select[Any]:
+    """Each signature of ``repo`` that is linked or corrected, with its link's and its
+    correction's columns (``TRIAGE_COLUMNS`` from url on; None where there is none)."""
+    issue, fix = KnownIssue, Correction
     decided = (
         select(issue.signature)
-        .where(issue.repo == where.repo)
-        .union(select(fix.signature).where(fix.repo == where.repo))
+        .where(issue.repo == repo)
+        .union(select(fix.signature).where(fix.repo == repo))
         .subquery()
     )
-    counted = filtered(
-        select(
-            Failure.signature,
-            func.count().label("failures"),
-            func.max(Failure.category).label("seen_category"),
-            func.min(run.created_at).label("first_seen"),
-            func.max(run.created_at).label("last_seen"),
-        )
-        .join(run, run.id == Failure.run_id)
-        .where(Failure.signature.in_(select(decided.c.signature)))
-        .group_by(Failure.signature),
-        where,
-    ).subquery()
-    stmt = (
+    return (
         select(
             decided.c.signature,
-            func.coalesce(fix.category, counted.c.seen_category).label("category"),
-            func.coalesce(counted.c.failures, 0).label("failures"),
-            counted.c.first_seen,
-            counted.c.last_seen,
             issue.url,
             issue.issue_number,
             issue.state,
@@ -291,10 +267,47 @@ def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
             fix.set_at.label("corrected_at"),
         )
         .select_from(decided)
+        .outerjoin(issue, (issue.repo == repo) & (issue.signature == decided.c.signature))
+        .outerjoin(fix, (fix.repo == repo) & (fix.signature == decided.c.signature))
+    )
+
+
+def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """One row per signature of ``where.repo`` that is linked to an issue or corrected, with
+    its failures in the runs ``where`` selects (0 when none), oldest link first.
+
+    Columns: ``TRIAGE_COLUMNS``: category (the corrected one, else the classifier's of its
+    newest failure), failures, first_seen and last_seen (of those failures); the link's url,
+    issue_number, GitHub's state and closed_at as last read, source (person | ciflake), note,
+    set_by, set_at; the correction's category (corrected_to), note, set_by and set_at."""
+    import pandas as pd
+
+    decided = decisions(where.repo).subquery()
+    counted = filtered(
+        select(
+            Failure.signature,
+            func.count().label("failures"),
+            func.max(Failure.category).label("seen_category"),
+            func.min(WorkflowRun.created_at).label("first_seen"),
+            func.max(WorkflowRun.created_at).label("last_seen"),
+        )
+        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+        .where(Failure.signature.in_(select(decided.c.signature)))
+        .group_by(Failure.signature),
+        where,
+    ).subquery()
+    stmt = (
+        select(
+            decided.c.signature,
+            func.coalesce(decided.c.corrected_to, counted.c.seen_category).label("category"),
+            func.coalesce(counted.c.failures, 0).label("failures"),
+            counted.c.first_seen,
+            counted.c.last_seen,
+            *(c for c in decided.c if c.name != "signature"),
+        )
+        .select_from(decided)
         .outerjoin(counted, counted.c.signature == decided.c.signature)
-        .outerjoin(issue, (issue.repo == where.repo) & (issue.signature == decided.c.signature))
-        .outerjoin(fix, (fix.repo == where.repo) & (fix.signature == decided.c.signature))
-        .order_by(func.coalesce(issue.set_at, fix.set_at), decided.c.signature)
+        .order_by(func.coalesce(decided.c.set_at, decided.c.corrected_at), decided.c.signature)
     )
     times = ("first_seen", "last_seen", "closed_at", "set_at", "corrected_at")
     frame = as_frame(bind, stmt)

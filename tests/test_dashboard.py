@@ -17,7 +17,7 @@ from dashboard import charts, shaping
 from dashboard.context import freshness_line
 from store.bookkeeping import LastCollect
 from store.engine import make_engine
-from store.models import Failure, JobLog
+from store.models import Failure, JobLog, WorkflowRun
 from tests.support.pg import wrong_password_url
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
@@ -343,3 +343,49 @@ def test_runner_pools_from_stored_labels() -> None:
         "npu",
     ]
     assert list(pooled["runner_name"]) == ["r1", "(none)", "(none)", "r2", "n1"]
+
+
+def test_failures_page_shows_linked_issues_and_new_and_filters(
+    demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A linked signature shows its issue and state; the filter keeps new, known or unlinked
+    signatures only. On a copy of the demo's database, which the other tests only read."""
+    import shutil
+
+    import streamlit as st
+    from sqlalchemy.orm import Session
+
+    from store.triage import link
+
+    source = Path(make_engine(demo_db).url.database or "")
+    copy = tmp_path / "demo.db"
+    shutil.copy(source, copy)
+    url = f"sqlite:///{copy}"
+    monkeypatch.setenv("CIFLAKE_DB_URL", url)
+    app = _visit(AppTest.from_file(str(APP), default_timeout=TIMEOUT).run(), "failures")
+    signature = app.dataframe[-1].value["signature"].iloc[0]  # one the page shows
+    issue = "https://github.com/verl-project/verl/issues/77"
+    engine = make_engine(url)
+    with Session(engine) as session, session.begin():
+        repo = session.execute(select(WorkflowRun.repo).limit(1)).scalar_one()
+        link(session, repo, signature, issue, note="tracked", set_by="alice")
+    st.cache_data.clear()
+    app.run()
+    every = app.dataframe[-1].value
+    linked = every[every["signature"] == signature]
+    assert list(linked["issue_url"]) == [issue] and {"new", "first_seen", "last_seen"} <= set(
+        every.columns
+    )
+    counts = {}
+    for show in ("known", "unlinked", "new"):
+        app.segmented_control(key="fail_show").set_value(show).run()
+        assert not app.exception
+        shown = app.dataframe[-1].value
+        counts[show] = len(shown)
+        if show == "known":
+            assert list(shown["signature"]) == [signature]
+        elif show == "unlinked":
+            assert signature not in set(shown["signature"]) and shown["issue_url"].isna().all()
+        else:
+            assert shown["new"].all()
+    assert counts["known"] == 1 and counts["unlinked"] > 0 and counts["new"] > 0

@@ -4,12 +4,12 @@ drill-down into one failure's log."""
 import pandas as pd
 import streamlit as st
 
-from analytics.evidence import PHRASES, describe, unknown_reason
+from analytics.evidence import MAINTAINER, PHRASES, corrected, describe, unknown_reason
 from analytics.newness import NEW_DAYS
 from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import failures, shared
-from dashboard.shaping import unknown_by_stage
+from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures, unknown_by_stage
 
 view = current_view()
 
@@ -34,29 +34,47 @@ tables.show(
 )
 
 st.subheader("Signatures")
-signatures = failures.signatures(view.db_url, view.filters)
+show = st.segmented_control(
+    "Show",
+    SIGNATURE_SHOWS,
+    default="all",
+    format_func={
+        "all": "all",
+        "new": "NEW",
+        "known": "known (linked to an issue)",
+        "unlinked": "unlinked",
+    }.get,
+    key="fail_show",
+)
+signatures = chosen_signatures(failures.signatures(view.db_url, view.filters), show or "all")
 st.caption(
     f"NEW: first seen (in the whole history) within the {NEW_DAYS} days that end with the "
-    "range (docs/vocabulary.md)."
+    "range (docs/vocabulary.md). Issue: the known issue a maintainer linked "
+    "(`ciflake triage link`) or ciflake filed, with its state on GitHub as last read."
 )
 tables.show(
     signatures[
         [
+            "signature",
             "new",
             "category",
             "failures",
             "first_seen",
             "last_seen",
+            "issue_url",
+            "issue_state",
             "line",
             "runner_name",
             "html_url",
         ]
     ],
     "signatures",
-    missing="No failures in the range and scope: no signature, nothing to drill into.",
+    missing="No signature in the range and scope for this choice: nothing to drill into.",
     hide_index=True,
     column_config={
         "new": st.column_config.CheckboxColumn("NEW"),
+        "issue_url": st.column_config.LinkColumn("issue"),
+        "issue_state": st.column_config.TextColumn("state"),
         "line": st.column_config.TextColumn("example line", width="large"),
         "html_url": st.column_config.LinkColumn("job", display_text="open"),
         "first_seen": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
@@ -92,6 +110,12 @@ failure = occurrences.loc[choice]
 line_number = failure["line_number"]
 matched = f"matched line {line_number:.0f}" if pd.notna(line_number) else "no line"
 st.markdown(f"[Open the job]({failure['html_url']}) · {matched}")
+if failure["evidence"] == MAINTAINER:
+    st.info(
+        f"Category `{failure['category']}`: {corrected(failure['correction_note'])}. The "
+        f"classifier said `{failure['classifier_category']}` "
+        f"({PHRASES.get(failure['classifier_evidence'], 'nothing decided it')})."
+    )
 has_basis = isinstance(failure["basis"], str)
 reason = unknown_reason(failure["stage"], failure["basis"]) if has_basis else ""
 if reason:
