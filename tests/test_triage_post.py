@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from ciflake import triage_night
 from ciflake.cli import cli
+from collector.client import GitHubClient
 from collector.triage_post import CLOSE_WORDS, LABEL_COLOR
 from fakehub.history import DEFAULT_END
 from fakehub.payloads import BOT_LOGIN
@@ -112,11 +113,21 @@ def _section(body: str) -> str:
 
 
 def test_two_nights_file_up_to_the_cap_then_edit_only_the_changed_counts(
-    collected_db, runner, hub, clock, tmp_path
+    collected_db, runner, hub, clock, tmp_path, monkeypatch
 ):
     url = collected_db().url
-    config = triage_config(tmp_path, quiet_days=400)
+    naps: list[float] = []
+
+    class Pacing(GitHubClient):
+        """The client as shipped, its sleeps recorded instead of slept."""
+
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs, sleep=naps.append)
+
+    monkeypatch.setattr(triage_night, "GitHubClient", Pacing)
+    config = triage_config(tmp_path, quiet_days=400, pause_seconds=3)
     first = _post(runner, hub, url, config)
+    assert naps == [3.0, 3.0]  # between two creates, not before the first
     issues = hub_issues(hub)
     by_signature = {issue["body"].split(" -->")[0].split()[-1]: issue for issue in issues.values()}
     assert sorted(by_signature) == sorted(FILED)  # the cap: three, the largest first
@@ -285,9 +296,3 @@ def test_a_second_post_while_the_lease_is_held_stops_with_one_line(
         f"ciflake: error: triage --post for {REPO} is already running (elsewhere:4242); not started"
     )
     assert _routes(hub) == {}  # not one request to GitHub
-
-
-def test_the_pause_between_creates_defaults_to_three_seconds():
-    from store.settings import load_config
-
-    assert load_config(env={}).project().triage.pause_seconds == 3.0
