@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import fakehub
+from ciflake.cli import cli
 from fakehub.web import Request, Response
 from reports.triage_body import marker
 from tests.reliability.harness import CANARY, FULL, leaks, record
@@ -68,7 +70,7 @@ def _one_issue_per_signature(hub: fakehub.Hub) -> bool:
 
 @pytest.mark.slow
 def test_killed_after_creating_an_issue_the_next_run_adopts_it(tmp_path):
-    """About 8 s a kill: the killed run and the one after, each a process of its own."""
+    """About 6 s a kill: the killed run in a process of its own, the next one in this one."""
     kills = mismatches = crashes = leaked = 0
     for nth in (1, 2, 3) if FULL else (2,):
         here = tmp_path / f"kill{nth}"
@@ -83,14 +85,15 @@ def test_killed_after_creating_an_issue_the_next_run_adopts_it(tmp_path):
             assert victim[0].returncode == -signal.SIGKILL, err.decode()
             kills += 1
             assert len(hub_issues(hub)) == nth
-            rerun = _triage(hub, url, config)
-            again, err_again = rerun.communicate(timeout=120)
-            crashes += rerun.returncode != 0 or b"Traceback" in err_again
-            leaked += leaks(out, err, again, err_again)
-            lines = again.decode().splitlines()
+            env = {"GITHUB_TOKEN": CANARY, "CIFLAKE_API_URL": hub.base_url}
+            args = ["--config", str(config), "--db", url, "triage", "--post"]
+            rerun = CliRunner().invoke(cli, args, env=env)
+            crashes += rerun.exit_code != 0
+            leaked += leaks(out, err, rerun.output)
+            lines = rerun.output.splitlines()
             mismatches += not _one_issue_per_signature(hub)
             routes = hub.admin("GET", "counters")["by_route"]
-            assert rerun.returncode == 0, err_again.decode()
+            assert rerun.exit_code == 0, rerun.output
             assert _one_issue_per_signature(hub), lines
             assert routes["create_issue"] == 3, routes  # the killed run's issue is not filed again
             assert len([line for line in lines if line.startswith("adopted #")]) == 1, lines
@@ -100,21 +103,27 @@ def test_killed_after_creating_an_issue_the_next_run_adopts_it(tmp_path):
 
 @pytest.mark.slow
 def test_two_runs_started_at_once_file_one_issue_per_signature(tmp_path):
-    """About 5 s: two processes; the one without the lease stops at once."""
+    """About 8 s: two processes. The lease's holder files, 1.5 s apart, so the other one
+    arrives while it is held and stops at once; should it arrive later all the same (a loaded
+    machine), it finds every issue recorded and files none."""
     url = collected_copy(tmp_path)
-    config = triage_config(tmp_path, window_days=YEARS, quiet_days=YEARS, pause_seconds=1)
+    config = triage_config(tmp_path, window_days=YEARS, quiet_days=YEARS, pause_seconds=1.5)
     with _hub() as hub:
         both = [_triage(hub, url, config), _triage(hub, url, config)]
         answers = [process.communicate(timeout=120) for process in both]
         routes = hub.admin("GET", "counters")["by_route"]
         one_each = _one_issue_per_signature(hub)
     codes = sorted(process.returncode for process in both)
+    outputs = [out.decode() for out, _ in answers]
     errors = [err.decode() for _, err in answers]
     leaked = leaks(*(text for pair in answers for text in pair))
     record(SUITE, trials=1, mismatches=int(not one_each), leaks=leaked)
     assert one_each and routes["create_issue"] == 3, routes
-    assert codes == [0, 2], errors  # the second found the lease held
-    (refused,) = [e for e in errors if e]
-    assert refused.startswith(f"ciflake: error: triage --post for {REPO} is already running (")
-    assert refused.endswith("); not started\n") and refused.count("\n") == 1
     assert leaked == 0
+    assert codes in ([0, 2], [0, 0]), errors
+    if codes == [0, 2]:  # the second found the lease held
+        (refused,) = [e for e in errors if e]
+        assert refused.startswith(f"ciflake: error: triage --post for {REPO} is already running (")
+        assert refused.endswith("); not started\n") and refused.count("\n") == 1
+    else:
+        assert sorted(out.count("filed #") for out in outputs) == [0, 3], outputs
