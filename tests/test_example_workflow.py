@@ -212,9 +212,8 @@ def test_triage_is_off_by_default_and_runs_before_the_summary_only_on_a_posting_
     assert _default("triage") == "false"
     triage = _action_steps()[_index("Triage")]
     collected = f"steps.{_action_steps()[_index('Collect')]['id']}.outcome == 'success'"
-    assert triage["if"] == (
-        f"${{{{ !cancelled() && inputs.post == 'true' && inputs.triage == 'true' && {collected} }}}}"
-    )
+    wanted = f"!cancelled() && inputs.post == 'true' && inputs.triage == 'true' && {collected}"
+    assert triage["if"] == f"${{{{ {wanted} }}}}"
     assert "ciflake triage --post" in triage["run"] and '--repo "$repo"' in triage["run"]
     assert triage["env"]["GITHUB_TOKEN"] == "${{ inputs.token }}"
     assert _index("Collect") < _index("Triage") < _index("Post the summary")
