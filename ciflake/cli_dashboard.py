@@ -69,7 +69,8 @@ def demo(state: State, port: int | None, no_dashboard: bool) -> None:
     db_url = state.db_url or DEMO_DB_URL
     state.db_url = db_url
     config = demo_config(db_url)
-    with collect_demo(config, state.migrated_engine()) as (hub, reports):
+    echo = lambda line: click.echo(f"triage: {line}")  # noqa: E731
+    with collect_demo(config, state.migrated_engine(), echo=echo) as (hub, reports):
         click.echo(f"fakehub: {hub.base_url} (simulated histories, seed {DEMO_SEED})")
         for repo, report in reports:
             click.echo(f"collect: {repo}: {report.line()}")

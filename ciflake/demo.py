@@ -1,10 +1,13 @@
-"""``ciflake demo``: fakehub + collect + dashboard on one machine, with nothing to configure:
-two simulated repositories (verl and its recipes repository), as ``demo.toml`` tracks them."""
+"""``ciflake demo``: fakehub + collect + triage + dashboard on one machine, with nothing to
+configure: two simulated repositories (verl and its recipes repository), as ``demo.toml`` tracks
+them. After the collect, a maintainer's link and a night of ``triage --post`` on fakehub, so
+that the Failures page and the summary show known, new and filed issues."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -30,6 +33,12 @@ DEMO_RATE_LIMIT = 1_000_000  # requests an hour: the demo's one collect never wa
 DEMO_SCALE = 1.6
 DEMO_PR_SCALE = 0.1
 DEMO_SINCE = datetime(2026, 5, 1, tzinfo=UTC)
+# The link a maintainer made in the demo (`ciflake triage link`): verl's most frequent `oom`
+# signature to the pull request that fixed verl's OOM and missing dependencies.
+DEMO_LINK_REPO = "verl-project/verl"
+DEMO_LINK_URL = "https://github.com/verl-project/verl/pull/6568"
+DEMO_LINK_NOTE = "fixed by #6568 (OOM and missing dependencies)"
+DEMO_MAINTAINER = "demo-maintainer"
 
 
 def demo_config_path() -> str:
@@ -52,24 +61,68 @@ def demo_database(directory: Path, end: datetime | None = None) -> str:
     url = f"sqlite:///{directory / 'ciflake-demo.db'}"
     engine = make_engine(url)
     upgrade(engine)
-    with collect_demo(demo_config(url), engine, quiet=True, end=end):
+    with collect_demo(demo_config(url), engine, quiet=True, end=end, echo=lambda _: None):
         pass
     engine.dispose()
     return url
 
 
+def link_demo_issue(engine: Engine) -> None:
+    """The demo maintainer's link (DEMO_LINK_URL) on verl's most frequent `oom` signature with
+    a deciding line, once: a demo run again keeps it as it is."""
+    from sqlalchemy.orm import Session
+
+    from store.models import KnownIssue
+    from store.page_queries import signature_summary
+    from store.runfilter import RunFilter
+    from store.triage import link
+
+    table = signature_summary(engine, RunFilter(repo=DEMO_LINK_REPO))
+    ooms = table[(table["category"] == "oom") & table["line"].notna()]
+    if ooms.empty:
+        return
+    signature = str(ooms.sort_values("failures", ascending=False)["signature"].iloc[0])
+    with Session(engine) as session, session.begin():
+        if session.get(KnownIssue, (DEMO_LINK_REPO, signature)) is None:
+            link(
+                session,
+                DEMO_LINK_REPO,
+                signature,
+                DEMO_LINK_URL,
+                note=DEMO_LINK_NOTE,
+                set_by=DEMO_MAINTAINER,
+            )
+
+
+def triage_demo(config: Config, engine: Engine, now: datetime, echo: Callable[[str], None]) -> None:
+    """A night of ``triage --post`` on the demo's fakehub for every repository, as of the
+    simulation's ``now``, without the pause GitHub needs between two creates."""
+    from ciflake.triage_night import run_triage
+
+    for project in config.projects:
+        fast = replace(project, triage=replace(project.triage, pause_seconds=0.0))
+        run_triage(config, fast, engine, post=True, echo=echo, now=now)
+
+
 @contextmanager
 def collect_demo(
-    config: Config, engine: Engine, *, quiet: bool = False, end: datetime | None = None
+    config: Config,
+    engine: Engine,
+    *,
+    quiet: bool = False,
+    end: datetime | None = None,
+    echo: Callable[[str], None] = print,
 ) -> Iterator[tuple[ChildHub, list[tuple[str, CollectReport]]]]:
     """Start fakehub with the demo's seed and volume in a child process, collect the history
     of every repository of ``config`` since DEMO_SINCE into ``engine`` (incrementally when run
-    again), and keep fakehub up while the caller runs, so that links to jobs keep working."""
+    again), link and triage (``link_demo_issue``, ``triage_demo``: ``echo`` gets a line per
+    write), and keep fakehub up while the caller runs, so that links to jobs keep working."""
+    end = end or today()
     with spawned(
         seed=DEMO_SEED,
         scale=DEMO_SCALE,
         pr_scale=DEMO_PR_SCALE,
-        end=end or today(),
+        end=end,
         rate_limit=DEMO_RATE_LIMIT,
     ) as hub:
         hub_config = config.with_overrides(api_url=hub.base_url, token=hub.token)
@@ -79,4 +132,6 @@ def collect_demo(
             if isinstance(outcome, CollectError):
                 raise outcome  # the demo's own hub refused: nothing to show
             reports.append((repo, outcome))
+        link_demo_issue(engine)
+        triage_demo(hub_config, engine, end, echo)
         yield hub, reports
