@@ -23,10 +23,33 @@ REPO_HELP = "A configured repository (default: the only one configured)."
 BY_HELP = "Who decides it (default: $CIFLAKE_USER, else the OS user)."
 
 
-@click.group()
-def triage() -> None:
+@click.group(invoke_without_command=True)
+@click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
+@click.option(
+    "--post",
+    is_flag=True,
+    help="Do the plan on GitHub (the token needs `issues: write`); without it, only print it.",
+)
+@click.pass_context
+def triage(ctx: click.Context, repo: str | None, post: bool) -> None:
     """Known issues and corrections of failure signatures (the 12 hex characters the Failures
-    page and ``ciflake classify`` show)."""
+    page and ``ciflake classify`` show).
+
+    Without a subcommand: tonight's plan for the recurring signatures of the default branch
+    ([triage] settings): which issues it would file (at most max_new a night; the rest wait),
+    update (counts changed), close (quiet for quiet_days) or reopen (failed again). Nothing is
+    touched without --post; with it, a line per write. One --post per repository at a time:
+    a second one stops with one line."""
+    if ctx.invoked_subcommand is None:
+        _triage_night(ctx.obj, repo, post)
+
+
+def _triage_night(state: State, repo: str | None, post: bool) -> None:
+    """``ciflake triage [--post]``: ciflake.triage_night prints or does tonight's plan."""
+    from ciflake.triage_night import run_triage
+
+    project = state.config.project(repo)
+    run_triage(state.config, project, state.migrated_engine(), post=post, echo=click.echo)
 
 
 def _actor(by: str | None) -> str:

@@ -54,6 +54,7 @@ def _project_lines(project: Project) -> list[str]:
         f"min_runs = {analysis.min_runs}",
         f"stale_factor = {analysis.stale_factor}",
         f"summary_pr = {project.summary_pr}" if project.summary_pr else "# no summary_pr",
+        _triage_line(project),
         "",
     ]
     for wf in project.workflows:
@@ -78,3 +79,14 @@ def _project_lines(project: Project) -> list[str]:
     lines.append(f"# {len(project.invalid_windows)} known invalid-workflow windows")
     lines.append("")
     return lines
+
+
+def _triage_line(project: Project) -> str:
+    """The repository's [triage] settings as the inline table a [[repositories]] entry takes."""
+    triage = project.triage
+    login = f', login = "{triage.login}"' if triage.login else ""
+    return (
+        f"triage = {{ min_failures = {triage.min_failures}, min_runs = {triage.min_runs}, "
+        f"window_days = {triage.window_days}, quiet_days = {triage.quiet_days}, "
+        f"max_new = {triage.max_new}{login} }}"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -102,16 +103,16 @@ def _write_wait(
 
 
 def _post_once(
-    client: GitHubClient, path: str, body: str
+    client: GitHubClient, path: str, payload: dict[str, Any]
 ) -> tuple[dict[str, Any] | None, str, float]:
     """One POST that nothing repeats: GitHubClient's retries would send it again after a 502,
-    a cut connection or a garbled answer, when GitHub may well have created the comment.
-    (the comment, "", 0) when created, else (None, why, seconds to wait before looking);
-    a refusal that is not a rate limit raises."""
+    a cut connection or a garbled answer, when GitHub may well have created the comment or
+    issue. (what was created, "", 0) when created, else (None, why, seconds to wait before
+    looking); a refusal that is not a rate limit raises (``Forbidden`` for a 403)."""
     client.check_budget()
     requester = Requester(**{**client.github.requester.kwargs, "retry": 0})
     try:
-        status, hdrs, raw = requester.requestJson("POST", path, input={"body": body})
+        status, hdrs, raw = requester.requestJson("POST", path, input=payload)
     except requests.exceptions.RequestException as exc:
         return None, type(exc).__name__, 2.0
     finally:
@@ -131,29 +132,49 @@ def _post_once(
         return None, f"rate limit ({status})", wait
     if status == 401:
         raise BadCredentials("GitHub rejected the token (401 Bad credentials)")
+    if status == 403:
+        raise Forbidden(f"POST {path}: HTTP {status} {message}")
     raise CollectError(f"POST {path}: HTTP {status} {message}")
+
+
+def create_once(
+    client: GitHubClient,
+    path: str,
+    payload: dict[str, Any],
+    find: Callable[[], dict[str, Any] | None],
+    what: str = "comment",
+) -> dict[str, Any]:
+    """POST ``payload`` to create one thing; after a try that may have failed (a 5xx, a cut
+    connection, a rate limit), wait as GitHub asks and ``find`` it again, taking it if that
+    try created it after all, so that no retry doubles it."""
+    for _ in range(POST_TRIES):
+        created, why, wait = _post_once(client, path, payload)
+        if created is not None:
+            return created
+        if wait > client.max_wait:
+            raise CollectError(f"POST {path}: {why}; GitHub asks to wait {wait:.0f}s")
+        message = f"POST {path}: {why}; looking for the {what} in {wait:.0f}s"
+        client.stats.waits.append(message)
+        client.on_wait(message)
+        client.sleep(wait)
+        found = find()
+        if found is not None:
+            return found
+    raise CollectError(f"POST {path}: {why} on each of {POST_TRIES} tries; no {what} created")
 
 
 def create_comment(
     client: GitHubClient, repo: str, number: int, body: str, author: str
 ) -> dict[str, Any]:
-    """POST the comment; after a try that may have failed, list the comments again and take
-    ours if that try created it after all, so that no retry doubles the comment."""
+    """POST the comment, never twice (``create_once``, finding ours by marker and author)."""
     path = f"/repos/{repo}/issues/{number}/comments"
-    for _ in range(POST_TRIES):
-        created, why, wait = _post_once(client, path, body)
-        if created is not None:
-            return created
-        if wait > client.max_wait:
-            raise CollectError(f"POST {path}: {why}; GitHub asks to wait {wait:.0f}s")
-        message = f"POST {path}: {why}; looking for the comment in {wait:.0f}s"
-        client.stats.waits.append(message)
-        client.on_wait(message)
-        client.sleep(wait)
-        mine, _ = marked_comments(client, repo, number, author)
-        if mine is not None:
-            return mine if mine.get("body") == body else edit_comment(client, repo, mine, body)
-    raise CollectError(f"POST {path}: {why} on each of {POST_TRIES} tries; no comment created")
+    comment = create_once(
+        client,
+        path,
+        {"body": body},
+        lambda: marked_comments(client, repo, number, author)[0],
+    )
+    return comment if comment.get("body") == body else edit_comment(client, repo, comment, body)
 
 
 def edit_comment(

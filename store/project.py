@@ -64,6 +64,22 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class TriageSettings:
+    """When ``triage`` files, closes and caps issues for one repository ([triage], overridable
+    per [[repositories]] entry): a signature is recurring with at least ``min_failures``
+    failures in at least ``min_runs`` runs within ``window_days`` days on the default branch;
+    its issue closes after ``quiet_days`` days without one; at most ``max_new`` issues are
+    filed a night. ``login``: the login ciflake's issues carry (None: ask GitHub)."""
+
+    min_failures: int = 3
+    min_runs: int = 2
+    window_days: int = 7
+    quiet_days: int = 14
+    max_new: int = 3
+    login: str | None = None
+
+
+@dataclass(frozen=True)
 class Project:
     repo: str
     default_branch: str
@@ -77,6 +93,7 @@ class Project:
     # the maintainers' own [[rules]], tried before the built-in ones: this repository's, then
     # the top-level ones
     rules: tuple[RuleTable, ...] = ()
+    triage: TriageSettings = TriageSettings()
 
     def workflow(self, path: str) -> WorkflowConfig | None:
         return next((w for w in self.workflows if w.path == path), None)

@@ -24,6 +24,7 @@ from store.project import (
     LineageConfig,
     Project,
     RuleTable,
+    TriageSettings,
     WorkflowConfig,
 )
 from store.vocabulary import EVENT_KINDS
@@ -60,6 +61,7 @@ class Config:
     dashboard_recent_days: int
     projects: tuple[Project, ...]
     defaults: Analysis  # [analytics]: for a repository in the database but not in the config
+    triage: TriageSettings  # [triage]: likewise
     default_branch: str
     job_name_strip: str
     source: str
@@ -108,6 +110,7 @@ class Config:
             (),
             None,
             self.rules,
+            self.triage,
         )
 
     def select(self, repo: str | None) -> tuple[Project, ...]:
@@ -137,6 +140,14 @@ _TABLES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "stale_factor": (int, float),
     },
     "dashboard": {"host": str, "port": int, "recent_days": int},
+    "triage": {
+        "min_failures": int,
+        "min_runs": int,
+        "window_days": int,
+        "quiet_days": int,
+        "max_new": int,
+        "login": str,
+    },
 }
 _LISTS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "workflows": {"path": str, "tags": list, "accelerator": str, "lineage": str},
@@ -156,7 +167,8 @@ _LISTS: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
 }
 # A [[repositories]] entry: its repository, optional overrides of [analytics] and [summary] pr,
-# and its own arrays of tables (_LISTS), which are checked as the top-level ones are.
+# a ``triage`` table overriding [triage] key by key, and its own arrays of tables (_LISTS),
+# which are checked as the top-level ones are.
 _REPOSITORY: dict[str, type | tuple[type, ...]] = {
     "repo": str,
     "default_branch": str,
@@ -166,6 +178,7 @@ _REPOSITORY: dict[str, type | tuple[type, ...]] = {
     "min_runs": int,
     "stale_factor": (int, float),
     "summary_pr": int,
+    "triage": dict,
     **dict.fromkeys(("workflows", "lineages", "events", "invalid_windows", "rules"), list),
 }
 # The maintainers' own classification rules: an array of tables here, each table checked by
@@ -173,7 +186,7 @@ _REPOSITORY: dict[str, type | tuple[type, ...]] = {
 RULES = "rules"
 # The settings that may be unset (no default in verl_defaults.toml): every other key of _TABLES
 # has its one default there (tests/test_config.py holds that).
-OPTIONAL_SETTINGS = frozenset({("github", "token_file")})
+OPTIONAL_SETTINGS = frozenset({("github", "token_file"), ("triage", "login")})
 
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "workflows": ("path", "lineage"),
@@ -218,6 +231,8 @@ def _check_keys(data: dict[str, Any], source: str, repo: str | None = None) -> N
                     _check_entry(entry, _REPOSITORY, entry_where)
                     if "repo" not in entry:
                         raise ConfigError(f"{entry_where}: missing key 'repo'")
+                    triage_where = f"{entry_where}: triage"
+                    _check_entry(entry.get("triage", {}), _TABLES["triage"], triage_where)
                     lists = {k: v for k, v in entry.items() if k in _LISTS or k == RULES}
                     _check_keys(lists, source, repo=entry["repo"])
                     continue
@@ -435,6 +450,7 @@ def load_config(
     }
     _check_counts(spans, source, least=0)
     defaults = _analysis(analytics, source, "[analytics]")
+    triage = _triage(data["triage"], source, "[triage]")
     _check_regex(analytics["job_name_strip"], f"{source}: [analytics] job_name_strip")
     rules = _rule_tables(data.get(RULES, []), source, None)
     return Config(
@@ -454,6 +470,7 @@ def load_config(
         dashboard_recent_days=dashboard["recent_days"],
         projects=_projects(builtin, user, data, source, rules),
         defaults=defaults,
+        triage=triage,
         default_branch=analytics["default_branch"],
         job_name_strip=analytics["job_name_strip"],
         source=source,
@@ -486,6 +503,7 @@ def _projects(
     entry gives no workflows: another repository has what its own entry gives (in the
     single form, the file's arrays and [summary] pr), never verl's story."""
     analytics, summary_pr = data["analytics"], data["summary"]["pr"]
+    triage = data["triage"]
     if "repositories" not in user:
         repo = data["github"]["repo"]
         builtin_repo = repo == builtin["github"]["repo"]
@@ -493,7 +511,7 @@ def _projects(
         own_pr = summary_pr if builtin_repo else user.get("summary", {}).get("pr")
         only = {"repo": repo, "summary_pr": own_pr}
         only.update({name: lists.get(name, []) for name in _LIST_NAMES})
-        project = _project(only, analytics, source, "[github]", rules, nested=False)
+        project = _project(only, analytics, triage, source, "[github]", rules, nested=False)
         if not project.workflows:
             raise ConfigError(f"{source}: repository {repo!r} has no [[workflows]] to track")
         return (project,)
@@ -513,7 +531,7 @@ def _projects(
             }
         elif "workflows" not in entry:
             raise ConfigError(f"{source}: {where}: missing key 'workflows'")
-        project = _project(entry, analytics, source, where, rules, nested=True)
+        project = _project(entry, analytics, triage, source, where, rules, nested=True)
         if project.repo.lower() in projects:
             raise ConfigError(f"{source}: {where}: repository {project.repo!r} is listed twice")
         projects[project.repo.lower()] = project
@@ -525,15 +543,16 @@ def _projects(
 def _project(
     entry: dict[str, Any],
     analytics: dict[str, Any],
+    triage: dict[str, Any],
     source: str,
     where: str,
     rules: tuple[RuleTable, ...],
     *,
     nested: bool,
 ) -> Project:
-    """One repository from its entry, each missing setting taken from [analytics], its own
-    [[rules]] before the top-level ``rules``. ``nested``: its arrays of tables are in a
-    [[repositories]] entry, and messages name them so."""
+    """One repository from its entry, each missing setting taken from [analytics] and
+    [triage], its own [[rules]] before the top-level ``rules``. ``nested``: its arrays of
+    tables are in a [[repositories]] entry, and messages name them so."""
     repo = entry["repo"]
     lists_of = repo if nested else None
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
@@ -555,6 +574,7 @@ def _project(
         invalid_windows=_windows(entry.get("invalid_windows", []), source, lists_of),
         summary_pr=entry.get("summary_pr"),
         rules=(*_rule_tables(entry.get(RULES, []), source, lists_of), *rules),
+        triage=_triage({**triage, **entry.get("triage", {})}, source, f"{where} triage"),
     )
 
 
@@ -566,6 +586,15 @@ def _analysis(settings: dict[str, Any], source: str, where: str) -> Analysis:
         first_runs=settings["first_runs"],
         min_runs=settings["min_runs"],
         stale_factor=float(settings["stale_factor"]),
+    )
+
+
+def _triage(settings: dict[str, Any], source: str, where: str) -> TriageSettings:
+    counts = ("min_failures", "min_runs", "window_days", "quiet_days", "max_new")
+    _check_counts({f"{where} {key}": settings[key] for key in counts[:-1]}, source, least=1)
+    _check_counts({f"{where} max_new": settings["max_new"]}, source, least=0)
+    return TriageSettings(
+        **{key: settings[key] for key in counts}, login=settings.get("login") or None
     )
 
 

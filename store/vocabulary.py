@@ -43,3 +43,10 @@ EVIDENCE: tuple[str, ...] = ("maintainer", "log", "annotations", "job", "none")
 # The first line of the nightly summary's comment, by which ciflake finds it again to edit it in
 # place (reports.summary_render writes it, collector.summary_post looks for it).
 SUMMARY_MARKER = "<!-- ciflake:summary -->"
+
+# ciflake's issue for a failure signature (triage --post) is found again by its hidden first
+# line, TRIAGE_MARKER with the signature; the nightly counts sit between COUNTS_START and
+# COUNTS_END (reports.triage_body writes them, collector.triage_post rewrites only them).
+TRIAGE_MARKER = "<!-- ciflake:triage {signature} -->"
+COUNTS_START = "<!-- ciflake:counts -->"
+COUNTS_END = "<!-- /ciflake:counts -->"

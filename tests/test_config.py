@@ -273,3 +273,54 @@ def test_every_setting_has_its_one_default_in_the_built_in_file():
     source = Path(settings.__file__).read_text()
     tables = "|".join(_TABLES)
     assert re.findall(rf'\b(?:{tables})\.get\("\w+", ', source) == []  # no inline default
+
+
+TRIAGE = """
+[triage]
+min_failures = 5
+login = "ci-bot[bot]"
+
+[[repositories]]
+repo = "verl-project/verl"
+
+[[repositories]]
+repo = "o/other"
+triage = { max_new = 0, quiet_days = 30 }
+[[repositories.workflows]]
+path = ".github/workflows/ci.yml"
+lineage = "ci"
+"""
+
+
+def test_triage_settings_from_the_table_and_per_repository(tmp_path):
+    file = tmp_path / "c.toml"
+    file.write_text(TRIAGE)
+    verl, other = load_config(file, env={}).projects
+    assert (verl.triage.min_failures, verl.triage.min_runs, verl.triage.max_new) == (5, 2, 3)
+    assert verl.triage.login == "ci-bot[bot]"
+    assert (other.triage.max_new, other.triage.quiet_days, other.triage.min_failures) == (0, 30, 5)
+    assert load_config(env={}).project().triage.login is None
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[triage]\nmin_runs = 0\n", "[triage] min_runs must be positive, got 0"),
+        ("[triage]\nmax_new = -1\n", "[triage] max_new must be at least 0, got -1"),
+        ("[triage]\nlimit = 1\n", "[triage]: unknown key 'limit'"),
+        (
+            '[[repositories]]\nrepo = "verl-project/verl"\ntriage = { window_days = "7" }\n',
+            "[[repositories]] #1: triage: 'window_days' must be int",
+        ),
+        (
+            '[[repositories]]\nrepo = "verl-project/verl"\ntriage = { quiet_days = 0 }\n',
+            "[[repositories]] #1 triage quiet_days must be positive",
+        ),
+    ],
+)
+def test_triage_settings_mistakes_are_one_line(tmp_path, text, words):
+    file = tmp_path / "c.toml"
+    file.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_config(file, env={})
+    assert words in str(error.value) and "\n" not in str(error.value)

@@ -1,0 +1,267 @@
+"""Doing tonight's triage plan on GitHub: file one issue per recurring signature, rewrite its
+counts section, close it when quiet and reopen it when it fails again, each with one comment.
+
+GitHub's facts that shape it (docs/github-behaviour.md): a POST retried after a 5xx may file
+a second issue, so creates go through ``create_once`` (never repeated blindly; our issues are
+listed again first); before filing, our issues are listed (``state=all``, pull requests
+dropped, author AND marker checked on our side) and one already filed for the signature is
+adopted, which also covers a process killed between creating an issue and recording it;
+creates are paced CREATE_PAUSE apart; labels are added with POST (a PATCH of ``labels``
+would wipe people's labels); an issue whose author is not our login, or whose body lacks the
+marker, is never edited."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from analytics.triage import Draft, Step, TriagePlan
+from collector.client import CollectError, Forbidden, GitHubClient, NotFound, ResourceError
+from collector.summary_post import create_once
+from store.issues import github_state, record_issue
+from store.models import KnownIssue
+from store.triage import log_action
+from store.vocabulary import COUNTS_END, COUNTS_START
+
+CREATE_PAUSE = 3.0  # seconds between two issues created: GitHub throttles creating content
+LABEL = "ciflake"
+LABEL_COLOR = "5319e7"
+_MARKER = re.compile(r"<!-- ciflake:triage ([0-9a-f]+) -->")
+_SECTION = re.compile(re.escape(COUNTS_START) + r".*?" + re.escape(COUNTS_END), re.DOTALL)
+NEEDS_WRITE = "the token needs `issues: write` on {repo} (GitHub answered 403: {why})"
+CLOSE_WORDS = (
+    "ciflake: no failure of this signature on the default branch for {days} days; closing."
+)
+REOPEN_WORDS = "ciflake: this signature failed again ({why}); reopening."
+
+
+def category_label(category: str) -> str:
+    return f"{LABEL}:{category}"
+
+
+def _author(item: dict[str, Any]) -> str:
+    return str((item.get("user") or {}).get("login") or "")
+
+
+def ours(issue: dict[str, Any], login: str, signature: str | None = None) -> bool:
+    """Whether ciflake filed ``issue``: by ``login`` and carrying the marker (of
+    ``signature`` when given), and not a pull request."""
+    found = _MARKER.search(issue.get("body") or "")
+    return (
+        "pull_request" not in issue
+        and _author(issue).casefold() == login.casefold()
+        and found is not None
+        and (signature is None or found[1] == signature)
+    )
+
+
+def our_issues(client: GitHubClient, repo: str, login: str) -> dict[str, dict[str, Any]]:
+    """Our issues of ``repo`` by signature, over every page, open and closed."""
+    params = {"state": "all", "labels": LABEL, "creator": login, "per_page": 100}
+    found: dict[str, dict[str, Any]] = {}
+    for _, page in client.pages(f"/repos/{repo}/issues", params, {}):
+        for issue in page.body or []:
+            if ours(issue, login):
+                signature = _MARKER.search(issue["body"])[1]  # type: ignore[index]
+                found.setdefault(signature, issue)
+    return found
+
+
+def ensure_labels(client: GitHubClient, repo: str, names: set[str]) -> None:
+    """Create our labels (422 ``already_exists`` is fine): GitHub would otherwise create them
+    uncoloured, or not at all for a token that cannot."""
+    for name in sorted(names):
+        try:
+            client.request(
+                "POST", f"/repos/{repo}/labels", body={"name": name, "color": LABEL_COLOR}
+            )
+        except ResourceError as exc:
+            if exc.status != 422 or "already_exists" not in str(exc):
+                raise
+
+
+@dataclass
+class Poster:
+    """One night's writes for one repository, each recorded and logged right after."""
+
+    client: GitHubClient
+    engine: Engine
+    repo: str
+    login: str
+    now: datetime
+    echo: Callable[[str], None]
+    pause: float = CREATE_PAUSE
+
+    def _record(
+        self, step: Step, issue: dict[str, Any], action: str | None, sha: str | None = None
+    ) -> None:
+        with Session(self.engine) as session, session.begin():
+            record_issue(
+                session,
+                self.repo,
+                step.signature,
+                issue,
+                actor=self.login,
+                now=self.now,
+                body_sha256=sha,
+            )
+            if action is not None:
+                log_action(
+                    session,
+                    self.repo,
+                    step.signature,
+                    action,
+                    self.login,
+                    issue_number=int(issue["number"]),
+                    detail=step.why,
+                    at=self.now,
+                )
+
+    def refresh(self) -> dict[int, dict[str, Any]]:
+        """GitHub's state of every linked issue of this repository (people's links too), one
+        GET each, recorded; the answers by number. A deleted or unreadable issue is skipped."""
+        with Session(self.engine) as session:
+            rows = session.query(KnownIssue).filter_by(repo=self.repo, issue_repo=self.repo).all()
+            numbers = {row.signature: row.issue_number for row in rows if row.issue_number}
+        issues: dict[int, dict[str, Any]] = {}
+        for signature, number in numbers.items():
+            try:
+                issue = self.client.request("GET", f"/repos/{self.repo}/issues/{number}")[2]
+            except (NotFound, ResourceError) as exc:
+                self.echo(f"could not read #{number}: {exc}")
+                continue
+            if not str(issue.get("repository_url", "")).endswith(f"/repos/{self.repo}"):
+                continue  # transferred: not this repository's any more
+            issues[number] = issue
+            with Session(self.engine) as session, session.begin():
+                row = session.get(KnownIssue, (self.repo, signature))
+                if row is not None:
+                    for key, value in github_state(issue, self.now).items():
+                        setattr(row, key, value)
+        return issues
+
+    def _patch(self, number: int, payload: dict[str, Any]) -> dict[str, Any]:
+        return self.client.request("PATCH", f"/repos/{self.repo}/issues/{number}", body=payload)[2]
+
+    def _comment(self, number: int, text: str) -> None:
+        path = f"/repos/{self.repo}/issues/{number}/comments"
+
+        def find() -> dict[str, Any] | None:
+            for _, page in self.client.pages(path, {"per_page": 100}, {}):
+                for comment in page.body or []:
+                    if (
+                        comment.get("body") == text
+                        and _author(comment).casefold() == self.login.casefold()
+                    ):
+                        return comment
+            return None
+
+        create_once(self.client, path, {"body": text}, find)
+
+    def _editable(self, step: Step, issues: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
+        issue = issues.get(step.issue_number or 0)
+        if issue is None or not ours(issue, self.login, step.signature):
+            self.echo(
+                f"left alone: #{step.issue_number} is not an issue ciflake filed ({step.signature})"
+            )
+            return None
+        return issue
+
+    def reopen(self, step: Step, issues: dict[int, dict[str, Any]]) -> None:
+        if (issue := self._editable(step, issues)) is None:
+            return
+        issue = self._patch(issue["number"], {"state": "open", "state_reason": "reopened"})
+        issues[issue["number"]] = issue
+        self._record(step, issue, "reopened")
+        self._comment(issue["number"], REOPEN_WORDS.format(why=step.why))
+        self.echo(f"reopened #{issue['number']} ({step.signature}): {step.why}")
+
+    def close(self, step: Step, issues: dict[int, dict[str, Any]], quiet_days: int) -> None:
+        if (issue := self._editable(step, issues)) is None:
+            return
+        issue = self._patch(issue["number"], {"state": "closed", "state_reason": "completed"})
+        self._record(step, issue, "closed")
+        self._comment(issue["number"], CLOSE_WORDS.format(days=quiet_days))
+        self.echo(f"closed #{issue['number']} ({step.signature}): {step.why}")
+
+    def update(self, step: Step, issues: dict[int, dict[str, Any]], draft: Draft) -> None:
+        if (issue := self._editable(step, issues)) is None:
+            return
+        text = merged(issue.get("body") or "", draft.section)
+        try:
+            answer = self._patch(issue["number"], {"body": text})
+        except ResourceError as exc:  # e.g. 422: a person's text made the body too long
+            self.echo(f"not updated: #{issue['number']}: {exc}")
+            return
+        if answer.get("body") != text:
+            raise CollectError(f"#{issue['number']}: GitHub kept the old body after the edit")
+        self._record(step, answer, "updated", draft.sha256)
+        self.echo(f"updated #{issue['number']} ({step.signature}): {step.why}")
+
+    def file(
+        self, step: Step, draft: Draft, existing: dict[str, dict[str, Any]], first: bool
+    ) -> None:
+        """File the issue, or adopt ours already on GitHub for the signature (a run killed
+        after creating it); record the link at once."""
+        labels = [LABEL, category_label(draft.category)]
+        issue = existing.get(step.signature)
+        done = "adopted"
+        if issue is None:
+            if not first:
+                self.client.sleep(self.pause)
+            issue = create_once(
+                self.client,
+                f"/repos/{self.repo}/issues",
+                {"title": draft.title, "body": draft.body, "labels": labels},
+                lambda: our_issues(self.client, self.repo, self.login).get(step.signature),
+                "issue",
+            )
+            done = "filed"
+        self._record(step, issue, "filed", draft.sha256)
+        have = {str(label.get("name")) for label in issue.get("labels") or []}
+        if missing := [name for name in labels if name not in have]:  # silently dropped
+            path = f"/repos/{self.repo}/issues/{issue['number']}/labels"
+            self.client.request("POST", path, body={"labels": missing})
+        self.echo(f"{done} #{issue['number']} ({step.signature}): {issue.get('html_url', '')}")
+
+
+def merged(current: str, section: str) -> str:
+    """``current`` (the issue's body on GitHub) with its counts section replaced by
+    ``section``, keeping everything a person wrote outside it; appended if it was removed."""
+    if _SECTION.search(current):
+        return _SECTION.sub(lambda _: section, current, count=1)
+    return f"{current.rstrip()}\n\n{section}\n"
+
+
+def post_plan(
+    poster: Poster,
+    tonight: TriagePlan,
+    drafts: dict[str, Draft],
+    issues: dict[int, dict[str, Any]],
+    quiet_days: int,
+) -> None:
+    """Do ``tonight`` on GitHub: reopen, update, close, then file (largest first). A 403 that
+    is not a rate limit stops with one line naming the permission."""
+    try:
+        if tonight.file or tonight.reopen:
+            names = {LABEL} | {category_label(drafts[s.signature].category) for s in tonight.file}
+            ensure_labels(poster.client, poster.repo, names)
+        for step in tonight.reopen:
+            poster.reopen(step, issues)
+        for step in tonight.update:
+            poster.update(step, issues, drafts[step.signature])
+        for step in tonight.close:
+            poster.close(step, issues, quiet_days)
+        existing = our_issues(poster.client, poster.repo, poster.login) if tonight.file else {}
+        for i, step in enumerate(tonight.file):
+            poster.file(step, drafts[step.signature], existing, first=i == 0)
+    except Forbidden as exc:
+        raise CollectError(
+            NEEDS_WRITE.format(repo=poster.repo, why=str(exc).split(": ", 1)[-1])
+        ) from None
