@@ -278,15 +278,16 @@ def _capped(rows: pd.DataFrame, item: Any, cap: int, more: str) -> list[str]:
     """``item(row)`` for the first ``cap`` rows, then "… and N more" pointing to ``more``."""
     items = [item(row) for _, row in rows.head(cap).iterrows()]
     if len(rows) > cap:
-        items.append(f"- … and {len(rows) - cap} more ({more})")
+        items.append(f"- … and {len(rows) - cap} more (see {more})")
     return items
 
 
-def _signature(row: pd.Series) -> str:
-    """A signature with its category and, when it has one, its deciding line, shortened."""
+def _with_line(item: str, row: pd.Series) -> str:
+    """A list item, then its signature's deciding line in a code block (when it has one)."""
     line = row["line"] if isinstance(row["line"], str) and row["line"].strip() else None
-    said = f"`{row['signature']}` `{row['category']}`"
-    return said + (f" {md_text(line, 120)}" if line else " (no deciding line)")
+    if line is None:
+        return f"{item} · no deciding line"
+    return f"{item}\n\n{code_block(line, 200, indent='  ')}\n"
 
 
 def _issue(number: Any, url: Any) -> str:
@@ -309,10 +310,11 @@ def _new_signatures(triage: Triage, backfill: bool) -> list[str]:
     def item(row: pd.Series) -> str:
         url = row["issue_url"]
         linked = f" · linked {link('issue', url)}" if isinstance(url, str) and url else ""
-        return (
-            f"- {_signature(row)} · {_count(row['failures'], 'failure')} since "
-            f"{_when(row['first_seen'])}{linked}"
+        said = (
+            f"- `{row['signature']}` `{row['category']}` · "
+            f"{_count(row['failures'], 'failure')} since {_when(row['first_seen'])}{linked}"
         )
+        return _with_line(said, row)
 
     return [heading, *_capped(triage.new, item, MAX_TRIAGE, "`ciflake export signatures`")]
 
@@ -361,8 +363,11 @@ def _recurring(triage: Triage) -> list[str]:
     )
 
     def item(row: pd.Series) -> str:
-        wait = " · waiting" if row["waiting"] else ""
-        return f"- {_signature(row)} · {row['failures']} failures in {row['runs']} runs{wait}"
+        said = (
+            f"- `{row['signature']}` `{row['category']}` · {row['failures']} failures in "
+            f"{row['runs']} runs" + (" · waiting" if row["waiting"] else "")
+        )
+        return _with_line(said, row)
 
     return [heading, *_capped(rows, item, MAX_TRIAGE, "`ciflake triage`")]
 
