@@ -118,7 +118,8 @@ def run_triage(
     try:
         client = GitHubClient(config.api_url, config.token, on_wait=echo)
         login = project.triage.login or token_login(client)
-        poster = Poster(client, engine, project.repo, login, now, echo)
+        pause = project.triage.pause_seconds
+        poster = Poster(client, engine, project.repo, login, now, echo, pause)
         issues = poster.refresh()
         steps, items = tonight(engine, project, now)
         drafts = {sig: draft(item) for sig, item in items.items()}

@@ -6,9 +6,9 @@ a second issue, so creates go through ``create_once`` (never repeated blindly; o
 listed again first); before filing, our issues are listed (``state=all``, pull requests
 dropped, author AND marker checked on our side) and one already filed for the signature is
 adopted, which also covers a process killed between creating an issue and recording it;
-creates are paced CREATE_PAUSE apart; labels are added with POST (a PATCH of ``labels``
-would wipe people's labels); an issue whose author is not our login, or whose body lacks the
-marker, is never edited."""
+creates are paced ``[triage] pause_seconds`` apart (3 by default); labels are added with POST
+(a PATCH of ``labels`` would wipe people's labels); an issue whose author is not our login, or
+whose body lacks the marker, is never edited."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -29,7 +30,6 @@ from store.models import KnownIssue
 from store.triage import log_action
 from store.vocabulary import COUNTS_END, COUNTS_START
 
-CREATE_PAUSE = 3.0  # seconds between two issues created: GitHub throttles creating content
 LABEL = "ciflake"
 LABEL_COLOR = "5319e7"
 _MARKER = re.compile(r"<!-- ciflake:triage ([0-9a-f]+) -->")
@@ -74,16 +74,26 @@ def our_issues(client: GitHubClient, repo: str, login: str) -> dict[str, dict[st
 
 
 def ensure_labels(client: GitHubClient, repo: str, names: set[str]) -> None:
-    """Create our labels (422 ``already_exists`` is fine): GitHub would otherwise create them
-    uncoloured, or not at all for a token that cannot."""
+    """Create our labels: GitHub would otherwise create them uncoloured, or not at all for a
+    token that cannot. A 422 is fine when the label is there (``already_exists``: made by an
+    earlier night, or by GitHub for a person's issue); the client's error keeps only GitHub's
+    "Validation Failed", so the label is read to tell."""
     for name in sorted(names):
         try:
             client.request(
                 "POST", f"/repos/{repo}/labels", body={"name": name, "color": LABEL_COLOR}
             )
         except ResourceError as exc:
-            if exc.status != 422 or "already_exists" not in str(exc):
+            if exc.status != 422 or not _label_exists(client, repo, name):
                 raise
+
+
+def _label_exists(client: GitHubClient, repo: str, name: str) -> bool:
+    try:
+        client.request("GET", f"/repos/{repo}/labels/{quote(name, safe='')}")
+    except NotFound:
+        return False
+    return True
 
 
 @dataclass
@@ -96,7 +106,7 @@ class Poster:
     login: str
     now: datetime
     echo: Callable[[str], None]
-    pause: float = CREATE_PAUSE
+    pause: float  # seconds between two issues created: GitHub throttles creating content
 
     def _record(
         self, step: Step, issue: dict[str, Any], action: str | None, sha: str | None = None

@@ -435,7 +435,8 @@ class KnownIssue(Base):
     """The tracked issue of a failure signature: linked by a person (``triage link``) or filed
     by ciflake (``triage --post``, ``source`` "ciflake"). ``issue_repo``/``issue_number`` are
     set when the URL is a GitHub issue; ``state`` and the rest are GitHub's, as last read
-    (None: never read, or not a GitHub issue). ``body_sha256``: the body ciflake last wrote."""
+    (None: never read, or not a GitHub issue). ``body_sha256``: the sha256 of the counts
+    section ciflake last wrote (the rest of the body is people's to edit)."""
 
     __tablename__ = "known_issues"
 

@@ -69,13 +69,15 @@ class TriageSettings:
     per [[repositories]] entry): a signature is recurring with at least ``min_failures``
     failures in at least ``min_runs`` runs within ``window_days`` days on the default branch;
     its issue closes after ``quiet_days`` days without one; at most ``max_new`` issues are
-    filed a night. ``login``: the login ciflake's issues carry (None: ask GitHub)."""
+    filed a night, ``pause_seconds`` apart (GitHub throttles creating content far below its
+    documented limits). ``login``: the login ciflake's issues carry (None: ask GitHub)."""
 
     min_failures: int = 3
     min_runs: int = 2
     window_days: int = 7
     quiet_days: int = 14
     max_new: int = 3
+    pause_seconds: float = 3.0
     login: str | None = None
 
 

@@ -34,6 +34,7 @@ DEFAULT_CONFIG_FILE = "ciflake.toml"
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2999, 12, 31, tzinfo=UTC)
 MAX_COUNT = 100_000  # days, minutes, workers or runs: far beyond any sensible setting
+MAX_PAUSE = 3600.0  # seconds between two issues triage files: an hour at most
 
 
 class ConfigError(ValueError):
@@ -146,6 +147,7 @@ _TABLES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "window_days": int,
         "quiet_days": int,
         "max_new": int,
+        "pause_seconds": (int, float),
         "login": str,
     },
 }
@@ -593,8 +595,15 @@ def _triage(settings: dict[str, Any], source: str, where: str) -> TriageSettings
     counts = ("min_failures", "min_runs", "window_days", "quiet_days", "max_new")
     _check_counts({f"{where} {key}": settings[key] for key in counts[:-1]}, source, least=1)
     _check_counts({f"{where} max_new": settings["max_new"]}, source, least=0)
+    pause = float(settings["pause_seconds"])
+    if not 0 <= pause <= MAX_PAUSE:
+        raise ConfigError(
+            f"{source}: {where} pause_seconds must be between 0 and {MAX_PAUSE:g}, got {pause:g}"
+        )
     return TriageSettings(
-        **{key: settings[key] for key in counts}, login=settings.get("login") or None
+        **{key: settings[key] for key in counts},
+        pause_seconds=pause,
+        login=settings.get("login") or None,
     )
 
 

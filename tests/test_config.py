@@ -300,6 +300,7 @@ def test_triage_settings_from_the_table_and_per_repository(tmp_path):
     assert verl.triage.login == "ci-bot[bot]"
     assert (other.triage.max_new, other.triage.quiet_days, other.triage.min_failures) == (0, 30, 5)
     assert load_config(env={}).project().triage.login is None
+    assert load_config(env={}).project().triage.pause_seconds == 3.0  # GitHub throttles creates
 
 
 @pytest.mark.parametrize(
@@ -308,6 +309,7 @@ def test_triage_settings_from_the_table_and_per_repository(tmp_path):
         ("[triage]\nmin_runs = 0\n", "[triage] min_runs must be positive, got 0"),
         ("[triage]\nmax_new = -1\n", "[triage] max_new must be at least 0, got -1"),
         ("[triage]\nlimit = 1\n", "[triage]: unknown key 'limit'"),
+        ("[triage]\npause_seconds = -1\n", "[triage] pause_seconds must be between 0 and 3600"),
         (
             '[[repositories]]\nrepo = "verl-project/verl"\ntriage = { window_days = "7" }\n',
             "[[repositories]] #1: triage: 'window_days' must be int",

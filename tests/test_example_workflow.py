@@ -204,3 +204,20 @@ def test_the_docs_say_to_pin_a_commit_until_a_release_is_tagged() -> None:
         assert "`uses: <owner>/ciflake@<40-hex SHA>`" in text
     assert "Until ciflake's repository has a release tag, `uses:` must name" in header
     assert "Until ciflake's repository has a release\ntag, `uses:` must name a commit SHA" in docs
+
+
+def test_triage_is_off_by_default_and_runs_before_the_summary_only_on_a_posting_night() -> None:
+    """`triage: "true"` files ciflake's issues before the comment that lists them; a seeding
+    run (post false) files nothing; a failed triage does not stop the comment."""
+    assert _default("triage") == "false"
+    triage = _action_steps()[_index("Triage")]
+    collected = f"steps.{_action_steps()[_index('Collect')]['id']}.outcome == 'success'"
+    wanted = f"!cancelled() && inputs.post == 'true' && inputs.triage == 'true' && {collected}"
+    assert triage["if"] == f"${{{{ {wanted} }}}}"
+    assert "ciflake triage --post" in triage["run"] and '--repo "$repo"' in triage["run"]
+    assert triage["env"]["GITHUB_TOKEN"] == "${{ inputs.token }}"
+    assert _index("Collect") < _index("Triage") < _index("Post the summary")
+    assert "!cancelled()" in _action_steps()[_index("Post the summary")]["if"]
+    assert "triage" not in _example_step()["with"]  # off unless the maintainer turns it on
+    permissions = WORKFLOW.read_text().split("permissions:", 1)[1].split("concurrency:", 1)[0]
+    assert "issues: write" in permissions and 'triage: "true"' in permissions

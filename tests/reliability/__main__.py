@@ -16,7 +16,7 @@ from typing import Any
 from tests.reliability.harness import TALLY_ENV
 
 HERE = Path(__file__).parent
-SUITES = ("faults", "crash", "bad_inputs", "security", "concurrency")
+SUITES = ("faults", "crash", "bad_inputs", "security", "concurrency", "triage")
 COLUMNS = ("trials", "faults", "bad_inputs", "mismatches", "crashes", "leaks")
 PROBLEMS = ("mismatches", "crashes", "leaks")
 EXTRAS = ("kills", "reads", "commits")

@@ -1,0 +1,75 @@
+"""What the tests of ``ciflake triage --post`` share: a [triage] config for the shared collected
+database, GitHub's issues as the running fakehub holds them, and a failure added to the
+database as a later collect would store it."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from fakehub import Hub
+from store.engine import make_engine
+from store.models import Failure, WorkflowRun
+
+REPO = "verl-project/verl"
+# The default scenario's default branch over 400 days (its whole year): four signatures fail
+# twice, in two runs each; the first three by size (then signature) are filed, the fourth
+# waits. Their latest failures are weeks before the history's end.
+FILED = ("3d62f2e03eba", "3e1f302885da", "bf396b2ec797")
+WAITING = "d7d54dd340ba"
+
+
+def triage_config(directory: Path, **settings: int | float) -> Path:
+    """A ciflake.toml whose [triage] makes the shared database's signatures recurring, with
+    no pause between creates; ``settings`` override its keys."""
+    values: dict[str, int | float] = {
+        "window_days": 400,
+        "min_failures": 2,
+        "max_new": 3,
+        "pause_seconds": 0,
+        **settings,
+    }
+    path = directory / "ciflake.toml"
+    path.write_text("[triage]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()))
+    return path
+
+
+def hub_issues(hub: Hub) -> dict[int, dict[str, Any]]:
+    """The issues filed on the hub's repository, by number, as fakehub stores them (a copy)."""
+    return copy.deepcopy(hub.app.repos[REPO].tracker.issues)
+
+
+def hub_comments(hub: Hub, number: int) -> list[tuple[str, str]]:
+    """(author, body) of each comment of the issue, oldest first."""
+    return [(c["login"], c["body"]) for c in hub.app.repos[REPO].comments.get(number, [])]
+
+
+def fail_again(db_url: str, signature: str, at: datetime) -> None:
+    """A new default-branch run at ``at`` failing with ``signature``: a copy of its latest run
+    and failure, as a later collect would store them."""
+    engine = make_engine(db_url)
+    try:
+        with Session(engine) as session, session.begin():
+            failure = session.scalars(
+                select(Failure)
+                .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+                .where(Failure.signature == signature)
+                .order_by(WorkflowRun.created_at.desc())
+            ).first()
+            assert failure is not None, signature
+            run = session.get(WorkflowRun, failure.run_id)
+            new_id = int(session.scalar(select(func.max(WorkflowRun.id))) or 0) + 1
+            session.add(WorkflowRun(**{**_columns(run), "id": new_id, "created_at": at}))
+            session.flush()
+            session.add(Failure(**{**_columns(failure), "run_id": new_id}))
+    finally:
+        engine.dispose()
+
+
+def _columns(row: Any) -> dict[str, Any]:
+    return {attr.key: getattr(row, attr.key) for attr in type(row).__mapper__.column_attrs}
