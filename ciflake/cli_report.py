@@ -38,9 +38,11 @@ def summary(
     state: State, pr: int | None, issue: int | None, since: str, post: bool, repo: str | None
 ) -> None:
     """Markdown about a migration: successors vs predecessors, their first runs, failures since
-    --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), coverage lost, stale workflows, freshness.
-    Without a migration event (or when PR N made none): the runs since --since, their failures
-    and the stale workflows of every tracked workflow.
+    --since (NEW / PERSISTENT / FLAKY / INFRA/ENV), triage (signatures new since the last
+    posted summary, known issues, recurring unlinked ones, issues filed, updated, closed or
+    reopened since), coverage lost, stale workflows, freshness. Without a migration event (or
+    when PR N made none): the runs since --since, their failures, triage and the stale
+    workflows of every tracked workflow.
 
     Prints it; with --post it upserts one comment (hidden marker) on the PR (--pr, else the
     repository's summary PR: its summary_pr, or [summary] pr for the single-repository form;

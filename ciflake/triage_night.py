@@ -15,26 +15,17 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics.triage import TriagePlan, plan, signature_stats
+from analytics.triage import TriagePlan, plan
 from collector.client import CollectError, GitHubClient
 from collector.summary_post import token_login
 from collector.triage_post import Poster, post_plan
 from reports.triage_body import Signature, draft
-from store.issues import (
-    filed_since,
-    holder_id,
-    latest_context,
-    links,
-    release_lease,
-    take_lease,
-    triage_failures,
-)
+from reports.triage_frames import triage_frames
+from store.issues import holder_id, latest_context, release_lease, take_lease
 from store.project import Project
-from store.runfilter import RunFilter
 from store.settings import Config, ConfigError
 
 LEASE_TTL = timedelta(hours=1)
-NIGHT = timedelta(days=1)  # the nightly cap counts the issues filed in the last day
 
 
 def _items(
@@ -64,18 +55,19 @@ def tonight(
     engine: Engine, project: Project, now: datetime
 ) -> tuple[TriagePlan, dict[str, Signature]]:
     """The plan from what the store holds (GitHub's states as last read)."""
-    settings = project.triage
-    days = max(settings.window_days, settings.quiet_days)
-    where = RunFilter(
-        repo=project.repo, since=now - timedelta(days=days), branch=project.default_branch
-    )
-    failures = triage_failures(engine, where)
-    stats = signature_stats(failures, now, settings)
-    items = _items(engine, project, failures, stats, now)
-    known = links(engine, project.repo)
+    frames = triage_frames(engine, project, now)
+    items = _items(engine, project, frames.failures, frames.stats, now)
     digests = {sig: draft(item).sha256 for sig, item in items.items()}
-    filed = filed_since(engine, project.repo, now - NIGHT)
-    return plan(stats, failures, known, now, settings, digests=digests, filed_tonight=filed), items
+    steps = plan(
+        frames.stats,
+        frames.failures,
+        frames.links,
+        now,
+        project.triage,
+        digests=digests,
+        filed_tonight=frames.filed,
+    )
+    return steps, items
 
 
 def describe(steps: TriagePlan, items: dict[str, Signature]) -> list[str]:

@@ -19,15 +19,18 @@ from sqlalchemy import Engine
 from analytics.config_tables import EventLike, event_table, job_renames
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
+from analytics.triage import plan
 from reports.freshness import collectable, not_on_github, uncollected, workflow_progress
-from reports.summary_tables import Backfill, SummaryData, summarise
+from reports.summary_tables import Backfill, SummaryData, Triage, summarise, triage_lists
 from reports.summary_target import HISTORY_DAYS, pick_event
+from reports.triage_frames import triage_frames
 from store.backfill import Progress, Span, event_spans
 from store.bookkeeping import last_collect
 from store.frame_queries import load_failures, load_jobs
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
 from store.project import Project
 from store.runfilter import RunFilter
+from store.triage import last_summary_at, posted_actions, triage_signatures
 
 
 def load_summary(
@@ -59,8 +62,12 @@ def load_summary(
     attempts = load_jobs(engine, where)
     attempts = attempts[attempts["run_id"].isin(runs["run_id"])]
     env = load_failures(engine, RunFilter(repo, since, None), detail=("env",))
-    # NEW: the first sighting of each signature in the whole history, not only what was read
-    first_seen = signature_summary(engine, RunFilter(repo, since, None))
+    # new since the last summary counts from its post, else from ``since``
+    previous = last_summary_at(engine, repo)
+    new_from = pd.Timestamp(since if previous is None else previous)
+    # NEW, and new since the last summary: each signature's first sighting in the whole
+    # history, not only what was read
+    signatures = signature_summary(engine, RunFilter(repo, min(new_from, since), None))
     _, newest = run_span(engine, repo)  # STALE: against the newest stored run
     paths = [w.path for w in project.workflows if w.lineage in touched]
     born = first_runs(engine, project, paths, start.to_pydatetime(), runs)
@@ -75,12 +82,50 @@ def load_summary(
         since=pd.Timestamp(since),
         now=pd.Timestamp(now),
         reference=None if newest is None else pd.Timestamp(newest),
-        first_seen=first_seen.set_index("signature")["first_seen"],
+        first_seen=signatures.set_index("signature")["first_seen"],
         attempts=attempts.reset_index(drop=True),
         born=born,
         env_failures=env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True),
         last_collect=last_collect(engine, repo),
+        triage=load_triage(engine, project, signatures, since, now, new_from, previous is not None),
         backfill=backfill_progress(engine, project, paths, start.to_pydatetime(), now),
+    )
+
+
+def load_triage(
+    engine: Engine,
+    project: Project,
+    signatures: pd.DataFrame,
+    since: datetime,
+    now: datetime,
+    new_from: pd.Timestamp,
+    after_summary: bool,
+) -> Triage:
+    """The triage section: ``signatures`` (store.page_queries.signature_summary from
+    ``new_from`` or earlier) new after ``new_from``; the known issues with their default-branch
+    failures since ``since``; tonight's plan (analytics.triage) for the recurring ones, those
+    waiting and those recurred; what triage --post did since ``new_from``."""
+    events, branch = scope_terms("default", project.default_branch)
+    known = triage_signatures(engine, RunFilter(project.repo, since, None, (), events, branch))
+    frames = triage_frames(engine, project, now)
+    steps = plan(
+        frames.stats,
+        frames.failures,
+        frames.links,
+        now,
+        project.triage,
+        filed_tonight=frames.filed,
+    )
+    return triage_lists(
+        signatures,
+        known,
+        frames.stats,
+        steps,
+        posted_actions(engine, project.repo, new_from.to_pydatetime()),
+        new_from=new_from,
+        after_summary=after_summary,
+        settings=project.triage,
+        branch=project.default_branch,
     )
 
 

@@ -12,9 +12,11 @@ from typing import Any
 import pandas as pd
 
 from analytics.evidence import MAINTAINER, corrected, describe, unknown_reason
+from analytics.newness import NEW_DAYS
 from reports.freshness import collected
 from reports.markdown import code_block, details, link, md_text
-from reports.summary_tables import GROUPS, SummaryData, stem
+from reports.summary_tables import GROUPS, SummaryData, Triage, stem
+from store.triage import POSTED_ACTIONS
 from store.vocabulary import SUMMARY_MARKER
 
 MARKER = SUMMARY_MARKER
@@ -265,6 +267,143 @@ def _failures(data: SummaryData, cap: int = MAX_FAILURES) -> str:
     return "\n".join(parts)
 
 
+MAX_TRIAGE = 10  # rows per triage list
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _capped(rows: pd.DataFrame, item: Any, cap: int, more: str) -> list[str]:
+    """``item(row)`` for the first ``cap`` rows, then "… and N more" pointing to ``more``."""
+    items = [item(row) for _, row in rows.head(cap).iterrows()]
+    if len(rows) > cap:
+        items.append(f"- … and {len(rows) - cap} more (see {more})")
+    return items
+
+
+def _with_line(item: str, row: pd.Series) -> str:
+    """A list item, then its signature's deciding line in a code block (when it has one)."""
+    line = row["line"] if isinstance(row["line"], str) and row["line"].strip() else None
+    if line is None:
+        return f"{item} · no deciding line"
+    return f"{item}\n\n{code_block(line, 200, indent='  ')}\n"
+
+
+def _issue(number: Any, url: Any) -> str:
+    return link(f"#{int(number)}", url) if not pd.isna(number) else link(str(url), url)
+
+
+def _new_signatures(triage: Triage, backfill: bool) -> list[str]:
+    after = (
+        "the last summary's post"
+        if triage.after_summary
+        else "the start of this summary: no summary was posted before"
+    )
+    heading = (
+        f"**New signatures since the last summary** (first seen in the repository's whole "
+        f"history after {_when(triage.new_from)}, {after}; not NEW, which is {NEW_DAYS} days): "
+        f"{len(triage.new) or 'none'}"
+        + (", of the history collected so far (backfill in progress)" if backfill else "")
+    )
+
+    def item(row: pd.Series) -> str:
+        url = row["issue_url"]
+        linked = f" · linked {link('issue', url)}" if isinstance(url, str) and url else ""
+        said = (
+            f"- `{row['signature']}` `{row['category']}` · "
+            f"{_count(row['failures'], 'failure')} since {_when(row['first_seen'])}{linked}"
+        )
+        return _with_line(said, row)
+
+    return [heading, *_capped(triage.new, item, MAX_TRIAGE, "`ciflake export signatures`")]
+
+
+def _known_issues(triage: Triage, since: pd.Timestamp) -> list[str]:
+    known = triage.known
+    recurred = int(known["recurred"].notna().sum())
+    heading = (
+        f"**Known issues** (linked by a person or filed by ciflake), with their failures on "
+        f"the default branch since {_when(since)}: {len(known) or 'none'}"
+        + (f", {recurred} recurred after being closed" if recurred else "")
+    )
+
+    def item(row: pd.Series) -> str:
+        state = row["state"] if isinstance(row["state"], str) else "state not read"
+        facts = [
+            f"- {_issue(row['issue_number'], row['url'])} {state}",
+            f"`{row['signature']}` `{row['category']}`",
+            _count(row["failures"], "failure")
+            + (f", last {_when(row['last_seen'])}" if row["failures"] else ""),
+        ]
+        if not pd.isna(row["recurred_after"]):
+            facts.append(
+                f"**recurred after #{int(row['recurred_after'])} was closed** "
+                f"({md_text(row['recurred'])})"
+            )
+        return " · ".join(facts)
+
+    if known.empty:
+        return [f"{heading} (`ciflake triage link SIGNATURE URL` links one)"]
+    return [heading, *_capped(known, item, MAX_TRIAGE, "`ciflake triage list`")]
+
+
+def _recurring(triage: Triage) -> list[str]:
+    rows, settings = triage.recurring, triage.settings
+    waiting = int(rows["waiting"].sum())
+    heading = (
+        f"**Recurring signatures without an issue** (at least {settings.min_failures} "
+        f"failures in at least {settings.min_runs} runs within {settings.window_days} days on "
+        f"{md_text(triage.branch)}, `[triage]`): {len(rows) or 'none'}"
+        + (
+            f", {waiting} of them waiting (over the nightly cap of {settings.max_new} new issues)"
+            if waiting
+            else ""
+        )
+    )
+
+    def item(row: pd.Series) -> str:
+        said = (
+            f"- `{row['signature']}` `{row['category']}` · {row['failures']} failures in "
+            f"{row['runs']} runs" + (" · waiting" if row["waiting"] else "")
+        )
+        return _with_line(said, row)
+
+    return [heading, *_capped(rows, item, MAX_TRIAGE, "`ciflake triage`")]
+
+
+def _posted(triage: Triage) -> list[str]:
+    actions = triage.actions
+    counts = actions["action"].value_counts()
+    heading = (
+        f"**Issues filed, updated, closed or reopened** by `ciflake triage --post` since "
+        f"{_when(triage.new_from)}: "
+        + (", ".join(f"{w} {counts[w]}" for w in POSTED_ACTIONS if w in counts) or "none")
+    )
+
+    def item(row: pd.Series) -> str:
+        why = f" ({md_text(row['detail'])})" if isinstance(row["detail"], str) else ""
+        return (
+            f"- {row['action']} {_issue(row['issue_number'], row['url'])} for "
+            f"`{row['signature']}`{why} · {_when(row['at'])}"
+        )
+
+    return [heading, *_capped(actions, item, MAX_TRIAGE, "the `triage_log` table")]
+
+
+def _triage(data: SummaryData) -> str:
+    """New signatures since the last summary, the known issues, the recurring signatures
+    nobody tracks and what triage --post did: each list with its count and its basis."""
+    triage = data.triage
+    lists = [
+        _new_signatures(triage, data.backfill is not None),
+        _known_issues(triage, data.since),
+        _recurring(triage),
+        _posted(triage),
+    ]
+    return "### Triage\n\n" + "\n\n".join("\n".join(items) for items in lists)
+
+
 def _coverage(data: SummaryData, cap: int | None = None) -> str:
     """The jobs the change lost, at most ``cap`` of them (None: all)."""
     lost = data.coverage_lost
@@ -328,7 +467,7 @@ TRIMMABLE: dict[str, tuple[str, Any]] = {
     "stale": ("stopped workflows", _stale),
 }
 # Dropped whole, in this order, when the shortened lists are still too long (never the headline).
-DROPPABLE = ("stale", "coverage", "strips", "failures")
+DROPPABLE = ("stale", "coverage", "strips", "triage", "failures")
 
 
 def _sizes(data: SummaryData) -> dict[str, int]:
@@ -346,7 +485,10 @@ def _compose(data: SummaryData, caps: dict[str, int], dropped: list[str], cut: s
         "headline": _headline(data),
         "backfill": _backfill(data),
         "strips": _strips(data),
-        **{name: render(data, caps[name]) for name, (_, render) in TRIMMABLE.items()},
+        "failures": _failures(data, caps["failures"]),
+        "triage": _triage(data),
+        "coverage": _coverage(data, caps["coverage"]),
+        "stale": _stale(data, caps["stale"]),
     }
     body = [text for name, text in sections.items() if text and name not in dropped]
     return "\n\n".join([MARKER + "\n" + body[0], *body[1:], *([cut] if cut else [])]) + (

@@ -22,9 +22,10 @@ from analytics.rates import stability, verdict_label
 from analytics.staleness import STALE, staleness
 from analytics.successors import successor_first_runs
 from analytics.text import filled
+from analytics.triage import TriagePlan
 from analytics.verdicts import job_verdicts
 from store.bookkeeping import LastCollect
-from store.project import Analysis
+from store.project import Analysis, TriageSettings
 
 # Failure groups in the order shown; a NEW signature wins over the verdict.
 GROUPS = {
@@ -54,6 +55,72 @@ class Backfill:
 
 
 @dataclass(frozen=True)
+class Triage:
+    """The triage section's lists (``triage_lists``): what is new since the last summary, the
+    known issues, the recurring signatures nobody tracks, and what triage --post did."""
+
+    new_from: pd.Timestamp  # the previous summary's post, else the summary's --since
+    after_summary: bool  # whether ``new_from`` is a previous summary's post
+    new: pd.DataFrame  # signature, category, failures, first_seen, line, issue_url; most first
+    known: pd.DataFrame  # store.triage.TRIAGE_COLUMNS of linked ones, + recurred_after, recurred
+    recurring: pd.DataFrame  # signature, category, line, failures, runs, waiting; largest first
+    actions: pd.DataFrame  # store.triage.posted_actions since ``new_from``
+    settings: TriageSettings
+    branch: str
+
+
+def triage_lists(
+    signatures: pd.DataFrame,
+    known: pd.DataFrame,
+    stats: pd.DataFrame,
+    steps: TriagePlan,
+    actions: pd.DataFrame,
+    *,
+    new_from: pd.Timestamp,
+    after_summary: bool,
+    settings: TriageSettings,
+    branch: str,
+) -> Triage:
+    """The triage section from ``signatures`` (store.page_queries.signature_summary of the
+    runs since ``new_from`` or earlier: first_seen is the whole history's), ``known``
+    (store.triage.triage_signatures of the summary's window), ``stats``
+    (analytics.triage.signature_stats) and tonight's plan ``steps`` (its ``waiting`` and
+    ``recurred``). New: first seen after ``new_from``, not NEW (analytics.newness)."""
+    first = pd.to_datetime(signatures["first_seen"], utc=True)
+    new = signatures.assign(first_seen=first)[first > new_from]
+    new = new.sort_values(["failures", "first_seen"], ascending=[False, False], kind="stable")
+    recurred = {step.signature: step for step in steps.recurred}
+    linked = known[known["url"].notna()]
+    linked = linked.assign(
+        recurred_after=linked["signature"]
+        .map({sig: step.issue_number for sig, step in recurred.items()})
+        .astype("Int64"),
+        recurred=linked["signature"].map({sig: step.why for sig, step in recurred.items()}),
+    )
+    linked = linked.assign(first=linked["recurred"].isna()).sort_values(
+        ["first", "failures", "signature"], ascending=[True, False, True], kind="stable"
+    )
+    waiting = {step.signature for step in steps.waiting}
+    unlinked = stats[stats["recurring"].astype(bool) & ~stats.index.isin(known["signature"])]
+    recurring = unlinked.reset_index().assign(
+        waiting=lambda frame: frame["signature"].isin(waiting)
+    )
+    columns = ["signature", "category", "failures", "first_seen", "line", "issue_url"]
+    return Triage(
+        new_from=new_from,
+        after_summary=after_summary,
+        new=new[columns].reset_index(drop=True),
+        known=linked.drop(columns=["first"]).reset_index(drop=True),
+        recurring=recurring[
+            ["signature", "category", "line", "failures", "runs", "waiting"]
+        ].reset_index(drop=True),
+        actions=actions,
+        settings=settings,
+        branch=branch,
+    )
+
+
+@dataclass(frozen=True)
 class SummaryData:
     """Everything the comment shows, as small tables; see ``summarise`` for their columns."""
 
@@ -70,6 +137,7 @@ class SummaryData:
     health: pd.DataFrame  # analytics.health.health_table per side (before, after)
     environments: pd.DataFrame  # analytics.environments of the failures since ``since``
     last_collect: LastCollect | None
+    triage: Triage
     runs_since: int = 0  # default-branch runs in scope created since ``since``
     backfill: Backfill | None = None  # None: every tracked workflow's history is listed
 
@@ -210,6 +278,7 @@ def summarise(
     env_failures: pd.DataFrame,
     born: pd.Series,
     last_collect: LastCollect | None,
+    triage: Triage,
     backfill: Backfill | None = None,
 ) -> SummaryData:
     """The comment's tables from logical runs and jobs in scope (analytics.frames), failure
@@ -248,6 +317,7 @@ def summarise(
         health=side_health(sides, attempts),
         environments=environment_failures(env_failures, flagged),
         last_collect=last_collect,
+        triage=triage,
         runs_since=len(recent),
         backfill=backfill,
     )

@@ -13,8 +13,8 @@ from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.orm import Session
 
 from store.derived import CHUNK
-from store.models import Correction, Failure, KnownIssue, TriageLog, WorkflowRun
-from store.runfilter import Bind, RunFilter, as_frame, filtered
+from store.models import Correction, Failure, KnownIssue, PostedComment, TriageLog, WorkflowRun
+from store.runfilter import Bind, RunFilter, as_frame, filtered, utc
 from store.settings import ConfigError
 from store.vocabulary import CATEGORIES
 
@@ -315,3 +315,35 @@ def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     frame["issue_number"] = frame["issue_number"].astype("Int64")
     return frame[list(TRIAGE_COLUMNS)]
+
+
+# ---- the nightly summary's reads -------------------------------------------------------------
+
+# What triage --post did on GitHub, as the summary lists it.
+POSTED_ACTIONS = ("filed", "updated", "closed", "reopened")
+
+
+def last_summary_at(bind: Bind, repo: str) -> datetime | None:
+    """When ``repo``'s summary comment was last posted (created or edited), None when never:
+    the summary's "new since the last summary" counts from it."""
+    stmt = select(func.max(PostedComment.updated_at)).where(PostedComment.repo == repo)
+    with Session(bind) as session:
+        return utc(session.scalar(stmt))
+
+
+def posted_actions(bind: Bind, repo: str, since: datetime) -> pd.DataFrame:
+    """What triage --post did for ``repo`` from ``since`` on (``POSTED_ACTIONS``), oldest
+    first, with the link's url where the signature is still linked. Columns: at, action,
+    signature, issue_number, actor, detail, url."""
+    log, issue = TriageLog, KnownIssue
+    stmt = (
+        select(
+            log.at, log.action, log.signature, log.issue_number, log.actor, log.detail, issue.url
+        )
+        .outerjoin(issue, (issue.repo == log.repo) & (issue.signature == log.signature))
+        .where(log.repo == repo, log.at >= since, log.action.in_(POSTED_ACTIONS))
+        .order_by(log.at, log.id)
+    )
+    frame = as_frame(bind, stmt, ("at",))
+    frame["issue_number"] = frame["issue_number"].astype("Int64")
+    return frame

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 import fakehub
@@ -18,10 +19,14 @@ from ciflake.cli import cli
 from collector.client import GitHubClient
 from collector.summary_post import find_marked_comment
 from reports.markdown import code_block, md_text
+from reports.summary import load_summary
 from reports.summary_render import MARKER, render_summary
 from reports.summary_target import parse_since
 from store.engine import make_engine
-from store.models import Failure, JobLog, PostedComment, WorkflowRun
+from store.models import Failure, JobLog, KnownIssue, PostedComment, WorkflowRun
+from store.project import TriageSettings
+from store.settings import load_config
+from store.triage import log_action
 from tests.support.collected import collected_copy
 from tests.support.hubtools import TEST_SCALE
 from tests.support.markdown_fences import split_fences
@@ -178,3 +183,110 @@ def test_post_needs_a_token_and_a_pr_without_an_event_is_summarised(hostile_db, 
     other = runner.invoke(cli, ["--db", hostile_db, "summary", "--pr", "1", "--since", "7d"])
     assert other.exit_code == 0, other.output
     assert "No change event to compare with: what happened since then." in other.output
+
+
+# The triage section: a year of the collected default branch, where four signatures with a
+# deciding line fail at least twice in two runs (tests/test_triage_night.py's WIDE settings).
+YEAR = timedelta(days=400)
+WIDE = TriageSettings(window_days=400, min_failures=2, max_new=1)
+LAST_SUMMARY = NOW - timedelta(days=60)
+ISSUES = f"https://github.com/{REPO}/issues"
+
+
+def _recurring_signatures(session: Session) -> list[tuple[str, datetime]]:
+    """(signature, last failure) of the default branch's signatures with a deciding line
+    failing at least twice in two runs within YEAR of NOW, the largest first."""
+    run = WorkflowRun
+    stmt = (
+        select(Failure.signature, func.max(run.created_at))
+        .join(run, run.id == Failure.run_id)
+        .where(run.head_branch == "main", run.created_at >= NOW - YEAR, Failure.line != "")
+        .group_by(Failure.signature)
+        .having(func.count() >= 2, func.count(func.distinct(Failure.run_id)) >= 2)
+        .order_by(func.count().desc(), Failure.signature)
+    )
+    return [(sig, last) for sig, last in session.execute(stmt)]
+
+
+def _first_seen_after(session: Session, moment: datetime) -> set[str]:
+    """The signatures first seen (in the whole history, any branch) after ``moment``."""
+    stmt = (
+        select(Failure.signature)
+        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+        .group_by(Failure.signature)
+        .having(func.min(WorkflowRun.created_at) > moment)
+    )
+    return set(session.scalars(stmt))
+
+
+def _triage_section(markdown: str) -> str:
+    return markdown.split("### Triage\n\n", 1)[1].split("\n\n### ", 1)[0].split("\n\n<sub>")[0]
+
+
+def test_the_triage_section_lists_new_known_recurring_and_posted(collected_db):
+    url = collected_db().url
+    engine = make_engine(url)
+    with Session(engine) as session, session.begin():
+        recurring = _recurring_signatures(session)
+        assert len(recurring) == 4, recurring
+        (closed, last_failed), (filed, _) = recurring[0], recurring[1]
+        new = _first_seen_after(session, LAST_SUMMARY)
+        assert new, "no signature first seen after LAST_SUMMARY: pick an earlier one"
+        session.add_all(
+            [
+                PostedComment(
+                    id=1, repo=REPO, issue_number=PR, body_sha256="0" * 64, html_url=None,
+                    created_at=LAST_SUMMARY - timedelta(days=9), updated_at=LAST_SUMMARY,
+                ),
+                KnownIssue(
+                    repo=REPO, signature=closed, url=f"{ISSUES}/1234", issue_repo=REPO,
+                    issue_number=1234, source="person", set_by="alice", set_at=LAST_SUMMARY,
+                    state="closed", state_reason="completed", closed_by="alice",
+                    closed_at=last_failed - timedelta(days=1),
+                ),
+                KnownIssue(
+                    repo=REPO, signature=filed, url=f"{ISSUES}/12", issue_repo=REPO,
+                    issue_number=12, source="ciflake", set_by="bot", set_at=LAST_SUMMARY,
+                    state="open",
+                ),
+            ]
+        )  # fmt: skip
+        for action, number, at in (
+            ("closed", 11, LAST_SUMMARY - timedelta(hours=1)),  # before the last summary
+            ("filed", 12, LAST_SUMMARY + timedelta(hours=1)),
+            ("reopened", 13, LAST_SUMMARY + timedelta(hours=2)),
+        ):
+            log_action(session, REPO, filed, action, "bot", issue_number=number, at=at)
+    project = load_config(env={}, db_url=url).project()
+    data = load_summary(
+        engine, replace(project, triage=WIDE), (), pr=None, since=NOW - YEAR, now=NOW
+    )
+    engine.dispose()
+    section = _triage_section(render_summary(data))
+    lists = dict(part.split("**", 1) for part in section.removeprefix("**").split("\n\n**"))
+    # new since the last summary: its post's time, not NEW's 21 days
+    said = lists["New signatures since the last summary"]
+    assert said.startswith(
+        " (first seen in the repository's whole history after 2026-09-29 00:00 UTC, the last "
+        f"summary's post; not NEW, which is 21 days): {len(new)}\n"
+    ), said
+    shown = re.findall(r"^- `([0-9a-f]{12})`", said, re.MULTILINE)
+    assert set(shown) <= new and len(shown) == min(len(new), 10)
+    # known issues: both links with their state; the person's closed one recurred
+    said = lists["Known issues"]
+    assert ": 2, 1 recurred after being closed\n" in said
+    assert f"- [#\u200d1234]({ISSUES}/1234) closed · `{closed}` `" in said
+    assert f"**recurred after #1234 was closed** (failed {last_failed:%Y-%m-%d})" in said
+    assert f"- [#\u200d12]({ISSUES}/12) open · `{filed}` `" in said
+    # the recurring unlinked ones: the other two, one of them over the nightly cap of 1
+    said = lists["Recurring signatures without an issue"]
+    assert said.startswith(
+        " (at least 2 failures in at least 2 runs within 400 days on main, `[triage]`): 2, "
+        "1 of them waiting (over the nightly cap of 1 new issues)\n"
+    ), said
+    assert [sig for sig, _ in recurring[2:]] == re.findall(r"^- `([0-9a-f]{12})`", said, re.M)
+    assert said.count(" · waiting") == 1
+    # what triage --post did since the last summary
+    said = lists["Issues filed, updated, closed or reopened"]
+    assert said.startswith(" by `ciflake triage --post` since 2026-09-29 00:00 UTC: filed 1, ")
+    assert "reopened 1\n" in said and "closed" not in said.split("\n", 1)[1]

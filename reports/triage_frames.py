@@ -1,0 +1,47 @@
+"""What tonight's triage plan is made of, read from the store: the same frames for ``ciflake
+triage`` (which files from them) and for the nightly summary (which says what is recurring,
+waiting and recurred), so both tell the same story."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from analytics.triage import signature_stats
+from store.issues import filed_since, links, triage_failures
+from store.project import Project
+from store.runfilter import RunFilter
+
+NIGHT = timedelta(days=1)  # the nightly cap counts the issues filed in the last day
+
+
+@dataclass(frozen=True)
+class TriageFrames:
+    """``failures``: the default branch's (store.issues.triage_failures) since the longer of
+    the threshold's window and the closing period before ``now``; ``stats``: their
+    analytics.triage.signature_stats; ``links``: the repository's known issues; ``filed``:
+    the issues filed in the last day (counted against the nightly cap)."""
+
+    failures: pd.DataFrame
+    stats: pd.DataFrame
+    links: pd.DataFrame
+    filed: int
+
+
+def triage_frames(engine: Engine, project: Project, now: datetime) -> TriageFrames:
+    """The frames of ``project``'s plan at ``now``, GitHub's states as last read."""
+    settings = project.triage
+    days = max(settings.window_days, settings.quiet_days)
+    where = RunFilter(
+        repo=project.repo, since=now - timedelta(days=days), branch=project.default_branch
+    )
+    failures = triage_failures(engine, where)
+    return TriageFrames(
+        failures,
+        signature_stats(failures, now, settings),
+        links(engine, project.repo),
+        filed_since(engine, project.repo, now - NIGHT),
+    )
