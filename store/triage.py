@@ -276,10 +276,11 @@ def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
     """One row per signature of ``where.repo`` that is linked to an issue or corrected, with
     its failures in the runs ``where`` selects (0 when none), oldest link first.
 
-    Columns: ``TRIAGE_COLUMNS``: category (the corrected one, else the classifier's of its
-    newest failure), failures, first_seen and last_seen (of those failures); the link's url,
-    issue_number, GitHub's state and closed_at as last read, source (person | ciflake), note,
-    set_by, set_at; the correction's category (corrected_to), note, set_by and set_at."""
+    Columns: ``TRIAGE_COLUMNS``: category (the corrected one, else its failures' in the runs
+    selected, else its failures' in the whole history), failures, first_seen and last_seen (of
+    those failures); the link's url, issue_number, GitHub's state and closed_at as last read,
+    source (person | ciflake), note, set_by, set_at; the correction's category (corrected_to),
+    note, set_by and set_at."""
     import pandas as pd
 
     decided = decisions(where.repo).subquery()
@@ -296,10 +297,20 @@ def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
         .group_by(Failure.signature),
         where,
     ).subquery()
+    ever = (  # the category of a signature with no failure in the runs selected
+        select(Failure.signature, func.max(Failure.category).label("category"))
+        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+        .where(Failure.signature.in_(select(decided.c.signature)))
+        .where(*([WorkflowRun.repo == where.repo] if where.repo else []))
+        .group_by(Failure.signature)
+        .subquery()
+    )
     stmt = (
         select(
             decided.c.signature,
-            func.coalesce(decided.c.corrected_to, counted.c.seen_category).label("category"),
+            func.coalesce(decided.c.corrected_to, counted.c.seen_category, ever.c.category).label(
+                "category"
+            ),
             func.coalesce(counted.c.failures, 0).label("failures"),
             counted.c.first_seen,
             counted.c.last_seen,
@@ -307,6 +318,7 @@ def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
         )
         .select_from(decided)
         .outerjoin(counted, counted.c.signature == decided.c.signature)
+        .outerjoin(ever, ever.c.signature == decided.c.signature)
         .order_by(func.coalesce(decided.c.set_at, decided.c.corrected_at), decided.c.signature)
     )
     times = ("first_seen", "last_seen", "closed_at", "set_at", "corrected_at")

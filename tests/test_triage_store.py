@@ -80,6 +80,12 @@ def test_link_unlink_list_round_trip(collected_db, runner, tmp_path):
         (signature, url, "1234", "HCCL socket")
     ]
     assert int(rows[0]["failures"]) > 0
+    # a range without its failures: none counted, and still its category (not empty)
+    later = tmp_path / "later.csv"
+    args = ["export", "known-issues", "--out", str(later), "--since", "2099-01-01"]
+    assert runner.invoke(cli, ["--db", db_url, *args]).exit_code == 0
+    with later.open(encoding="utf-8") as f:
+        assert [(r["failures"], r["category"]) for r in csv.DictReader(f)] == [("0", category)]
     # any other http(s) URL is kept as it is, without an issue number; a new link replaces
     other = "https://jira.example.org/browse/CI-7"
     assert _cli(runner, db_url, "link", signature, other).exit_code == 0
