@@ -6,7 +6,8 @@ dashboard`` on a free port and opens each page in Debian's Chromium at 1400x1000
 of ``bench/browser.py``). Once a page finished, the window grows to the page's whole height
 (Streamlit scrolls inside its main container, which a plain full-page capture would cut at the
 window) and the page is saved as ``docs/screenshots/<page>.png``; a capture over 1.5 MB keeps
-the first 3000 px only."""
+the first 3000 px only. The Failures page's signature table is also saved filtered by its
+"Show" control (FILTERS): the known issues and the NEW signatures."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ CONTENT_HEIGHT = """() => Math.max(document.documentElement.scrollHeight, ...Arr
         + '[data-testid="stSidebarContent"]')).map(e => e.scrollHeight))"""
 
 
+# The Failures page's signature table, filtered: the picture's name and the control's label.
+FILTERS = {"failures_known": "known (linked to an issue)", "failures_new": "NEW"}
+
+
 def capture(page, name: str) -> bytes:
     """The whole finished page ``name`` as PNG bytes (its first CLIP_HEIGHT px if too big)."""
     page.wait_for_load_state("networkidle")
@@ -45,6 +50,20 @@ def capture(page, name: str) -> bytes:
     return png
 
 
+def filtered(page, label: str) -> bytes:
+    """The signature table (the page's last table) once the "Show" control shows ``label``."""
+    page.get_by_role("radio", name=label, exact=True).click()
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(2_000)  # the script runs again and the table is redrawn
+    return page.locator('[data-testid="stDataFrame"]').last.screenshot()
+
+
+def save(name: str, png: bytes) -> None:
+    target = OUT / f"{name}.png"
+    target.write_bytes(png)
+    print(f"{target.relative_to(OUT.parents[1])}: {len(png) / 1e3:.0f} kB", flush=True)
+
+
 def main() -> int:
     reason = unavailable()
     if reason is not None:
@@ -58,11 +77,11 @@ def main() -> int:
             context = browser.new_context(viewport=VIEWPORT)
             for name in PAGES:
                 page, _ = open_page(context, address, name)
-                png = capture(page, name)
+                save(name, capture(page, name))
+                if name == "failures":
+                    for picture, label in FILTERS.items():
+                        save(picture, filtered(page, label))
                 page.close()
-                target = OUT / f"{name}.png"
-                target.write_bytes(png)
-                print(f"{target.relative_to(OUT.parents[1])}: {len(png) / 1e3:.0f} kB", flush=True)
             context.close()
     return 0
 

@@ -59,3 +59,13 @@ def test_normalise_masks_run_specific_details() -> None:
         "rank <n> at <hex> on <ip> id <uuid> file <path> took <n>s https://hf-mirror.com/<path>"
     )
     assert signature("r", "a 1") == signature("r", "a 2") != signature("s", "a 1")
+
+
+def test_the_runner_named_in_githubs_messages_does_not_change_it() -> None:
+    """One time limit on two runners is one signature (a triage issue each would be noise)."""
+    limit = "The job running on runner {} has exceeded the maximum execution time of 30 minutes."
+    lost = "The self-hosted runner: {} lost communication with the server. Verify the machine"
+    for message in (limit, lost):
+        one, other = (message.format(name) for name in ("vemlp-l20x8-q0bsx-runner", "GPU box 7"))
+        assert normalise(one) == normalise(other) and "<runner>" in normalise(one)
+        assert signature("timeout", one) == signature("timeout", other)

@@ -13,6 +13,11 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), r)
     for p, r in (
         (r"^\(\w+ pid=[^)]*\)\s*", ""),  # Ray worker prefix: "(TaskRunner pid=12, ip=...)"
+        # GitHub's own messages name the runner, which varies with every job: "The job running
+        # on runner NAME has exceeded the maximum execution time of N minutes." and "The
+        # self-hosted runner: NAME lost communication with the server." (actions/runner#2624).
+        (r"(\bon runner ).+?( has exceeded)", r"\1<runner>\2"),
+        (r"(\brunner: ).+?( lost communication)", r"\1<runner>\2"),
         (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
         (r"(https?://[^/\s'\"]+)[^\s'\")]*", r"\1/<path>"),
         (r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", "<ip>"),
@@ -27,7 +32,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 
 def normalise(line: str) -> str:
-    """The line with run-specific details masked: `<n>`, `<path>`, `<ip>`, `<hex>`, `<uuid>`."""
+    """The line with run-specific details masked: `<n>`, `<path>`, `<ip>`, `<hex>`, `<uuid>`,
+    and the runner's name in GitHub's messages, `<runner>`."""
     for pattern, replacement in _MASKS:
         line = pattern.sub(replacement, line)
     return line.strip()
