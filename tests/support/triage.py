@@ -5,6 +5,7 @@ database as a later collect would store it."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fakehub import Hub
+from fakehub.web import Response
 from store.engine import make_engine
 from store.models import Failure, WorkflowRun
 
@@ -47,6 +49,17 @@ def hub_issues(hub: Hub) -> dict[int, dict[str, Any]]:
 def hub_comments(hub: Hub, number: int) -> list[tuple[str, str]]:
     """(author, body) of each comment of the issue, oldest first."""
     return [(c["login"], c["body"]) for c in hub.app.repos[REPO].comments.get(number, [])]
+
+
+def wrap_route(
+    hub: Hub, name: str, wrapper: Callable[[Callable[..., Response]], Callable[..., Response]]
+) -> None:
+    """Serve the hub repository's route ``name`` (e.g. "create_issue") through
+    ``wrapper(the route's handler)``: a GitHub that behaves otherwise for one test."""
+    api = hub.app.repos[REPO]
+    index = next(i for i, route in enumerate(api.routes) if route[0] == name)
+    name, method, pattern, handler = api.routes[index]
+    api.routes[index] = (name, method, pattern, wrapper(handler))
 
 
 def fail_again(db_url: str, signature: str, at: datetime) -> None:
