@@ -77,12 +77,13 @@ def fail_again(db_url: str, signature: str, at: datetime) -> None:
             assert failure is not None, signature
             run = session.get(WorkflowRun, failure.run_id)
             new_id = int(session.scalar(select(func.max(WorkflowRun.id))) or 0) + 1
-            session.add(WorkflowRun(**{**_columns(run), "id": new_id, "created_at": at}))
+            session.add(WorkflowRun(**{**columns(run), "id": new_id, "created_at": at}))
             session.flush()
-            session.add(Failure(**{**_columns(failure), "run_id": new_id}))
+            session.add(Failure(**{**columns(failure), "run_id": new_id}))
     finally:
         engine.dispose()
 
 
-def _columns(row: Any) -> dict[str, Any]:
+def columns(row: Any) -> dict[str, Any]:
+    """An ORM row's column values by attribute: a copy of it is ``type(row)(**columns(row))``."""
     return {attr.key: getattr(row, attr.key) for attr in type(row).__mapper__.column_attrs}
