@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from ciflake.cli import cli
 from collector.classify import RULES_VERSION, classify_log
-from collector.logs import save_run_failure
 from collector.classify.rules import with_own_rules
+from collector.logs import save_run_failure
 from store.engine import make_engine
 from store.models import Failure, LogicalJob
 from store.settings import load_config
