@@ -8,7 +8,7 @@ dropped, author AND marker checked on our side) and one already filed for the si
 adopted, which also covers a process killed between creating an issue and recording it;
 creates are paced ``[triage] pause_seconds`` apart (3 by default); labels are added with POST
 (a PATCH of ``labels`` would wipe people's labels); an issue whose author is not our login, or
-whose body lacks the marker, is never edited."""
+whose body lacks the marker, is never edited; one a person reopened is not closed again."""
 
 from __future__ import annotations
 
