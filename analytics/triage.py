@@ -154,7 +154,7 @@ def plan(
     the repository's known issues (signature, source, issue_number, state, state_reason,
     closed_at, closed_by, set_by, body_sha256); ``digests``: per signature, the sha256 of the
     counts section its issue would carry now (an issue whose stored ``body_sha256`` differs is
-    updated); ``filed_tonight``: issues already filed in the last day, counted against
+    updated); ``filed_tonight``: issues already filed in the last 20 hours, counted against
     ``max_new``. An issue ciflake filed is closed after ``quiet_days`` days without a failure
     and reopened when the signature fails after it was closed, unless a person closed it as
     not planned."""

@@ -37,9 +37,10 @@ def triage(ctx: click.Context, repo: str | None, post: bool) -> None:
 
     Without a subcommand: tonight's plan for the recurring signatures of the default branch
     ([triage] settings): which issues it would file (at most max_new a night; the rest wait),
-    update (counts changed), close (quiet for quiet_days) or reopen (failed again). Nothing is
-    touched without --post; with it, a line per write. One --post per repository at a time:
-    a second one stops with one line."""
+    update (counts changed), close (quiet for quiet_days; not an issue a person reopened) or
+    reopen (failed again). Nothing is touched without --post; with it, a line per write, and
+    an issue it filed before and finds again is adopted, not filed twice. One --post per
+    repository at a time: a second one stops with one line."""
     if ctx.invoked_subcommand is None:
         _triage_night(ctx.obj, repo, post)
 

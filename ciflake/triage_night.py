@@ -3,13 +3,15 @@ signatures, printed, or done on GitHub. The shell joins the layers this needs: t
 frames, analytics.triage's plan, reports.triage_body's issue and collector.triage_post's writes.
 
 One ``--post`` per repository at a time: it holds the lease ``triage:OWNER/NAME`` (held by
-host:pid, for LEASE_TTL at most); a second one stops at once with one line and exit code 2,
-since the first is doing the same writes. A lease whose holder died on this host, or that
-expired, is taken over."""
+host:pid, for LEASE_TTL, renewed before each write to GitHub: a night paced
+``pause_seconds`` apart may take longer); a second one stops at once with one line and exit
+code 2, since the first is doing the same writes. A lease whose holder died on this host, or
+that expired, is taken over; its former holder stops before its next write."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -29,7 +31,7 @@ LEASE_TTL = timedelta(hours=1)
 
 
 def _items(
-    engine: Engine, project: Project, failures: pd.DataFrame, stats: pd.DataFrame, now: datetime
+    project: Project, failures: pd.DataFrame, stats: pd.DataFrame, now: datetime
 ) -> dict[str, Signature]:
     """What an issue would say about each signature with a deciding line in the window."""
     since = pd.Timestamp(now) - pd.Timedelta(days=project.triage.window_days)
@@ -56,7 +58,7 @@ def tonight(
 ) -> tuple[TriagePlan, dict[str, Signature]]:
     """The plan from what the store holds (GitHub's states as last read)."""
     frames = triage_frames(engine, project, now)
-    items = _items(engine, project, frames.failures, frames.stats, now)
+    items = _items(project, frames.failures, frames.stats, now)
     digests = {sig: draft(item).sha256 for sig, item in items.items()}
     steps = plan(
         frames.stats,
@@ -119,7 +121,8 @@ def run_triage(
         client = GitHubClient(config.api_url, config.token, on_wait=echo)
         login = project.triage.login or token_login(client)
         pause = project.triage.pause_seconds
-        poster = Poster(client, engine, project.repo, login, now, echo, pause)
+        lease = (name, holder, LEASE_TTL)
+        poster = Poster(client, engine, project.repo, login, now, echo, pause, lease)
         issues = poster.refresh()
         steps, items = tonight(engine, project, now)
         drafts = {sig: draft(item) for sig, item in items.items()}
@@ -135,6 +138,4 @@ def run_triage(
 
 
 def _with_context(engine: Engine, project: Project, item: Signature) -> Signature:
-    from dataclasses import replace
-
     return replace(item, context=tuple(latest_context(engine, project.repo, item.signature)))

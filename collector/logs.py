@@ -273,10 +273,15 @@ def save_logs_and_failures(session: Session, results: Sequence[LogResult]) -> No
             result.log.close()
 
 
+def run_classification(rules: RuleSet | None) -> Classification:
+    """The classification of a run that failed with no jobs (``rules``: the repository's)."""
+    return classify_job(job_name=None, no_jobs=True, rules=rules)
+
+
 def save_run_failure(session: Session, run: dict[str, Any], rules: RuleSet | None) -> None:
     """A run that failed with no jobs, or ended ``startup_failure``: its workflow file was
     invalid (``ci_config``, unless the repository's own rules say otherwise)."""
-    result = classify_job(job_name=None, no_jobs=True, rules=rules)
+    result = run_classification(rules)
     upsert(
         session,
         Failure,

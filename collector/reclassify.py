@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 
 from analytics import derived
 from collector.annotations import messages
-from collector.classify import RULES_VERSION, RuleSet
+from collector.classify import RULES_VERSION, Classification, RuleSet
 from collector.classify.rules import with_own_rules
-from collector.logs import LogResult, failure_row, job_payload
+from collector.logs import LogResult, failure_row, job_payload, run_classification
 from store import bookkeeping
 from store.compression import decompress
 from store.models import Failure, Job
@@ -23,6 +23,22 @@ from store.triage import apply_corrections
 from store.upsert import upsert
 
 FLUSH_EVERY = 200
+
+
+def _answers(
+    reader: Session, rules_of: Callable[[str], RuleSet]
+) -> Iterable[tuple[tuple[int, int, int], Classification]]:
+    """(run id, attempt, job id) and the new classification of every stored failure: each
+    failed job's from its archived log and annotations; each run that failed with no jobs
+    (job id 0) from the run alone, as the collect classified it."""
+    notes = bookkeeping.all_annotations(reader)
+    for job, content, repo in _failed_jobs(reader):
+        status = "ok" if content is not None else "missing"
+        payload = job_payload(job, messages(notes.get(job.id)))
+        answer = LogResult(payload, status, content=content, rules=rules_of(repo))
+        yield (job.run_id, job.run_attempt, job.id), answer.classification
+    for failure, repo in bookkeeping.run_failures(reader):
+        yield (failure.run_id, failure.run_attempt, 0), run_classification(rules_of(repo))
 
 
 def _failed_jobs(reader: Session) -> Iterable[tuple[Job, bytes | None, str]]:
@@ -51,10 +67,11 @@ def _save(
 def reclassify_all(
     engine: Engine, project_of: Callable[[str], Project]
 ) -> tuple[int, int, tuple[str, ...]]:
-    """Classify every failed job again with its repository's rules (its own [[rules]] first),
-    and the derived rows of their runs in the same transactions with its job-name rule; each
-    repository's settings are ``project_of(repo)``. Returns (failures whose category, rule or
-    signature changed, total, the rules versions used)."""
+    """Classify every failed job, and every run that failed with no jobs, again with its
+    repository's rules (its own [[rules]] first), and the derived rows of their runs in the
+    same transactions with its job-name rule; each repository's settings are
+    ``project_of(repo)``. Returns (failures whose category, rule or signature changed, total,
+    the rules versions used)."""
 
     @cache
     def rules_of(repo: str) -> RuleSet:  # compiled once per repository
@@ -67,19 +84,12 @@ def reclassify_all(
     with Session(engine) as reader, Session(engine) as writer:
         before = {
             (f.run_id, f.run_attempt, f.job_id): (f.classifier_category, f.rule, f.signature)
-            for f in bookkeeping.job_failures(reader)
+            for f in bookkeeping.all_failures(reader)
         }
-        notes = bookkeeping.all_annotations(reader)
-        for job, content, repo in _failed_jobs(reader):
-            status = "ok" if content is not None else "missing"
-            payload = job_payload(job, messages(notes.get(job.id)))
-            result = LogResult(
-                payload, status, content=content, rules=rules_of(repo)
-            ).classification
+        for key, result in _answers(reader, rules_of):
             versions.add(result.rules_version)
-            key = (job.run_id, job.run_attempt, job.id)
             changed += before.get(key) != (result.category, result.rule, result.signature)
-            pending.append(failure_row(job.run_id, job.run_attempt, job.id, result, now))
+            pending.append(failure_row(*key, result, now))
             total += 1
             if len(pending) >= FLUSH_EVERY:
                 _save(writer, pending, project_of)

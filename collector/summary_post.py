@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
@@ -46,8 +46,16 @@ def token_login(client: GitHubClient) -> str:
     return str(user["login"])
 
 
-def _author(comment: dict[str, Any]) -> str:
-    return str((comment.get("user") or {}).get("login") or "")
+def author_login(item: dict[str, Any]) -> str:
+    """The login of who wrote a comment or an issue ("" when GitHub does not say)."""
+    return str((item.get("user") or {}).get("login") or "")
+
+
+def issue_comments(client: GitHubClient, repo: str, number: int) -> Iterator[dict[str, Any]]:
+    """The comments of an issue or pull request, oldest first, over every page."""
+    path = f"/repos/{repo}/issues/{number}/comments"
+    for _, page in client.pages(path, {"per_page": 100}, {}):
+        yield from page.body or []
 
 
 def marked_comments(
@@ -56,15 +64,13 @@ def marked_comments(
     """(the first comment of the issue by ``author`` whose body starts with MARKER, those
     of anyone else), over every page; ``author`` None: the first of anyone's."""
     mine, foreign = None, []
-    path = f"/repos/{repo}/issues/{number}/comments"
-    for _, page in client.pages(path, {"per_page": 100}, {}):
-        for comment in page.body or []:
-            if not (comment.get("body") or "").startswith(MARKER):
-                continue
-            if author is None or _author(comment).casefold() == author.casefold():
-                mine = mine or comment
-            else:
-                foreign.append(comment)
+    for comment in issue_comments(client, repo, number):
+        if not (comment.get("body") or "").startswith(MARKER):
+            continue
+        if author is None or author_login(comment).casefold() == author.casefold():
+            mine = mine or comment
+        else:
+            foreign.append(comment)
     return mine, foreign
 
 
@@ -225,5 +231,5 @@ def post_summary(
 
 def foreign_line(foreign: list[dict[str, Any]]) -> str:
     """One line naming the comments that carry the marker but are someone else's."""
-    who = ", ".join(f"{_author(c) or '?'} {c.get('html_url') or c.get('id')}" for c in foreign)
+    who = ", ".join(f"{author_login(c) or '?'} {c.get('html_url') or c.get('id')}" for c in foreign)
     return f"left alone: {len(foreign)} comment(s) by someone else starting with the marker: {who}"

@@ -8,14 +8,14 @@ dropped, author AND marker checked on our side) and one already filed for the si
 adopted, which also covers a process killed between creating an issue and recording it;
 creates are paced ``[triage] pause_seconds`` apart (3 by default); labels are added with POST
 (a PATCH of ``labels`` would wipe people's labels); an issue whose author is not our login, or
-whose body lacks the marker, is never edited."""
+whose body lacks the marker, is never edited; one a person reopened is not closed again."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -24,9 +24,8 @@ from sqlalchemy.orm import Session
 
 from analytics.triage import Draft, Step, TriagePlan
 from collector.client import CollectError, Forbidden, GitHubClient, NotFound, ResourceError
-from collector.summary_post import create_once
-from store.issues import github_state, record_issue
-from store.models import KnownIssue
+from collector.summary_post import author_login, create_once, issue_comments
+from store.issues import linked_numbers, record_issue, record_state, renew_lease
 from store.triage import log_action
 from store.vocabulary import COUNTS_END, COUNTS_START
 
@@ -45,25 +44,24 @@ def category_label(category: str) -> str:
     return f"{LABEL}:{category}"
 
 
-def _author(item: dict[str, Any]) -> str:
-    return str((item.get("user") or {}).get("login") or "")
-
-
 def ours(issue: dict[str, Any], login: str, signature: str | None = None) -> bool:
     """Whether ciflake filed ``issue``: by ``login`` and carrying the marker (of
     ``signature`` when given), and not a pull request."""
     found = _MARKER.search(issue.get("body") or "")
     return (
         "pull_request" not in issue
-        and _author(issue).casefold() == login.casefold()
+        and author_login(issue).casefold() == login.casefold()
         and found is not None
         and (signature is None or found[1] == signature)
     )
 
 
 def our_issues(client: GitHubClient, repo: str, login: str) -> dict[str, dict[str, Any]]:
-    """Our issues of ``repo`` by signature, over every page, open and closed."""
-    params = {"state": "all", "labels": LABEL, "creator": login, "per_page": 100}
+    """Our issues of ``repo`` by signature, over every page, open and closed. Listed by
+    ``creator`` only, not by label: a person may have removed the ``ciflake`` label, and
+    GitHub silently drops the labels of a create by a token without push access, so a label
+    filter would miss our issue and a second one would be filed; ``ours`` checks the rest."""
+    params = {"state": "all", "creator": login, "per_page": 100}
     found: dict[str, dict[str, Any]] = {}
     for _, page in client.pages(f"/repos/{repo}/issues", params, {}):
         for issue in page.body or []:
@@ -107,6 +105,7 @@ class Poster:
     now: datetime
     echo: Callable[[str], None]
     pause: float  # seconds between two issues created: GitHub throttles creating content
+    lease: tuple[str, str, timedelta] | None = None  # (name, holder, TTL) renewed before writes
 
     def _record(
         self, step: Step, issue: dict[str, Any], action: str | None, sha: str | None = None
@@ -136,11 +135,8 @@ class Poster:
     def refresh(self) -> dict[int, dict[str, Any]]:
         """GitHub's state of every linked issue of this repository (people's links too), one
         GET each, recorded; the answers by number. A deleted or unreadable issue is skipped."""
-        with Session(self.engine) as session:
-            rows = session.query(KnownIssue).filter_by(repo=self.repo, issue_repo=self.repo).all()
-            numbers = {row.signature: row.issue_number for row in rows if row.issue_number}
         issues: dict[int, dict[str, Any]] = {}
-        for signature, number in numbers.items():
+        for signature, number in linked_numbers(self.engine, self.repo).items():
             try:
                 issue = self.client.request("GET", f"/repos/{self.repo}/issues/{number}")[2]
             except (NotFound, ResourceError) as exc:
@@ -149,30 +145,49 @@ class Poster:
             if not str(issue.get("repository_url", "")).endswith(f"/repos/{self.repo}"):
                 continue  # transferred: not this repository's any more
             issues[number] = issue
-            with Session(self.engine) as session, session.begin():
-                row = session.get(KnownIssue, (self.repo, signature))
-                if row is not None:
-                    for key, value in github_state(issue, self.now).items():
-                        setattr(row, key, value)
+            record_state(self.engine, self.repo, signature, issue, self.now)
         return issues
 
     def _patch(self, number: int, payload: dict[str, Any]) -> dict[str, Any]:
         return self.client.request("PATCH", f"/repos/{self.repo}/issues/{number}", body=payload)[2]
 
     def _comment(self, number: int, text: str) -> None:
-        path = f"/repos/{self.repo}/issues/{number}/comments"
-
         def find() -> dict[str, Any] | None:
-            for _, page in self.client.pages(path, {"per_page": 100}, {}):
-                for comment in page.body or []:
-                    if (
-                        comment.get("body") == text
-                        and _author(comment).casefold() == self.login.casefold()
-                    ):
-                        return comment
-            return None
+            return next(
+                (
+                    comment
+                    for comment in issue_comments(self.client, self.repo, number)
+                    if comment.get("body") == text
+                    and author_login(comment).casefold() == self.login.casefold()
+                ),
+                None,
+            )
 
+        path = f"/repos/{self.repo}/issues/{number}/comments"
         create_once(self.client, path, {"body": text}, find)
+
+    def hold(self) -> None:
+        """Renew the lease before a write: a night paced slowly can outlast its TTL, and a
+        lease taken over means another process may be doing the same writes."""
+        if self.lease is not None and not renew_lease(self.engine, *self.lease):
+            raise CollectError(
+                f"the lease {self.lease[0]} was taken over by another process; stopped"
+            )
+
+    def _reopened_by_person(self, issue: dict[str, Any]) -> str | None:
+        """Who reopened ``issue``, when it was reopened by someone other than us (its latest
+        reopen event's actor); None otherwise. Only a reopened issue costs a request."""
+        if issue.get("state_reason") != "reopened":
+            return None
+        path = f"/repos/{self.repo}/issues/{issue['number']}/events"
+        who = None
+        for _, page in self.client.pages(path, {"per_page": 100}, {}):
+            for event in page.body or []:
+                if event.get("event") == "reopened":
+                    who = str((event.get("actor") or {}).get("login") or "")
+        if who is None or who.casefold() == self.login.casefold():
+            return None
+        return who or "someone"
 
     def _editable(self, step: Step, issues: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
         issue = issues.get(step.issue_number or 0)
@@ -186,6 +201,7 @@ class Poster:
     def reopen(self, step: Step, issues: dict[int, dict[str, Any]]) -> None:
         if (issue := self._editable(step, issues)) is None:
             return
+        self.hold()
         issue = self._patch(issue["number"], {"state": "open", "state_reason": "reopened"})
         issues[issue["number"]] = issue
         self._record(step, issue, "reopened")
@@ -195,6 +211,10 @@ class Poster:
     def close(self, step: Step, issues: dict[int, dict[str, Any]], quiet_days: int) -> None:
         if (issue := self._editable(step, issues)) is None:
             return
+        if who := self._reopened_by_person(issue):  # a person wants it open: no tug of war
+            self.echo(f"left open: #{issue['number']} was reopened by {who} ({step.signature})")
+            return
+        self.hold()
         issue = self._patch(issue["number"], {"state": "closed", "state_reason": "completed"})
         self._record(step, issue, "closed")
         self._comment(issue["number"], CLOSE_WORDS.format(days=quiet_days))
@@ -204,13 +224,17 @@ class Poster:
         if (issue := self._editable(step, issues)) is None:
             return
         text = merged(issue.get("body") or "", draft.section)
+        self.hold()
         try:
             answer = self._patch(issue["number"], {"body": text})
+        except Forbidden:
+            raise  # no `issues: write`: post_plan's one line, not a line per issue
         except ResourceError as exc:  # e.g. 422: a person's text made the body too long
             self.echo(f"not updated: #{issue['number']}: {exc}")
             return
-        if answer.get("body") != text:
-            raise CollectError(f"#{issue['number']}: GitHub kept the old body after the edit")
+        if answer.get("body") != text:  # GitHub answers 200 and keeps an over-long body
+            self.echo(f"not updated: #{issue['number']}: GitHub kept the old body")
+            return
         self._record(step, answer, "updated", draft.sha256)
         self.echo(f"updated #{issue['number']} ({step.signature}): {step.why}")
 
@@ -221,10 +245,11 @@ class Poster:
         after creating it); record the link at once."""
         labels = [LABEL, category_label(draft.category)]
         issue = existing.get(step.signature)
-        done = "adopted"
+        done = "adopted"  # not counted against the nightly cap: nothing was filed tonight
         if issue is None:
             if not first:
                 self.client.sleep(self.pause)
+            self.hold()
             issue = create_once(
                 self.client,
                 f"/repos/{self.repo}/issues",
@@ -233,7 +258,7 @@ class Poster:
                 "issue",
             )
             done = "filed"
-        self._record(step, issue, "filed", draft.sha256)
+        self._record(step, issue, done, draft.sha256)
         have = {str(label.get("name")) for label in issue.get("labels") or []}
         if missing := [name for name in labels if name not in have]:  # silently dropped
             path = f"/repos/{self.repo}/issues/{issue['number']}/labels"
@@ -272,6 +297,5 @@ def post_plan(
         for i, step in enumerate(tonight.file):
             poster.file(step, drafts[step.signature], existing, first=i == 0)
     except Forbidden as exc:
-        raise CollectError(
-            NEEDS_WRITE.format(repo=poster.repo, why=str(exc).split(": ", 1)[-1])
-        ) from None
+        why = str(exc).split(": ", 1)[-1].removeprefix("HTTP ").removeprefix("403 ")
+        raise CollectError(NEEDS_WRITE.format(repo=poster.repo, why=why)) from None

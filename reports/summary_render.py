@@ -376,7 +376,7 @@ def _posted(triage: Triage) -> list[str]:
     actions = triage.actions
     counts = actions["action"].value_counts()
     heading = (
-        f"**Issues filed, updated, closed or reopened** by `ciflake triage --post` since "
+        f"**Issues filed, adopted, updated, closed or reopened** by `ciflake triage --post` since "
         f"{_when(triage.new_from)}: "
         + (", ".join(f"{w} {counts[w]}" for w in POSTED_ACTIONS if w in counts) or "none")
     )

@@ -15,7 +15,11 @@ from store.issues import filed_since, links, triage_failures
 from store.project import Project
 from store.runfilter import RunFilter
 
-NIGHT = timedelta(days=1)  # the nightly cap counts the issues filed in the last day
+# The nightly cap counts the issues filed within NIGHT before now: shorter than a day, so that
+# a cron that starts a little earlier than the night before (a queued runner, a moved schedule)
+# does not find last night's filings still inside the window and file nothing; long enough
+# that a second run on the same night still counts the first one's.
+NIGHT = timedelta(hours=20)
 
 
 @dataclass(frozen=True)
@@ -23,7 +27,8 @@ class TriageFrames:
     """``failures``: the default branch's (store.issues.triage_failures) since the longer of
     the threshold's window and the closing period before ``now``; ``stats``: their
     analytics.triage.signature_stats; ``links``: the repository's known issues; ``filed``:
-    the issues filed in the last day (counted against the nightly cap)."""
+    the issues filed within ``NIGHT`` (20 hours) before ``now``, counted against the nightly
+    cap."""
 
     failures: pd.DataFrame
     stats: pd.DataFrame

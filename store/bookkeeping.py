@@ -215,6 +215,17 @@ def last_collect(engine: Engine, repo: str) -> LastCollect | None:
     return LastCollect(at if at.tzinfo else at.replace(tzinfo=UTC), stopped)
 
 
-def job_failures(session: Session) -> list[Failure]:
-    """Failures of jobs (not of whole runs), for comparing a reclassification."""
-    return list(session.scalars(select(Failure).where(Failure.job_id != 0)))
+def all_failures(session: Session) -> list[Failure]:
+    """Every stored failure (of jobs, and of whole runs), for comparing a reclassification."""
+    return list(session.scalars(select(Failure)))
+
+
+def run_failures(session: Session) -> list[tuple[Failure, str]]:
+    """Failures of whole runs (``job_id`` 0: no jobs, or ``startup_failure``), with their
+    repository: classified from the run alone."""
+    stmt = (
+        select(Failure, WorkflowRun.repo)
+        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+        .where(Failure.job_id == 0)
+    )
+    return [(failure, repo) for failure, repo in session.execute(stmt)]

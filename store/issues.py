@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import socket
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Engine, delete, func, select, type_coerce
+from sqlalchemy import Engine, delete, func, select, type_coerce, update
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.types import String
@@ -101,6 +102,28 @@ def github_state(issue: dict[str, Any], now: datetime) -> dict[str, Any]:
     }
 
 
+def linked_numbers(bind: Bind, repo: str) -> dict[str, int]:
+    """The number of each signature's linked issue in ``repo`` itself (people's links too):
+    the issues whose state triage --post reads from GitHub."""
+    stmt = select(KnownIssue.signature, KnownIssue.issue_number).where(
+        KnownIssue.repo == repo, KnownIssue.issue_repo == repo
+    )
+    with Session(bind) as session:
+        rows = session.execute(stmt).all()
+    return {str(signature): number for signature, number in rows if number}
+
+
+def record_state(
+    bind: Bind, repo: str, signature: str, issue: dict[str, Any], now: datetime
+) -> None:
+    """Record GitHub's state of ``signature``'s linked issue, if the link is still there."""
+    with Session(bind) as session, session.begin():
+        row = session.get(KnownIssue, (repo, signature))
+        if row is not None:
+            for key, value in github_state(issue, now).items():
+                setattr(row, key, value)
+
+
 def record_issue(
     session: Session,
     repo: str,
@@ -175,6 +198,20 @@ def take_lease(engine: Engine, name: str, holder: str, ttl: timedelta) -> str | 
             winner = session.get(Lease, name)
         return winner.holder if winner is not None else "another process"
     return None
+
+
+def renew_lease(engine: Engine, name: str, holder: str, ttl: timedelta) -> bool:
+    """Extend the lease ``name`` to ``ttl`` from now, if ``holder`` still holds it: False when
+    it was taken over (expired, or its holder looked dead) and someone else may be writing."""
+    now = datetime.now(UTC)
+    stmt = (
+        update(Lease)
+        .where(Lease.name == name, Lease.holder == holder)
+        .values(expires_at=now + ttl)
+        .execution_options(synchronize_session=False)
+    )
+    with Session(engine) as session, session.begin():
+        return bool(cast(CursorResult[Any], session.execute(stmt)).rowcount)
 
 
 def release_lease(engine: Engine, name: str, holder: str) -> None:

@@ -474,7 +474,7 @@ class Correction(Base):
 
 class TriageLog(Base):
     """What triage did, one row per action (linked, unlinked, corrected, uncorrected, filed,
-    updated, closed, reopened): who and when, for the summary's "tonight" and for audit."""
+    adopted, updated, closed, reopened): who and when, for the summary's "tonight" and for audit."""
 
     __tablename__ = "triage_log"
     __table_args__ = (Index(None, "repo", "at"),)

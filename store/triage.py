@@ -29,6 +29,7 @@ ACTIONS: tuple[str, ...] = (
     "corrected",
     "uncorrected",
     "filed",
+    "adopted",
     "updated",
     "closed",
     "reopened",
@@ -331,8 +332,9 @@ def triage_signatures(bind: Bind, where: RunFilter) -> pd.DataFrame:
 
 # ---- the nightly summary's reads -------------------------------------------------------------
 
-# What triage --post did on GitHub, as the summary lists it.
-POSTED_ACTIONS = ("filed", "updated", "closed", "reopened")
+# What triage --post did on GitHub, as the summary lists it: "adopted" is an issue it had
+# filed already (a run killed before recording it, a lost link) and found again.
+POSTED_ACTIONS = ("filed", "adopted", "updated", "closed", "reopened")
 
 
 def last_summary_at(bind: Bind, repo: str) -> datetime | None:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from ciflake.cli import cli
 from collector.classify import RULES_VERSION, classify_log
 from collector.classify.rules import with_own_rules
+from collector.logs import save_run_failure
 from store.engine import make_engine
 from store.models import Failure, LogicalJob
 from store.settings import load_config
@@ -208,4 +209,29 @@ def test_reclassify_applies_own_rules_to_stored_failures(thin_db, tmp_path, runn
         assert stored.classifier_version.startswith(f"{RULES_VERSION}+")
         logical = session.scalars(select(LogicalJob).where(LogicalJob.run_id == key[0])).all()
         assert category in {job.category for job in logical}
+    engine.dispose()
+
+
+def test_reclassify_applies_a_no_jobs_rule_to_runs_that_failed_with_no_jobs(
+    thin_db, tmp_path, runner
+):
+    """A run-level failure (job id 0: no jobs, or startup_failure) is classified again too."""
+    db_url = thin_db("one run")
+    engine = make_engine(db_url)
+    with Session(engine) as session, session.begin():
+        run_id = session.scalars(select(Failure.run_id)).first()
+        save_run_failure(session, {"id": run_id, "run_attempt": 1}, None)  # as a collect did
+    config = _config(
+        tmp_path,
+        '[[repositories]]\nrepo = "verl-project/verl"\n[[repositories.rules]]\n'
+        'name = "runner-pool-down"\ncategory = "infra"\nno_jobs = true\n',
+    )
+    result = runner.invoke(cli, ["--config", str(config), "--db", db_url, "reclassify"])
+    assert result.exit_code == 0, result.output
+    with Session(engine) as session:
+        stored = session.scalars(
+            select(Failure).where(Failure.run_id == run_id, Failure.job_id == 0)
+        ).one()
+        assert (stored.category, stored.rule) == ("infra", "runner-pool-down")
+        assert stored.classifier_version.startswith(f"{RULES_VERSION}+")
     engine.dispose()

@@ -255,6 +255,7 @@ def test_the_triage_section_lists_new_known_recurring_and_posted(collected_db):
             ("closed", 11, LAST_SUMMARY - timedelta(hours=1)),  # before the last summary
             ("filed", 12, LAST_SUMMARY + timedelta(hours=1)),
             ("reopened", 13, LAST_SUMMARY + timedelta(hours=2)),
+            ("adopted", 14, LAST_SUMMARY + timedelta(hours=3)),  # found again, not filed
         ):
             log_action(session, REPO, filed, action, "bot", issue_number=number, at=at)
     project = load_config(env={}, db_url=url).project()
@@ -287,6 +288,9 @@ def test_the_triage_section_lists_new_known_recurring_and_posted(collected_db):
     assert [sig for sig, _ in recurring[2:]] == re.findall(r"^- `([0-9a-f]{12})`", said, re.M)
     assert said.count(" · waiting") == 1
     # what triage --post did since the last summary
-    said = lists["Issues filed, updated, closed or reopened"]
-    assert said.startswith(" by `ciflake triage --post` since 2026-09-29 00:00 UTC: filed 1, ")
+    said = lists["Issues filed, adopted, updated, closed or reopened"]
+    assert said.startswith(
+        " by `ciflake triage --post` since 2026-09-29 00:00 UTC: filed 1, adopted 1, "
+    ), said
+    assert "- adopted [#\u200d14](" in said
     assert "reopened 1\n" in said and "closed" not in said.split("\n", 1)[1]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import timedelta
+import threading
+from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 from sqlalchemy import func, select
@@ -14,9 +15,13 @@ from sqlalchemy.orm import Session
 
 from ciflake.cli import cli
 from reports.triage_body import BODY_LIMIT, TITLE_LIMIT, Signature, draft, marker
+from reports.triage_frames import triage_frames
 from store.engine import make_engine
-from store.issues import holder_id, release_lease, take_lease
+from store.issues import holder_id, release_lease, renew_lease, take_lease
 from store.models import KnownIssue, Lease, TriageLog
+from store.runfilter import utc
+from store.settings import load_config
+from store.triage import log_action
 
 # The collected database's default branch holds a year of failures: over 400 days, four
 # signatures fail at least twice in two runs (and one without a deciding line is left out).
@@ -95,3 +100,59 @@ def test_a_lease_is_held_by_one_process_and_taken_over_from_a_dead_one(tmp_path)
     assert take_lease(engine, "triage:o/r", me, hour) is None  # its holder died: taken over
     assert take_lease(engine, "triage:o/r", "elsewhere:1", -hour) == me
     assert os.getpid() == int(me.rpartition(":")[2])
+
+
+def test_a_lease_is_renewed_by_its_holder_only(engine):
+    name, hour = "triage:o/r", timedelta(hours=1)
+    assert take_lease(engine, name, "me:1", timedelta(minutes=1)) is None
+    assert renew_lease(engine, name, "me:1", hour)
+    with Session(engine) as session:
+        expires = utc(session.get(Lease, name).expires_at)
+    assert expires is not None and expires > datetime.now(UTC) + timedelta(minutes=59)
+    assert not renew_lease(engine, name, "elsewhere:2", hour)  # not theirs: nothing renewed
+    release_lease(engine, name, "me:1")
+    assert not renew_lease(engine, name, "me:1", hour)  # gone: the holder must stop
+
+
+def test_racers_for_a_free_or_an_expired_lease_leave_one_holder(engine):
+    """Eight threads at once, on SQLite and PostgreSQL: exactly one takes the lease, the
+    others are told who holds it; the same when it has expired."""
+    name = "triage:o/r"
+
+    def race(first: int) -> list[str | None]:
+        results: list[str | None] = []
+        barrier = threading.Barrier(8)
+
+        def go(i: int) -> None:
+            barrier.wait()
+            results.append(take_lease(engine, name, f"h{i}:1", timedelta(hours=1)))
+
+        threads = [threading.Thread(target=go, args=(first + i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return results
+
+    free = race(0)
+    assert free.count(None) == 1 and len(free) == 8, free
+    with Session(engine) as session, session.begin():
+        lease = session.get(Lease, name)
+        winner = lease.holder
+        lease.expires_at = datetime.now(UTC) - timedelta(minutes=1)
+    assert set(free) == {None, winner}
+    expired = race(10)
+    assert expired.count(None) == 1 and len(expired) == 8, expired
+    with Session(engine) as session:
+        assert session.get(Lease, name).holder != winner
+
+
+def test_the_nightly_cap_counts_the_last_20_hours_so_an_earlier_cron_still_files(engine):
+    """Last night's run began 25 minutes later than tonight's: its filings are 23 h 35 min
+    old and no longer count; a second run on the same night counts the first one's."""
+    project = load_config(env={}, db_url="sqlite://").project()
+    now = datetime(2026, 11, 28, 1, 35, tzinfo=UTC)
+    with Session(engine) as session, session.begin():
+        for at in (now - timedelta(hours=23, minutes=35), now - timedelta(hours=19)):
+            log_action(session, project.repo, "abcdef012345", "filed", "bot", at=at)
+    assert triage_frames(engine, project, now).filed == 1

@@ -8,11 +8,11 @@ one line."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from ciflake import triage_night
@@ -21,10 +21,12 @@ from collector.client import GitHubClient
 from collector.triage_post import CLOSE_WORDS, LABEL_COLOR
 from fakehub.history import DEFAULT_END
 from fakehub.payloads import BOT_LOGIN
+from fakehub.web import Request, Response, json_response
 from reports.triage_body import marker
 from store.engine import make_engine
-from store.issues import take_lease
-from store.models import KnownIssue, TriageLog
+from store.issues import holder_id, take_lease
+from store.models import KnownIssue, Lease, TriageLog
+from store.runfilter import utc
 from store.vocabulary import COUNTS_END, COUNTS_START
 from tests.support.collected import DEFAULT
 from tests.support.triage import (
@@ -35,6 +37,7 @@ from tests.support.triage import (
     hub_comments,
     hub_issues,
     triage_config,
+    wrap_route,
 )
 
 NOW = DEFAULT_END  # the history's end: the night the tests triage (fakehub's clock starts there)
@@ -110,6 +113,18 @@ def _log(db_url: str) -> list[tuple[str, str]]:
 
 def _section(body: str) -> str:
     return body[body.index(COUNTS_START) : body.index(COUNTS_END)]
+
+
+def _stale(db_url: str, signature: str, number: int | None = None) -> None:
+    """Make the link's counts look stale (an update is planned), pointing at ``number``."""
+    engine = make_engine(db_url)
+    try:
+        with Session(engine) as session, session.begin():
+            link = session.get(KnownIssue, (REPO, signature))
+            link.issue_number = number or link.issue_number
+            link.body_sha256 = "stale"
+    finally:
+        engine.dispose()
 
 
 def test_two_nights_file_up_to_the_cap_then_edit_only_the_changed_counts(
@@ -192,7 +207,9 @@ def test_quiet_closes_a_new_failure_reopens_and_a_persons_not_planned_stays_clos
         assert (issue["state"], issue["state_reason"]) == ("closed", "completed")
         assert hub_comments(hub, numbers[signature]) == [(BOT_LOGIN, words)]
 
-    # a person reopens one and closes it as not planned; two signatures fail again
+    # a person reopens one and closes it as not planned; two signatures fail again; a person
+    # reopens the quiet one's issue: it stays open (no nightly tug of war)
+    _as_person(hub, "PATCH", f"/issues/{numbers[quiet]}", {"state": "open"})
     _as_person(hub, "PATCH", f"/issues/{numbers[refused]}", {"state": "open"})
     done = {"state": "closed", "state_reason": "not_planned"}
     _as_person(hub, "PATCH", f"/issues/{numbers[refused]}", done)
@@ -202,7 +219,10 @@ def test_quiet_closes_a_new_failure_reopens_and_a_persons_not_planned_stays_clos
     third = _post(runner, hub, url, config)
     issues = hub_issues(hub)
     assert f"reopened #{numbers[again]} ({again}): failed 2026-11-29" in third
-    assert not [line for line in third if refused in line or quiet in line]
+    assert not [line for line in third if refused in line]
+    assert [line for line in third if quiet in line] == [
+        f"left open: #{numbers[quiet]} was reopened by {PERSON} ({quiet})"
+    ]
     assert (issues[numbers[again]]["state"], issues[numbers[again]]["state_reason"]) == (
         "open",
         "reopened",
@@ -216,16 +236,19 @@ def test_quiet_closes_a_new_failure_reopens_and_a_persons_not_planned_stays_clos
         PERSON,
     )
     assert hub_comments(hub, numbers[refused]) == [(BOT_LOGIN, words)]  # nothing added
-    assert issues[numbers[quiet]]["state"] == "closed"
+    assert issues[numbers[quiet]]["state"] == "open"
     assert hub_comments(hub, numbers[quiet]) == [(BOT_LOGIN, words)]
     link = _links(url)[refused]
     assert (link.state, link.state_reason, link.closed_by) == ("closed", "not_planned", PERSON)
     actions = _log(url)
     assert ("reopened", again) in actions and ("reopened", refused) not in actions
     assert [a for a, s in actions if s == quiet] == ["closed", "filed"]
-    # a fourth night, the person's close still stands
-    assert not [line for line in _post(runner, hub, url, config) if refused in line]
+    # a fourth night, the person's close and the person's reopen still stand
+    fourth = _post(runner, hub, url, config)
+    assert not [line for line in fourth if refused in line]
+    assert f"left open: #{numbers[quiet]} was reopened by {PERSON} ({quiet})" in fourth
     assert hub_issues(hub)[numbers[refused]]["state"] == "closed"
+    assert hub_issues(hub)[numbers[quiet]]["state"] == "open"
 
 
 def test_an_issue_by_someone_else_with_the_marker_is_never_edited(
@@ -241,15 +264,10 @@ def test_an_issue_by_someone_else_with_the_marker_is_never_edited(
     first = _post(runner, hub, url, config)
     assert f"filed #{theirs['number'] + 1} ({signature})" in first[0]  # ours, beside theirs
     # the link now points at their issue, whose counts look stale: an update is planned
-    engine = make_engine(url)
-    try:
-        with Session(engine) as session, session.begin():
-            link = session.get(KnownIssue, (REPO, signature))
-            link.issue_number, link.body_sha256 = theirs["number"], "stale"
-    finally:
-        engine.dispose()
+    _stale(url, signature, theirs["number"])
     second = _post(runner, hub, url, config)
-    assert f"left alone: #{theirs['number']} is not an issue ciflake filed ({signature})" in second
+    left_alone = f"left alone: #{theirs['number']} is not an issue ciflake filed ({signature})"
+    assert left_alone in second
     after = hub_issues(hub)[theirs["number"]]
     assert (after["body"], after["updated_at"], after["state"]) == (
         copied,
@@ -258,6 +276,20 @@ def test_an_issue_by_someone_else_with_the_marker_is_never_edited(
     )
     assert hub_comments(hub, theirs["number"]) == []
     assert _routes(hub).get("edit_issue", 0) == 0
+    # quiet for 14 days: a close is planned, and refused the same way (ours are closed)
+    closing = _post(runner, hub, url, triage_config(tmp_path, quiet_days=14))
+    assert left_alone in closing and len([x for x in closing if x.startswith("closed")]) == 2
+    assert hub_issues(hub)[theirs["number"]]["state"] == "open"
+    # they close it; the signature fails again: a reopen is planned, and refused
+    _as_person(hub, "PATCH", f"/issues/{theirs['number']}", {"state": "closed"})
+    clock.at = NOW + timedelta(days=2)
+    fail_again(url, signature, NOW + timedelta(days=1))
+    reopening = _post(runner, hub, url, triage_config(tmp_path, quiet_days=14))
+    assert left_alone in reopening and not [x for x in reopening if signature in x and "reo" in x]
+    after = hub_issues(hub)[theirs["number"]]
+    assert (after["body"], after["state"], after["closed_by"]) == (copied, "closed", PERSON)
+    assert hub_comments(hub, theirs["number"]) == []
+    assert _routes(hub)["edit_issue"] == 3  # the person's close, and our two closes
 
 
 def test_a_token_without_issues_write_stops_with_one_line(
@@ -296,3 +328,118 @@ def test_a_second_post_while_the_lease_is_held_stops_with_one_line(
         f"ciflake: error: triage --post for {REPO} is already running (elsewhere:4242); not started"
     )
     assert _routes(hub) == {}  # not one request to GitHub
+
+
+def test_an_issue_that_lost_its_label_and_its_link_is_adopted_not_filed_again(
+    collected_db, runner, hub, clock, tmp_path
+):
+    """Our issues are listed by author (and marker), not by label: a person relabelled one,
+    or GitHub dropped the labels of a create by a token without push access."""
+    url = collected_db().url
+    config = triage_config(tmp_path, quiet_days=400)
+    _post(runner, hub, url, config)
+    numbers = {s: link.issue_number for s, link in _links(url).items()}
+    _as_person(hub, "PATCH", f"/issues/{numbers[FILED[0]]}", {"labels": ["needs-triage"]})
+    engine = make_engine(url)
+    try:  # the links and the log lost: a cache evicted, or `ciflake triage unlink`
+        with Session(engine) as session, session.begin():
+            session.execute(delete(KnownIssue))
+            session.execute(delete(TriageLog))
+    finally:
+        engine.dispose()
+    again = _post(runner, hub, url, config)
+    firsts = sorted(issue["body"].split("\n", 1)[0] for issue in hub_issues(hub).values())
+    assert firsts == sorted(marker(s) for s in FILED)  # not one issue more
+    assert sorted(again[:3]) == sorted(
+        f"adopted #{numbers[s]} ({s}): http://fakehub.invalid/{REPO}/issues/{numbers[s]}"
+        for s in FILED
+    )
+    assert {s: link.issue_number for s, link in _links(url).items()} == numbers
+    assert _log(url) == [("adopted", s) for s in sorted(FILED)]  # not counted as filed
+    # the cap counts filings only: a third run files the one that waited
+    third = _post(runner, hub, url, config)
+    assert third[0].startswith(f"filed #{max(numbers.values()) + 1} ({WAITING})"), third
+
+
+def test_an_edit_github_answers_with_the_old_body_is_reported_and_the_night_goes_on(
+    collected_db, runner, hub, clock, tmp_path
+):
+    """GitHub answers 200 and keeps the old body when the new one is too long."""
+    url = collected_db().url
+    _post(runner, hub, url, triage_config(tmp_path, quiet_days=400, max_new=2))
+    tracker = hub.app.repos[REPO].tracker
+
+    def keeping(update):  # type: ignore[no-untyped-def]
+        def handler(request: Request, text: str) -> Response:
+            old = tracker.issues[int(text)]["body"]
+            answer = update(request, text)
+            tracker.issues[int(text)]["body"] = old
+            return json_response(answer.status, tracker.payload(int(text)))
+
+        return handler
+
+    wrap_route(hub, "edit_issue", keeping)
+    link = _links(url)[FILED[0]]
+    before = hub_issues(hub)[link.issue_number]["body"]
+    fail_again(url, FILED[0], NOW)  # its counts change
+    clock.at = NOW + timedelta(days=1)  # a night later: room for two more
+    second = _post(runner, hub, url, triage_config(tmp_path, quiet_days=400, max_new=2))
+    assert second[0] == f"not updated: #{link.issue_number}: GitHub kept the old body"
+    assert [line.split(" #")[0] for line in second[1:]] == ["filed", "filed"]  # goes on
+    assert hub_issues(hub)[link.issue_number]["body"] == before
+    assert _links(url)[FILED[0]].body_sha256 == link.body_sha256  # tried again tomorrow
+    assert ("updated", FILED[0]) not in _log(url)
+
+
+def test_an_update_without_issues_write_stops_with_one_line(
+    collected_db, runner, hub, clock, tmp_path
+):
+    url = collected_db().url
+    config = triage_config(tmp_path, quiet_days=400)
+    _post(runner, hub, url, config)
+    for signature in FILED:
+        _stale(url, signature)
+    hub.admin("POST", "permissions", {"issues": False})
+    out = _post(runner, hub, url, config, code=2)
+    assert out == [
+        f"ciflake: error: triage not posted: the token needs `issues: write` on {REPO} "
+        "(GitHub answered 403: Resource not accessible by integration)"
+    ]
+
+
+def test_a_lease_taken_over_during_the_night_stops_before_the_next_write(
+    collected_db, runner, hub, clock, tmp_path
+):
+    """The lease is renewed before each write: a night paced slowly outlasts LEASE_TTL."""
+    url = collected_db().url
+    engine = make_engine(url)
+    name = f"triage:{REPO}"
+
+    made = [0]
+
+    def taking_over(create):  # type: ignore[no-untyped-def]
+        def handler(request: Request) -> Response:
+            made[0] += 1
+            with Session(engine) as session, session.begin():
+                lease = session.get(Lease, name)
+                assert lease is not None and lease.holder == holder_id()
+                if made[0] == 1:  # the night so far outlasted the lease's TTL
+                    lease.expires_at = datetime.now(UTC) - timedelta(minutes=1)
+                else:  # renewed before this create; now another process takes it over
+                    assert utc(lease.expires_at) > datetime.now(UTC) + timedelta(minutes=59)
+                    lease.holder = "elsewhere:4242"
+            return create(request)
+
+        return handler
+
+    wrap_route(hub, "create_issue", taking_over)
+    try:
+        out = _post(runner, hub, url, triage_config(tmp_path, quiet_days=400), code=2)
+    finally:
+        engine.dispose()
+    assert [line.split(" #")[0] for line in out[:2]] == ["filed", "filed"]
+    assert out[2:] == [
+        f"ciflake: error: triage not posted: the lease {name} was taken over by another "
+        "process; stopped"
+    ]
+    assert _routes(hub)["create_issue"] == 2

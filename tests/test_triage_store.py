@@ -26,7 +26,9 @@ from store.engine import make_engine
 from store.models import Failure, Job, JobLog, KnownIssue, TriageLog, WorkflowRun
 from store.runfilter import RunFilter
 from store.settings import load_config
+from store.triage import correct
 from tests.support.summaries import summary_data
+from tests.support.triage import columns
 
 REPO = "verl-project/verl"
 NOTE = "host reboot, not an OOM"
@@ -249,3 +251,32 @@ def test_a_collect_applies_the_correction_to_the_failures_it_writes(collected_db
             assert (written.category, written.evidence) == ("timeout", "maintainer")
             assert written.classifier_category != "timeout"
     engine.dispose()
+
+
+def test_a_correction_in_one_repository_leaves_anothers_same_signature_alone(thin_db):
+    """Corrections are per repository: another repository's failures with the same signature
+    keep the classifier's answer."""
+    engine = make_engine(thin_db("one run"))
+    with Session(engine) as session, session.begin():
+        failure = session.scalars(select(Failure).limit(1)).one()
+        run = session.get(WorkflowRun, failure.run_id)
+        other = int(session.scalar(select(func.max(WorkflowRun.id))) or 0) + 1
+        session.add(WorkflowRun(**{**columns(run), "id": other, "repo": "other/repo"}))
+        session.flush()
+        session.add(Failure(**{**columns(failure), "run_id": other}))
+        signature, category, evidence = failure.signature, failure.category, failure.evidence
+        mine = failure.run_id
+    target = "infra" if category != "infra" else "network"
+    with Session(engine) as session, session.begin():
+        runs = correct(session, REPO, signature, target, note=NOTE, set_by="alice")
+    with Session(engine) as session:
+        theirs = session.scalars(select(Failure).where(Failure.run_id == other)).one()
+        ours = session.scalars(
+            select(Failure.category)
+            .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
+            .where(WorkflowRun.repo == REPO, Failure.signature == signature)
+        ).all()
+    engine.dispose()
+    assert runs == [mine]
+    assert (theirs.category, theirs.evidence) == (category, evidence)
+    assert set(ours) == {target}

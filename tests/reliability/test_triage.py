@@ -1,6 +1,6 @@
 """Triage suite: ``ciflake triage --post`` in processes of their own never files a signature's
 issue twice. Killed (SIGKILL) right after GitHub created an issue and before the link was
-recorded, the next run adopts that issue; two runs started at once: one holds the lease, the
+recorded, the next run adopts that issue; two runs that overlap: one holds the lease, the
 other stops with one line. Against a fakehub serving the shared collected database's history,
 with the canary token."""
 
@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from fakehub.web import Request, Response
 from reports.triage_body import marker
 from tests.reliability.harness import CANARY, FULL, leaks, record
 from tests.support.collected import DEFAULT, collected_copy
-from tests.support.triage import FILED, REPO, hub_issues, triage_config
+from tests.support.triage import FILED, REPO, hub_issues, triage_config, wrap_route
 
 SUITE = "triage"
 # Wide enough that the shared database's signatures recur and never go quiet, whatever today
@@ -47,20 +48,19 @@ def _hub() -> Any:
 def _kill_at_create(hub: fakehub.Hub, nth: int, victim: list[subprocess.Popen[bytes]]) -> None:
     """The hub's ``nth`` issue creation kills the process in ``victim`` once GitHub has
     created the issue, before its answer leaves: the link is never recorded."""
-    api = hub.app.repos[REPO]
-    index = next(i for i, route in enumerate(api.routes) if route[0] == "create_issue")
-    name, method, pattern, create = api.routes[index]
     made = [0]
 
-    def killing(request: Request) -> Response:
-        answer: Response = create(request)
-        made[0] += 1
-        if made[0] == nth and victim:
-            victim[0].send_signal(signal.SIGKILL)
-        return answer
+    def killing(create: Callable[..., Response]) -> Callable[..., Response]:
+        def handler(request: Request) -> Response:
+            answer: Response = create(request)
+            made[0] += 1
+            if made[0] == nth and victim:
+                victim[0].send_signal(signal.SIGKILL)
+            return answer
 
-    handler: Callable[..., Response] = killing
-    api.routes[index] = (name, method, pattern, handler)
+        return handler
+
+    wrap_route(hub, "create_issue", killing)
 
 
 def _one_issue_per_signature(hub: fakehub.Hub) -> bool:
@@ -103,27 +103,39 @@ def test_killed_after_creating_an_issue_the_next_run_adopts_it(tmp_path):
 
 @pytest.mark.slow
 def test_two_runs_started_at_once_file_one_issue_per_signature(tmp_path):
-    """About 8 s: two processes. The lease's holder files, 1.5 s apart, so the other one
-    arrives while it is held and stops at once; should it arrive later all the same (a loaded
-    machine), it finds every issue recorded and files none."""
+    """About 6 s: two processes that overlap for sure. The first one's first create waits on
+    the hub until the second has ended: the second finds the lease held and stops at once
+    with one line; the first files one issue per signature."""
     url = collected_copy(tmp_path)
-    config = triage_config(tmp_path, window_days=YEARS, quiet_days=YEARS, pause_seconds=1.5)
+    config = triage_config(tmp_path, window_days=YEARS, quiet_days=YEARS)
+    arrived, go = threading.Event(), threading.Event()
+
+    def holding(create: Callable[..., Response]) -> Callable[..., Response]:
+        def handler(request: Request) -> Response:
+            arrived.set()
+            go.wait(timeout=120)
+            return create(request)
+
+        return handler
+
     with _hub() as hub:
-        both = [_triage(hub, url, config), _triage(hub, url, config)]
-        answers = [process.communicate(timeout=120) for process in both]
+        wrap_route(hub, "create_issue", holding)
+        first = _triage(hub, url, config)
+        try:
+            assert arrived.wait(timeout=120), "the first run never created an issue"
+            second = _triage(hub, url, config)
+            refused = second.communicate(timeout=120)
+        finally:
+            go.set()
+        held = first.communicate(timeout=120)
         routes = hub.admin("GET", "counters")["by_route"]
         one_each = _one_issue_per_signature(hub)
-    codes = sorted(process.returncode for process in both)
-    outputs = [out.decode() for out, _ in answers]
-    errors = [err.decode() for _, err in answers]
-    leaked = leaks(*(text for pair in answers for text in pair))
+    leaked = leaks(*held, *refused)
     record(SUITE, trials=1, mismatches=int(not one_each), leaks=leaked)
     assert one_each and routes["create_issue"] == 3, routes
     assert leaked == 0
-    assert codes in ([0, 2], [0, 0]), errors
-    if codes == [0, 2]:  # the second found the lease held
-        (refused,) = [e for e in errors if e]
-        assert refused.startswith(f"ciflake: error: triage --post for {REPO} is already running (")
-        assert refused.endswith("); not started\n") and refused.count("\n") == 1
-    else:
-        assert sorted(out.count("filed #") for out in outputs) == [0, 3], outputs
+    assert (first.returncode, second.returncode) == (0, 2), (held, refused)
+    assert held[0].decode().count("filed #") == 3, held
+    (line,) = refused[1].decode().splitlines()
+    assert line.startswith(f"ciflake: error: triage --post for {REPO} is already running (")
+    assert line.endswith("); not started") and refused[0] == b""

@@ -5,6 +5,7 @@ database as a later collect would store it."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fakehub import Hub
+from fakehub.web import Response
 from store.engine import make_engine
 from store.models import Failure, WorkflowRun
 
@@ -49,6 +51,17 @@ def hub_comments(hub: Hub, number: int) -> list[tuple[str, str]]:
     return [(c["login"], c["body"]) for c in hub.app.repos[REPO].comments.get(number, [])]
 
 
+def wrap_route(
+    hub: Hub, name: str, wrapper: Callable[[Callable[..., Response]], Callable[..., Response]]
+) -> None:
+    """Serve the hub repository's route ``name`` (e.g. "create_issue") through
+    ``wrapper(the route's handler)``: a GitHub that behaves otherwise for one test."""
+    api = hub.app.repos[REPO]
+    index = next(i for i, route in enumerate(api.routes) if route[0] == name)
+    name, method, pattern, handler = api.routes[index]
+    api.routes[index] = (name, method, pattern, wrapper(handler))
+
+
 def fail_again(db_url: str, signature: str, at: datetime) -> None:
     """A new default-branch run at ``at`` failing with ``signature``: a copy of its latest run
     and failure, as a later collect would store them."""
@@ -64,12 +77,13 @@ def fail_again(db_url: str, signature: str, at: datetime) -> None:
             assert failure is not None, signature
             run = session.get(WorkflowRun, failure.run_id)
             new_id = int(session.scalar(select(func.max(WorkflowRun.id))) or 0) + 1
-            session.add(WorkflowRun(**{**_columns(run), "id": new_id, "created_at": at}))
+            session.add(WorkflowRun(**{**columns(run), "id": new_id, "created_at": at}))
             session.flush()
-            session.add(Failure(**{**_columns(failure), "run_id": new_id}))
+            session.add(Failure(**{**columns(failure), "run_id": new_id}))
     finally:
         engine.dispose()
 
 
-def _columns(row: Any) -> dict[str, Any]:
+def columns(row: Any) -> dict[str, Any]:
+    """An ORM row's column values by attribute: a copy of it is ``type(row)(**columns(row))``."""
     return {attr.key: getattr(row, attr.key) for attr in type(row).__mapper__.column_attrs}
