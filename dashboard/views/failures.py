@@ -69,7 +69,11 @@ tables.show(
         ]
     ],
     "signatures",
-    missing="No signature in the range and scope for this choice: nothing to drill into.",
+    missing=(
+        "No failures in the range and scope: no signature, nothing to drill into."
+        if (show or "all") == "all"
+        else f"No {'NEW' if show == 'new' else show} signature in the range and scope."
+    ),
     hide_index=True,
     column_config={
         "new": st.column_config.CheckboxColumn("NEW"),
