@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics.triage import TriagePlan, plan
+from analytics.triage import TriagePlan
 from collector.client import CollectError, GitHubClient
 from collector.summary_post import token_login
 from collector.triage_post import Poster, post_plan
@@ -60,16 +60,7 @@ def tonight(
     frames = triage_frames(engine, project, now)
     items = _items(project, frames.failures, frames.stats, now)
     digests = {sig: draft(item).sha256 for sig, item in items.items()}
-    steps = plan(
-        frames.stats,
-        frames.failures,
-        frames.links,
-        now,
-        project.triage,
-        digests=digests,
-        filed_tonight=frames.filed,
-    )
-    return steps, items
+    return frames.plan(now, project.triage, digests), items
 
 
 def describe(steps: TriagePlan, items: dict[str, Signature]) -> list[str]:

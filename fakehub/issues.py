@@ -114,6 +114,13 @@ class IssueTracker:
         known += [run.pr for run in self.history.runs if run.pr is not None]
         return max(known + list(self.issues))
 
+    def refused_edit(self, request: Request, number: int) -> Response | None:
+        """GitHub's answer to a write on issue ``number`` it does not take: no such issue, or
+        ``refused``'s; None when it goes ahead."""
+        if number not in self.issues:
+            return error(404, "Not Found")
+        return self.refused(request)
+
     def refused(self, request: Request, creating: bool = False) -> Response | None:
         """GitHub's answer to a write it does not take: no permission, issues off, or (for a
         creation) the secondary limit on content creation; None when it goes ahead."""
@@ -224,9 +231,7 @@ class IssueTracker:
         """`PATCH .../issues/{n}`: title, body, labels (replacing the set), state and its reason
         (ignored unless the state changes); a close or reopen is recorded as an event."""
         number = int(text)
-        if number not in self.issues:
-            return error(404, "Not Found")
-        refused = self.refused(request)
+        refused = self.refused_edit(request, number)
         if refused is not None:
             return refused
         body = json_object(request)
@@ -343,9 +348,7 @@ class IssueTracker:
         """`POST .../issues/{n}/labels`: adds to the set (creating missing labels, colour
         ededed) and answers the issue's labels."""
         number = int(text)
-        if number not in self.issues:
-            return error(404, "Not Found")
-        refused = self.refused(request)
+        refused = self.refused_edit(request, number)
         if refused is not None:
             return refused
         names = label_names(request.json())  # {"labels": [...]}, or the list alone

@@ -19,7 +19,6 @@ from sqlalchemy import Engine
 from analytics.config_tables import EventLike, event_table, job_renames
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
-from analytics.triage import plan
 from reports.freshness import collectable, not_on_github, uncollected, workflow_progress
 from reports.summary_tables import Backfill, SummaryData, Triage, summarise, triage_lists
 from reports.summary_target import HISTORY_DAYS, pick_event
@@ -108,14 +107,7 @@ def load_triage(
     events, branch = scope_terms("default", project.default_branch)
     known = triage_signatures(engine, RunFilter(project.repo, since, None, (), events, branch))
     frames = triage_frames(engine, project, now)
-    steps = plan(
-        frames.stats,
-        frames.failures,
-        frames.links,
-        now,
-        project.triage,
-        filed_tonight=frames.filed,
-    )
+    steps = frames.plan(now, project.triage)
     return triage_lists(
         signatures,
         known,

@@ -4,13 +4,14 @@ waiting and recurred), so both tell the same story."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics.triage import signature_stats
+from analytics.triage import TriagePlan, TriageSettings, plan, signature_stats
 from store.issues import filed_since, links, triage_failures
 from store.project import Project
 from store.runfilter import RunFilter
@@ -34,6 +35,24 @@ class TriageFrames:
     stats: pd.DataFrame
     links: pd.DataFrame
     filed: int
+
+    def plan(
+        self,
+        now: datetime,
+        settings: TriageSettings,
+        digests: Mapping[str, str] | None = None,
+    ) -> TriagePlan:
+        """Tonight's plan from these frames (analytics.triage.plan); ``digests``: the counts
+        sections' hashes, when the caller drafted the issues (an update is planned only then)."""
+        return plan(
+            self.stats,
+            self.failures,
+            self.links,
+            now,
+            settings,
+            digests=digests,
+            filed_tonight=self.filed,
+        )
 
 
 def triage_frames(engine: Engine, project: Project, now: datetime) -> TriageFrames:
