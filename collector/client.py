@@ -142,8 +142,8 @@ class EnvironmentOnce(requests.Session):
     requests reads them on every request, going over every environment variable twice for the
     proxies: a tenth of a collect's CPU. Here the first request to a host (scheme and address)
     reads them as requests would and later ones reuse that: HTTP(S)_PROXY, ALL_PROXY and
-    NO_PROXY, REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE still apply, as set when the client first
-    spoke to the host."""
+    NO_PROXY, REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE (to HTTPS hosts) still apply, as set when
+    the client first spoke to the host."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -159,6 +159,9 @@ class EnvironmentOnce(requests.Session):
             read = self._read.get((scheme, host, no_proxy))
             if read is None:
                 bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+                # Not for plain HTTP, which uses no certificate: requests would look the path
+                # up on disk (os.path.isdir) for every request all the same.
+                bundle = bundle if scheme == "https" else None
                 read = (get_environ_proxies(url, no_proxy=no_proxy), bundle)
                 self._read[(scheme, host, no_proxy)] = read
             if proxies is not None:

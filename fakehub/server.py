@@ -69,6 +69,26 @@ class _Http11(ServerHandler):
 
     http_version = "1.1"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: list[bytes] = []
+
+    def _write(self, data: bytes) -> None:
+        """Held until ``_flush``: wsgiref writes the status line, two headers, the rest of the
+        headers and the body apart, each one send (and one wake-up of the client) of its own."""
+        self._pending.append(data)
+
+    def _flush(self) -> None:
+        """What ``_write`` held, in one send: a whole response, or one chunk of a stream."""
+        if self._pending:
+            data, self._pending = b"".join(self._pending), []
+            self.stdout.write(data)
+
+    def finish_content(self) -> None:
+        """A response without a body is sent here, where wsgiref does not flush."""
+        super().finish_content()
+        self._flush()
+
     def cleanup_headers(self) -> None:
         super().cleanup_headers()
         if "Content-Length" not in self.headers:

@@ -189,10 +189,19 @@ def runner() -> CliRunner:
 HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import", "collected_db", "thin_db")
 
 
-# The modules whose tests take longest (the acceptances at scale 1) run first, then every other
-# module with a slow test, so that the workers finish together rather than one alone on a long
-# test at the end. A module's tests stay together: its module-scoped fixtures are made once.
+# What takes longest runs first, in this order (a test's "file::name" starts with an entry),
+# then every other module with a slow test, so that the workers finish together rather than one
+# alone on a long test at the end. First the scale-1 acceptances, each a collect of verl's whole
+# volume (minutes): the 500-request nights (built on PostgreSQL when the session has it) and
+# the evidence of seeds 1-3 (seed 1's collect is the full collect the nights are compared with,
+# by a test that waits for both and so comes later, in its module's order), so that these
+# builds start at once on workers of their own; the browser tests, one xdist group, start first
+# anyway (pytest-xdist hands out the largest group first) and build the demo's database. Then
+# these modules' other tests; a module's tests otherwise stay together: its module-scoped
+# fixtures are made once.
 LONGEST_FIRST = (
+    "test_collect_budget.py::test_500_request_nights_at_scale_1_keep_their_budget",
+    "test_evidence_acceptance.py::test_evidence_at_scale_1",
     "test_collect_budget.py",
     "test_evidence_acceptance.py",
     "test_analytics_acceptance.py",
@@ -203,8 +212,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
 
     def weight(item: pytest.Item) -> int:
-        if item.path.name in LONGEST_FIRST:
-            return -2
+        name = f"{item.path.name}::{item.name}"
+        first = [rank for rank, start in enumerate(LONGEST_FIRST) if name.startswith(start)]
+        if first:
+            return first[0] - len(LONGEST_FIRST) - 1
         return -1 if item.path in slow_modules else 0
 
     items.sort(key=weight)  # stable: the order within each weight is kept

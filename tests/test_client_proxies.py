@@ -98,3 +98,14 @@ def test_the_ca_bundle_variables_still_apply(monkeypatch):
         "https://h.invalid/", {}, None, False, None
     )
     assert explicit["verify"] is False
+
+
+def test_plain_http_gets_no_ca_bundle(monkeypatch):
+    """No certificate to verify: requests would otherwise stat the bundle's path every request."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/requests-ca.pem")
+    merged = EnvironmentOnce().merge_environment_settings("http://h.invalid/", {}, None, None, None)
+    assert merged["verify"] is True
+    merged = EnvironmentOnce().merge_environment_settings(
+        "https://h.invalid/", {}, None, None, None
+    )
+    assert merged["verify"] == "/etc/requests-ca.pem"
