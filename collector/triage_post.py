@@ -57,17 +57,20 @@ def ours(issue: dict[str, Any], login: str, signature: str | None = None) -> boo
 
 
 def our_issues(client: GitHubClient, repo: str, login: str) -> dict[str, dict[str, Any]]:
-    """Our issues of ``repo`` by signature, over every page, open and closed. Listed by
-    ``creator`` only, not by label: a person may have removed the ``ciflake`` label, and
-    GitHub silently drops the labels of a create by a token without push access, so a label
-    filter would miss our issue and a second one would be filed; ``ours`` checks the rest."""
-    params = {"state": "all", "creator": login, "per_page": 100}
+    """Our issues of ``repo`` by signature, over every page, open and closed: those listed by
+    ``creator`` and those listed by our label, ``ours`` checking the rest. Either listing
+    alone can miss one, and a second issue would then be filed: a person may have removed
+    the label, GitHub silently drops the labels of a create by a token without push access,
+    and how ``creator`` matches a bot's login is undocumented (a wrong value lists nothing,
+    with 200)."""
     found: dict[str, dict[str, Any]] = {}
-    for _, page in client.pages(f"/repos/{repo}/issues", params, {}):
-        for issue in page.body or []:
-            if ours(issue, login):
-                signature = _MARKER.search(issue["body"])[1]  # type: ignore[index]
-                found.setdefault(signature, issue)
+    for only in ({"creator": login}, {"labels": LABEL}):
+        params = {"state": "all", **only, "per_page": 100}
+        for _, page in client.pages(f"/repos/{repo}/issues", params, {}):
+            for issue in page.body or []:
+                if ours(issue, login):
+                    signature = _MARKER.search(issue["body"])[1]  # type: ignore[index]
+                    found.setdefault(signature, issue)
     return found
 
 

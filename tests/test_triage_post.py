@@ -366,6 +366,37 @@ def test_an_issue_that_lost_its_label_and_its_link_is_adopted_not_filed_again(
     assert third[0].startswith(f"filed #{max(numbers.values()) + 1} ({WAITING[0]})"), third
 
 
+def test_a_creator_filter_that_lists_nothing_still_finds_our_labelled_issues(
+    collected_db, runner, hub, clock, tmp_path
+):
+    """How GitHub's ``creator`` filter matches a bot's login is undocumented: if it listed
+    nothing, our labelled issues are still found and adopted, not filed again."""
+    url = collected_db().url
+    config = triage_config(tmp_path, quiet_days=400)
+    _post(runner, hub, url, config)
+    numbers = {s: link.issue_number for s, link in _links(url).items()}
+
+    def blind(listing):  # type: ignore[no-untyped-def]
+        def handler(request: Request) -> Response:
+            return json_response(200, []) if request.arg("creator") else listing(request)
+
+        return handler
+
+    wrap_route(hub, "issues", blind)
+    engine = make_engine(url)
+    try:  # the links and the log lost
+        with Session(engine) as session, session.begin():
+            session.execute(delete(KnownIssue))
+            session.execute(delete(TriageLog))
+    finally:
+        engine.dispose()
+    again = _post(runner, hub, url, config)
+    assert sorted(line.split(" (")[0] for line in again[:3]) == sorted(
+        f"adopted #{n}" for n in numbers.values()
+    )
+    assert len(hub_issues(hub)) == len(numbers)  # not one issue more
+
+
 def test_an_edit_github_answers_with_the_old_body_is_reported_and_the_night_goes_on(
     collected_db, runner, hub, clock, tmp_path
 ):
