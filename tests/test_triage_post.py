@@ -77,6 +77,17 @@ def _post(runner, hub, db_url: str, config, code: int = 0) -> list[str]:
     return result.output.splitlines()
 
 
+def _forget(db_url: str) -> None:
+    """Every link and triage log row gone, as after a lost database."""
+    engine = make_engine(db_url)
+    try:
+        with Session(engine) as session, session.begin():
+            session.execute(delete(KnownIssue))
+            session.execute(delete(TriageLog))
+    finally:
+        engine.dispose()
+
+
 def _as_person(hub, method: str, path: str, body: dict) -> dict:
     response = requests.request(
         method,
@@ -345,13 +356,7 @@ def test_an_issue_that_lost_its_label_and_its_link_is_adopted_not_filed_again(
     _post(runner, hub, url, config)
     numbers = {s: link.issue_number for s, link in _links(url).items()}
     _as_person(hub, "PATCH", f"/issues/{numbers[FILED[0]]}", {"labels": ["needs-triage"]})
-    engine = make_engine(url)
-    try:  # the links and the log lost: a cache evicted, or `ciflake triage unlink`
-        with Session(engine) as session, session.begin():
-            session.execute(delete(KnownIssue))
-            session.execute(delete(TriageLog))
-    finally:
-        engine.dispose()
+    _forget(url)  # the links and the log lost: a cache evicted, or `ciflake triage unlink`
     again = _post(runner, hub, url, config)
     firsts = sorted(issue["body"].split("\n", 1)[0] for issue in hub_issues(hub).values())
     assert firsts == sorted(marker(s) for s in FILED)  # not one issue more
@@ -383,13 +388,7 @@ def test_a_creator_filter_that_lists_nothing_still_finds_our_labelled_issues(
         return handler
 
     wrap_route(hub, "issues", blind)
-    engine = make_engine(url)
-    try:  # the links and the log lost
-        with Session(engine) as session, session.begin():
-            session.execute(delete(KnownIssue))
-            session.execute(delete(TriageLog))
-    finally:
-        engine.dispose()
+    _forget(url)  # the links and the log lost
     again = _post(runner, hub, url, config)
     assert sorted(line.split(" (")[0] for line in again[:3]) == sorted(
         f"adopted #{n}" for n in numbers.values()
