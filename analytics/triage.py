@@ -72,9 +72,8 @@ def signature_stats(
     return order.set_index("signature")
 
 
-def recurring(failures: pd.DataFrame, now: datetime, settings: TriageSettings) -> pd.DataFrame:
+def recurring(stats: pd.DataFrame) -> pd.DataFrame:
     """The signatures of ``signature_stats`` that cross the threshold, the largest first."""
-    stats = signature_stats(failures, now, settings)
     return stats[stats["recurring"].astype(bool)]
 
 
@@ -149,7 +148,7 @@ def plan(
 ) -> TriagePlan:
     """Tonight's plan for one repository.
 
-    ``stats``: ``signature_stats`` (or ``recurring``); ``history``: the default branch's
+    ``stats``: ``signature_stats``; ``history``: the default branch's
     failures (signature, created_at) since at least ``quiet_days`` before ``now``; ``links``:
     the repository's known issues (signature, source, issue_number, state, state_reason,
     closed_at, closed_by, set_by, body_sha256); ``digests``: per signature, the sha256 of the
@@ -165,7 +164,7 @@ def plan(
     file: list[Step] = []
     waiting: list[Step] = []
     room = max(0, settings.max_new - filed_tonight)
-    for signature, row in stats[stats["recurring"].astype(bool)].iterrows():
+    for signature, row in recurring(stats).iterrows():
         if str(signature) in by_signature:
             continue
         why = f"{row['failures']} failures in {row['runs']} runs"

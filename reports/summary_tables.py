@@ -22,7 +22,7 @@ from analytics.rates import stability, verdict_label
 from analytics.staleness import STALE, staleness
 from analytics.successors import successor_first_runs
 from analytics.text import filled
-from analytics.triage import TriagePlan
+from analytics.triage import TriagePlan, recurring
 from analytics.verdicts import job_verdicts
 from store.bookkeeping import LastCollect
 from store.project import Analysis, TriageSettings
@@ -101,17 +101,16 @@ def triage_lists(
         ["first", "failures", "signature"], ascending=[True, False, True], kind="stable"
     )
     waiting = {step.signature for step in steps.waiting}
-    unlinked = stats[stats["recurring"].astype(bool) & ~stats.index.isin(known["signature"])]
-    recurring = unlinked.reset_index().assign(
-        waiting=lambda frame: frame["signature"].isin(waiting)
-    )
+    over = recurring(stats)
+    unlinked = over[~over.index.isin(known["signature"])].reset_index()
+    unlinked = unlinked.assign(waiting=unlinked["signature"].isin(waiting))
     columns = ["signature", "category", "failures", "first_seen", "line", "issue_url"]
     return Triage(
         new_from=new_from,
         after_summary=after_summary,
         new=new[columns].reset_index(drop=True),
         known=linked.drop(columns=["first"]).reset_index(drop=True),
-        recurring=recurring[
+        recurring=unlinked[
             ["signature", "category", "line", "failures", "runs", "waiting"]
         ].reset_index(drop=True),
         actions=actions,

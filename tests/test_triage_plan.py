@@ -56,7 +56,7 @@ def test_threshold_counts_failures_and_runs_within_the_window_with_a_line() -> N
     stats = signature_stats(frame, NOW, SETTINGS)
     assert set(stats.index) == {"a", "b", "c"}  # "u" has no deciding line
     assert stats.loc["c", "failures"] == 2
-    assert list(recurring(frame, NOW, SETTINGS).index) == ["a"]
+    assert list(recurring(stats).index) == ["a"]
     assert stats.loc["a", "first_seen"] == pd.Timestamp(NOW - timedelta(days=2))
 
 
