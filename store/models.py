@@ -367,6 +367,46 @@ class LogicalJob(Base):
     category: Mapped[str | None] = mapped_column(String(50))
 
 
+class Incident(Base):
+    """A burst of failures that share a cause across many jobs in a short time (one stuck
+    host, one Hub outage, one bad image): found by analytics.incidents from the stored
+    failures and kept by the collector with the other derived tables. ``id`` is derived from
+    the incident's cause and its first failure, so a rebuild gives the same ids."""
+
+    __tablename__ = "incidents"
+    __table_args__ = (Index(None, "repo", "started_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))  # signature | runner | workflows
+    category: Mapped[str] = mapped_column(String(50))
+    signature: Mapped[str | None] = mapped_column(String(64))
+    runner: Mapped[str | None] = mapped_column(String(500))  # host name or runner label
+    label: Mapped[str] = mapped_column(Text)  # the cause in a few words, for people
+    started_at: Mapped[datetime]
+    ended_at: Mapped[datetime]
+    jobs: Mapped[int] = mapped_column(Integer)
+    runs: Mapped[int] = mapped_column(Integer)
+    workflows: Mapped[int] = mapped_column(Integer)
+
+
+class IncidentFailure(Base):
+    """A failure (one job attempt) that belongs to an incident; a failure belongs to at most
+    one."""
+
+    __tablename__ = "incident_failures"
+    __table_args__ = (Index(None, "incident_id"),)
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    run_attempt: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    job_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    incident_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("incidents.id", ondelete="CASCADE")
+    )
+
+
 class DerivedPending(Base):
     """A run whose derived rows are out of date: marked in the transaction that stores its raw
     rows, cleared in the one that recomputes them (analytics.derived.flush). A collect
@@ -426,6 +466,23 @@ class WorkflowFile(Base):
     sha: Mapped[str] = mapped_column(String(64), primary_key=True)
     limits: Mapped[dict[str, Any] | None]
     fetched_at: Mapped[datetime]
+
+
+class WorkflowTriggers(Base):
+    """What a tracked workflow's file on the default branch says about when it runs, and
+    whether the file is still there: read by the collector from the contents API (the
+    `.github/workflows` listing and the file at the branch's head) for SILENT
+    (analytics.silence). ``triggers``: {"events": [event names], "schedule": [{"cron": "...",
+    "timezone": "..." | None}]}; None when the file could not be read."""
+
+    __tablename__ = "workflow_triggers"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    path: Mapped[str] = mapped_column(String(500), primary_key=True)
+    file_present: Mapped[bool] = mapped_column(Boolean)
+    triggers: Mapped[dict[str, Any] | None]
+    sha: Mapped[str | None] = mapped_column(String(64))  # the default branch's head when read
+    checked_at: Mapped[datetime]
 
 
 # ---- triage: what maintainers decided about a failure signature ----------------------------------
