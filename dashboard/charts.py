@@ -139,10 +139,76 @@ def _numbered_event_lines(figure: go.Figure, legend: pd.DataFrame, rows: int) ->
     )
 
 
-def stability_timeline(table: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
+INCIDENT_COLOUR = "#c62828"
+
+
+def _incident_bands(figure: go.Figure, bands: pd.DataFrame, lineages: list[str]) -> None:
+    """Each incident as a shaded band over its span on the rows of the lineages it hit, and a
+    marker at its start that names it on hover: a band of a few hours is a hairline on a
+    year's axis, the marker stays findable. Shapes added in one layout update (as
+    _numbered_event_lines)."""
+    rows = {lineage: row for row, lineage in enumerate(lineages, start=1)}
+    shown = bands[bands["lineage"].isin(rows)]
+    axis = {row: str(row) if row > 1 else "" for row in rows.values()}
+    shapes = [
+        {
+            "type": "rect",
+            "x0": band.started_at,
+            "x1": band.ended_at,
+            "xref": f"x{axis[rows[band.lineage]]}",
+            "y0": 0,
+            "y1": 1,
+            "yref": f"y{axis[rows[band.lineage]]} domain",
+            "fillcolor": INCIDENT_COLOUR,
+            "opacity": 0.18,
+            "layer": "below",
+            "line": {"color": INCIDENT_COLOUR, "width": 1},
+        }
+        for band in shown.itertuples()
+    ]
+    figure.update_layout(shapes=[*figure.layout.shapes, *shapes])
+    for lineage, chosen in shown.groupby("lineage"):
+        figure.add_trace(
+            go.Scatter(
+                x=chosen["started_at"],
+                y=[0.04] * len(chosen),
+                mode="markers",
+                name=f"{lineage} incidents",
+                showlegend=False,
+                marker={"symbol": "triangle-up", "size": 9, "color": INCIDENT_COLOUR},
+                text=_incident_hover(chosen),
+                hovertemplate="%{text}<extra></extra>",
+            ),
+            row=rows[str(lineage)],
+            col=1,
+        )
+
+
+def _incident_hover(incidents: pd.DataFrame) -> pd.Series:
+    """``"incident: HF Hub 503 (network)<br>2026-08-14 13:05 – 17:52 UTC, 23 jobs"``."""
+    span = incidents["started_at"].dt.strftime("%Y-%m-%d %H:%M") + " – "
+    span += incidents["ended_at"].dt.strftime("%Y-%m-%d %H:%M")
+    return (
+        "incident: "
+        + incidents["label"].astype(str)
+        + " ("
+        + incidents["category"].astype(str)
+        + ")<br>"
+        + span
+        + " UTC, "
+        + incidents["jobs"].astype(str)
+        + " jobs"
+    )
+
+
+def stability_timeline(
+    table: pd.DataFrame, events: pd.DataFrame, bands: pd.DataFrame | None = None
+) -> go.Figure:
     """Small multiples: a row per lineage (by name) on one shared time axis, its success rate
     (first attempt) per period with the 95% Wilson band; the events inside the range as dotted
-    lines on every row, numbered as event_legend numbers them (the number once, at the top)."""
+    lines on every row, numbered as event_legend numbers them (the number once, at the top);
+    ``bands`` (dashboard.shaping.incident_bands), the incidents as shaded bands on the rows of
+    the lineages they hit."""
     lineages = sorted(table["lineage"].unique())
     rows = max(1, len(lineages))
     height = ROW_HEIGHT * rows + ROW_GAP * (rows - 1) + TIMELINE_MARGIN["t"] + TIMELINE_MARGIN["b"]
@@ -193,6 +259,8 @@ def stability_timeline(table: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
             col=1,
         )
     _numbered_event_lines(figure, timeline_events(table, events), rows)
+    if bands is not None:
+        _incident_bands(figure, bands, lineages)
     figure.update_yaxes(range=[0, 1], tickformat=".0%", tickvals=[0, 0.5, 1])
     figure.update_layout(height=height, margin=TIMELINE_MARGIN, hovermode="closest")
     return figure

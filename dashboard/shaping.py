@@ -64,3 +64,52 @@ def chosen_signatures(signatures: pd.DataFrame, show: str) -> pd.DataFrame:
     linked = signatures["issue_url"].notna()
     keep = {"all": linked | ~linked, "new": signatures["new"], "known": linked, "unlinked": ~linked}
     return signatures[keep[show]].reset_index(drop=True)
+
+
+def incident_bands(
+    incidents: pd.DataFrame, members: pd.DataFrame, runs: pd.DataFrame
+) -> pd.DataFrame:
+    """The Overview timeline's bands: a row per incident (store.incidents.INCIDENT_COLUMNS)
+    and lineage it hit, a lineage being hit when one of the incident's ``members`` failed in a
+    run of it among ``runs`` (logical runs with run_id and lineage). Columns: the incident's,
+    then lineage."""
+    lineages = runs[["run_id", "lineage"]].drop_duplicates()
+    hit = members[["run_id", "incident_id"]].merge(lineages, on="run_id")
+    hit = hit[["incident_id", "lineage"]].drop_duplicates()
+    bands = incidents.merge(hit, left_on="id", right_on="incident_id")
+    return bands.drop(columns="incident_id").sort_values(["started_at", "lineage"], kind="stable")
+
+
+# An incident's cause (store.models.Incident.kind) that names a runner: its host or label.
+RUNNER_KIND = "runner"
+
+
+RUNNER_INCIDENT_COLUMNS = [
+    "runner",
+    "started_at",
+    "ended_at",
+    "category",
+    "label",
+    "jobs",
+    "runs",
+    "workflows",
+]
+
+
+def runner_incidents(incidents: pd.DataFrame) -> pd.DataFrame:
+    """The incidents of one runner (a host name or a runner label), by runner, then start.
+    Columns: runner, started_at, ended_at, category, label, jobs, runs, workflows."""
+    hosts = incidents[incidents["kind"] == RUNNER_KIND]
+    table = hosts.sort_values(["runner", "started_at"], kind="stable")[RUNNER_INCIDENT_COLUMNS]
+    return table.reset_index(drop=True)
+
+
+def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series:
+    """How many runner incidents each of ``places`` had: a runner name, or a runner pool (its
+    labels joined by "+", analytics.elsewhere.with_runner_pool) when the incident names one of
+    its labels."""
+    runners = incidents.loc[incidents["kind"] == RUNNER_KIND, "runner"]
+    counts = runners.value_counts()
+    return places.astype(str).map(
+        lambda place: int(sum(counts.get(part, 0) for part in set(place.split("+"))))
+    )

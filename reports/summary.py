@@ -26,6 +26,7 @@ from reports.triage_frames import triage_frames
 from store.backfill import Progress, Span, event_spans
 from store.bookkeeping import last_collect
 from store.frame_queries import load_failures, load_jobs
+from store.incidents import incidents_hitting
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
 from store.project import Project
 from store.runfilter import RunFilter
@@ -70,6 +71,10 @@ def load_summary(
     _, newest = run_span(engine, repo)  # STALE: against the newest stored run
     paths = [w.path for w in project.workflows if w.lineage in touched]
     born = first_runs(engine, project, paths, start.to_pydatetime(), runs)
+    # the incidents since the last summary: those with a failure in a default-branch run of
+    # the lineages shown, created after its post (else after ``since``), as the new signatures
+    triggers, on = scope_terms("default", branch)
+    hit_from = RunFilter(repo, new_from.to_pydatetime(), None, tuple(paths), triggers, on)
     return summarise(
         runs.reset_index(drop=True),
         jobs.reset_index(drop=True),
@@ -87,6 +92,7 @@ def load_summary(
         env_failures=env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True),
         last_collect=last_collect(engine, repo),
         triage=load_triage(engine, project, signatures, since, now, new_from, previous is not None),
+        incidents=incidents_hitting(engine, hit_from),
         backfill=backfill_progress(engine, project, paths, start.to_pydatetime(), now),
     )
 

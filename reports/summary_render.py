@@ -1,8 +1,9 @@
 """The summary's Markdown (pure): the headline with the repair and rerun cost (without a change
 event: the runs since --since), how far the backfill has come while it goes on, the successors'
-first runs, the failures by group, the coverage lost and the stale workflows, then a freshness
-line; every foreign text neutralised (reports.markdown) and the whole shortened to GitHub's
-65,536 characters when it must be. The comment starts with MARKER, by which it is found again.
+first runs, the incidents since the last summary, the failures by group, the coverage lost and
+the stale workflows, then a freshness line; every foreign text neutralised (reports.markdown)
+and the whole shortened to GitHub's 65,536 characters when it must be. The comment starts with
+MARKER, by which it is found again.
 """
 
 from __future__ import annotations
@@ -391,6 +392,44 @@ def _posted(triage: Triage) -> list[str]:
     return [heading, *_capped(actions, item, MAX_TRIAGE, "the `triage_log` table")]
 
 
+MAX_INCIDENTS = 10  # incidents named; the rest are counted
+
+
+def _incidents(data: SummaryData, cap: int = MAX_INCIDENTS) -> str:
+    """The incidents since the last summary (left out when there is none): each one event,
+    its cause, span and what it hit."""
+    rows = data.incidents
+    if rows.empty:
+        return ""
+    after = (
+        "the last summary's post"
+        if data.triage.after_summary
+        else "the start of this summary: no summary was posted before"
+    )
+    intro = (
+        "Bursts of failures with one cause across many jobs, each counted as one event "
+        f"({VOCABULARY}), with a failure on the default branch after "
+        f"{_when(data.triage.new_from)}, {after}."
+    )
+
+    def item(row: pd.Series) -> str:
+        cause = [f"`{row['category']}`"]
+        if isinstance(row["runner"], str):
+            cause.append(f"runner {md_text(row['runner'])}")
+        if isinstance(row["signature"], str):
+            cause.append(f"signature `{row['signature']}`")
+        return (
+            f"- **{md_text(row['label'])}** · {' · '.join(cause)} · {_when(row['started_at'])} "
+            f"to {_when(row['ended_at'])} · {_count(row['jobs'], 'job')} in "
+            f"{_count(row['runs'], 'run')} of {_count(row['workflows'], 'workflow')}"
+        )
+
+    items = _capped(rows, item, cap, "`ciflake export incidents`")
+    return _folded(
+        f"### Incidents since the last summary: {len(rows)}\n\n{intro}", items, "incidents"
+    )
+
+
 def _triage(data: SummaryData) -> str:
     """New signatures since the last summary, the known issues, the recurring signatures
     nobody tracks and what triage --post did: each list with its count and its basis."""
@@ -467,7 +506,7 @@ TRIMMABLE: dict[str, tuple[str, Any]] = {
     "stale": ("stopped workflows", _stale),
 }
 # Dropped whole, in this order, when the shortened lists are still too long (never the headline).
-DROPPABLE = ("stale", "coverage", "strips", "triage", "failures")
+DROPPABLE = ("stale", "coverage", "strips", "incidents", "triage", "failures")
 
 
 def _sizes(data: SummaryData) -> dict[str, int]:
@@ -485,6 +524,7 @@ def _compose(data: SummaryData, caps: dict[str, int], dropped: list[str], cut: s
         "headline": _headline(data),
         "backfill": _backfill(data),
         "strips": _strips(data),
+        "incidents": _incidents(data),
         "failures": _failures(data, caps["failures"]),
         "triage": _triage(data),
         "coverage": _coverage(data, caps["coverage"]),

@@ -137,6 +137,9 @@ class SummaryData:
     environments: pd.DataFrame  # analytics.environments of the failures since ``since``
     last_collect: LastCollect | None
     triage: Triage
+    # store.incidents.INCIDENT_COLUMNS of the incidents that hit a run shown after
+    # ``triage.new_from`` (the last summary's post), oldest first
+    incidents: pd.DataFrame
     runs_since: int = 0  # default-branch runs in scope created since ``since``
     backfill: Backfill | None = None  # None: every tracked workflow's history is listed
 
@@ -278,6 +281,7 @@ def summarise(
     born: pd.Series,
     last_collect: LastCollect | None,
     triage: Triage,
+    incidents: pd.DataFrame,
     backfill: Backfill | None = None,
 ) -> SummaryData:
     """The comment's tables from logical runs and jobs in scope (analytics.frames), failure
@@ -285,7 +289,8 @@ def summarise(
     and the failures since ``since`` with their environment (store.frame_queries.load_failures with
     ``env``), all of the lineages the event touches; ``reference``: the repository's newest
     run (STALE); ``first_seen``: signature -> first sighting in the whole history (NEW, up to
-    ``now``); ``born``: workflow_path -> its first default-branch run ever (successors).
+    ``now``); ``born``: workflow_path -> its first default-branch run ever (successors);
+    ``incidents``: those since the last summary (store.incidents.incidents_hitting).
     Without an ``event`` the headline's one side is ``since`` (the runs since ``since``), and
     there are no successors, coverage or health to compare."""
     recent = runs[runs["created_at"] >= since]
@@ -317,6 +322,7 @@ def summarise(
         environments=environment_failures(env_failures, flagged),
         last_collect=last_collect,
         triage=triage,
+        incidents=incidents,
         runs_since=len(recent),
         backfill=backfill,
     )

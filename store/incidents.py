@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, Select, delete, select
 
 from store.models import Incident, IncidentFailure, WorkflowRun
 from store.runfilter import Bind, RunFilter, as_frame, filtered
@@ -49,6 +49,12 @@ def replace(
     upsert(conn, IncidentFailure, members)
 
 
+def _incidents() -> Select[*tuple[Any, ...]]:
+    """Every incident's INCIDENT_COLUMNS, oldest first."""
+    columns = (getattr(Incident, c) for c in INCIDENT_COLUMNS)
+    return select(*columns).order_by(Incident.started_at, Incident.id)
+
+
 def load_incidents(
     bind: Bind,
     repo: str | None,
@@ -57,9 +63,7 @@ def load_incidents(
 ) -> pd.DataFrame:
     """The incidents of ``repo`` (None: every repository) that overlap [since, until), oldest
     first; columns INCIDENT_COLUMNS, times tz-aware UTC."""
-    stmt = select(*(getattr(Incident, c) for c in INCIDENT_COLUMNS)).order_by(
-        Incident.started_at, Incident.id
-    )
+    stmt = _incidents()
     if repo is not None:
         stmt = stmt.where(Incident.repo == repo)
     if since is not None:
@@ -77,3 +81,13 @@ def load_members(bind: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
         WorkflowRun, WorkflowRun.id == member.run_id
     )
     return as_frame(bind, filtered(stmt, where))
+
+
+def incidents_hitting(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """The incidents with a failure in a run ``where`` selects (the pages' and the summary's
+    dates, workflows and scope), oldest first; columns INCIDENT_COLUMNS, times UTC."""
+    member = IncidentFailure
+    hit = filtered(
+        select(member.incident_id).join(WorkflowRun, WorkflowRun.id == member.run_id), where
+    )
+    return as_frame(bind, _incidents().where(Incident.id.in_(hit)), ("started_at", "ended_at"))

@@ -9,7 +9,7 @@ from analytics import rates, recent
 from dashboard import shaping
 from dashboard.filters import Filters
 from dashboard.loaders import shared
-from store import page_queries
+from store import incidents, page_queries
 
 
 @st.cache_data(ttl=shared.TTL)
@@ -42,3 +42,12 @@ def heatmap(db_url: str, filters: Filters, workflow_path: str, days: int) -> pd.
     that workflow's jobs are loaded: the overview needs no other job."""
     frame = shared.workflow_jobs(db_url, shared.sql_filter(filters), workflow_path)
     return shaping.job_day_cells(shared.in_range(frame, filters), days)
+
+
+@st.cache_data(ttl=shared.TTL)
+def incident_bands(db_url: str, filters: Filters) -> pd.DataFrame:
+    """The incidents of the range and scope, a row per lineage they hit
+    (dashboard.shaping.incident_bands)."""
+    members = incidents.load_members(shared.engine(db_url), shared.sql_filter(filters, dated=True))
+    hit = shared.hit_incidents(db_url, filters)
+    return shaping.incident_bands(hit, members, shared.runs(db_url, filters))

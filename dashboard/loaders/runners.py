@@ -9,6 +9,7 @@ import streamlit as st
 from analytics import elsewhere, environments
 from dashboard.filters import Filters
 from dashboard.loaders import shared
+from dashboard.shaping import incidents_per_place
 from store import frame_queries
 
 
@@ -32,10 +33,13 @@ def _flagged(db_url: str, filters: Filters, where: str) -> pd.DataFrame:
 
 @st.cache_data(ttl=shared.TTL)
 def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
-    """Stability of logical jobs per runner pool or runner, with "works elsewhere"."""
+    """Stability of logical jobs per runner pool or runner, with "works elsewhere", and the
+    runner incidents of the range and scope on each (dashboard.shaping.incidents_per_place)."""
     min_runs = shared.project(filters.repo).analysis.min_runs
     flagged = _flagged(db_url, filters, by)
-    return elsewhere.runner_rates(_placed_jobs(db_url, filters), flagged, by, min_runs)
+    table = elsewhere.runner_rates(_placed_jobs(db_url, filters), flagged, by, min_runs)
+    hit = shared.hit_incidents(db_url, filters)
+    return table.assign(incidents=incidents_per_place(table[by], hit))
 
 
 @st.cache_data(ttl=shared.TTL)

@@ -23,7 +23,7 @@ from analytics import (
 from dashboard.filters import Filters
 from reports import freshness
 from reports.query import Query
-from store import bookkeeping, page_queries, runfilter
+from store import bookkeeping, incidents, page_queries, runfilter
 from store.engine import DatabaseURLError, MissingDatabaseError, database_error, make_engine
 from store.events import all_events
 from store.migrate import current_revision, head_revision
@@ -199,3 +199,10 @@ def events(db_url: str, repo: str) -> pd.DataFrame:
     """Change events of ``repo``, the config's and the database's
     (analytics.config_tables.event_table)."""
     return config_tables.event_table(all_events(project(repo), engine(db_url)))
+
+
+@st.cache_data(ttl=TTL)
+def hit_incidents(db_url: str, filters: Filters) -> pd.DataFrame:
+    """The incidents with a failure in a run of the range and scope
+    (store.incidents.incidents_hitting): what the Overview, Failures and Runners pages show."""
+    return incidents.incidents_hitting(engine(db_url), sql_filter(filters, dated=True))

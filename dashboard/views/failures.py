@@ -11,6 +11,20 @@ from dashboard.context import current_view
 from dashboard.loaders import failures, shared
 from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures, unknown_by_stage
 
+# The incidents' columns the page lists, the cause first after the span.
+INCIDENT_LIST = [
+    "started_at",
+    "ended_at",
+    "label",
+    "category",
+    "kind",
+    "signature",
+    "runner",
+    "jobs",
+    "runs",
+    "workflows",
+]
+
 view = current_view()
 
 st.title("Failures")
@@ -31,6 +45,27 @@ by_stage = unknown_by_stage(bases)
 st.markdown("**Unknown failures by stage** (where the job stopped, from its failed step)")
 tables.show(
     by_stage, "by-stage", missing="No failure of unknown cause in the range.", hide_index=True
+)
+
+st.subheader("Incidents")
+st.caption(
+    "Bursts of failures with one cause across many jobs in a short time (one stuck host, one "
+    "Hub outage, one bad image): the same signature, or the same category on one runner or "
+    "across several workflows (docs/vocabulary.md). Those with a failure in the range and "
+    "scope; jobs, runs and workflows count everything each one hit."
+)
+tables.show(
+    shared.hit_incidents(view.db_url, view.filters)[INCIDENT_LIST],
+    "incidents",
+    missing="No incident in the range and scope: no burst of failures shared a cause.",
+    hide_index=True,
+    column_config={
+        "started_at": st.column_config.DatetimeColumn("start", format="YYYY-MM-DD HH:mm"),
+        "ended_at": st.column_config.DatetimeColumn("end", format="YYYY-MM-DD HH:mm"),
+        "label": st.column_config.TextColumn("cause", width="large"),
+        "kind": st.column_config.TextColumn("found by"),
+        "runner": st.column_config.TextColumn("runner (host or label)"),
+    },
 )
 
 st.subheader("Signatures")

@@ -76,11 +76,16 @@ freq = st.segmented_control(
 )
 timeline = overview.timeline(view.db_url, view.filters, freq or "W")
 events = shared.events(view.db_url, view.filters.repo)
-st.plotly_chart(charts.stability_timeline(timeline, events))
+bands = overview.incident_bands(view.db_url, view.filters)
+hit = bands["id"].nunique()
+st.plotly_chart(charts.stability_timeline(timeline, events, bands))
 st.caption(
     "A row per lineage, one time axis: the success rate on the first attempt per "
     f"{'day' if freq == 'D' else 'week'} (hover a point for its runs and interval); band: 95% "
-    "Wilson interval. Dotted lines: change events, numbered at the top as in the table below."
+    "Wilson interval. Dotted lines: change events, numbered at the top as in the table below. "
+    f"Red bands, a ▲ at their start: {hit} incident{'s' if hit != 1 else ''} (a burst of failures "
+    "with one cause, docs/vocabulary.md) on the rows of the lineages they hit; hover the ▲ "
+    "for its cause, the Failures page lists them."
 )
 legend = charts.timeline_events(timeline, events)
 tables.show(

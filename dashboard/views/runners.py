@@ -7,6 +7,7 @@ from analytics.rates import short_of_data
 from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import runners, shared
+from dashboard.shaping import runner_incidents
 
 view = current_view()
 COLUMNS = [
@@ -18,6 +19,7 @@ COLUMNS = [
     "fail_rate_high",
     "failed_jobs",
     "works_elsewhere",
+    "incidents",
 ]
 PERCENT = {
     c: st.column_config.NumberColumn(format="percent")
@@ -28,7 +30,8 @@ st.title("Runners and environments")
 st.caption(
     "Fail rate = logical jobs whose latest attempt failed / counted logical jobs. Works "
     "elsewhere: share of those failures whose job went green (first attempt or rerun) on "
-    "another pool or runner the same week (docs/vocabulary.md)."
+    "another pool or runner the same week (docs/vocabulary.md). Incidents: the runner "
+    "incidents of the range on that runner or on a label of that pool, listed below."
 )
 for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners")):
     st.subheader(heading)
@@ -45,6 +48,25 @@ for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners"))
         hide_index=True,
         column_config=PERCENT,
     )
+
+st.subheader("Runner incidents")
+st.caption(
+    "Incidents found on one runner (docs/vocabulary.md): a host, or a runner label, failing "
+    "the jobs sent to it with one category in a short time. Its failures are one event, not "
+    "one per job."
+)
+tables.show(
+    runner_incidents(shared.hit_incidents(view.db_url, view.filters)),
+    "runner-incidents",
+    missing="No runner incident in the range and scope: no host or label failed its jobs at once.",
+    hide_index=True,
+    column_config={
+        "runner": st.column_config.TextColumn("runner (host or label)"),
+        "started_at": st.column_config.DatetimeColumn("start", format="YYYY-MM-DD HH:mm"),
+        "ended_at": st.column_config.DatetimeColumn("end", format="YYYY-MM-DD HH:mm"),
+        "label": st.column_config.TextColumn("cause", width="large"),
+    },
+)
 
 st.subheader("Environment versions in failed logs")
 st.caption(
