@@ -69,12 +69,12 @@ class Burst:
     failures: pd.DataFrame
 
     @property
-    def start(self) -> datetime:
-        return self.failures["at"].min()
+    def start(self) -> pd.Timestamp:
+        return pd.Timestamp(self.failures["at"].min())
 
     @property
-    def end(self) -> datetime:
-        return self.failures["at"].max()
+    def end(self) -> pd.Timestamp:
+        return pd.Timestamp(self.failures["at"].max())
 
 
 def _keyed(failures: pd.DataFrame, cause: str) -> pd.DataFrame:
@@ -126,9 +126,17 @@ def bursts(failures: pd.DataFrame, cause: str, settings: IncidentSettings) -> It
 def candidate_spans(
     failures: pd.DataFrame, settings: IncidentSettings
 ) -> list[tuple[datetime, datetime]]:
-    """The time spans of every burst big enough to be an incident: the only spans whose jobs
-    ``detect`` needs to weigh a burst against the jobs exposed to it."""
-    return sorted((b.start, b.end) for cause in CAUSES for b in bursts(failures, cause, settings))
+    """The time spans, merged where they overlap, of every burst big enough to be an
+    incident: the only spans whose jobs ``detect`` needs to weigh a burst against the jobs
+    exposed to it."""
+    spans = sorted((b.start, b.end) for cause in CAUSES for b in bursts(failures, cause, settings))
+    merged: list[tuple[datetime, datetime]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _exposed(jobs: pd.DataFrame, burst: Burst) -> int:
@@ -207,7 +215,7 @@ def detect(
             if len(rest.failures) < settings.min_share * _exposed(jobs, rest):
                 continue
             rows.append(_row(repo, rest))
-            members.append(rest.failures[ID].assign(incident_id=rows[-1]["id"]))
+            members.append(rest.failures[ID].assign(incident_id=_incident_id(repo, rest)))
             taken.update(ids[rest.failures.index])
     incidents = pd.DataFrame(rows, columns=INCIDENT_COLUMNS)
     if len(incidents):
