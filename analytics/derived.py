@@ -25,9 +25,11 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
+from analytics.incidents import candidate_spans, detect
 from analytics.outcomes import logical_jobs, logical_runs, with_run_categories
 from analytics.verdicts import job_categories
 from store import derived
+from store import incidents as incident_rows
 from store.frame_queries import (
     DERIVED_JOB_COLUMNS,
     DERIVED_RUN_COLUMNS,
@@ -38,6 +40,7 @@ from store.frame_queries import (
     load_jobs,
     run_outcomes,
 )
+from store.project import IncidentSettings, Project
 from store.runfilter import Bind, RunFilter
 
 VERSION = derived.VERSION
@@ -87,23 +90,46 @@ def refresh(conn: Connection, run_ids: Sequence[int], strip: str) -> None:
     derived.replace_rows(conn, run_ids, _records(runs), _records(jobs))
 
 
-def flush(conn: Connection, repo: str, strip: str) -> int:
-    """Recompute the pending runs of ``repo`` and clear their marks, in ``conn``'s transaction;
-    returns how many there were."""
+def incidents(
+    bind: Bind, repo: str, settings: IncidentSettings
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(incidents, their failures) of ``repo`` from its stored failures: only the jobs around
+    a burst big enough to be one are read to weigh it."""
+    failures = incident_rows.incident_failures(bind, repo)
+    spans = candidate_spans(failures, settings)
+    jobs = incident_rows.exposed_jobs(bind, repo, spans) if spans else failures.iloc[:0]
+    return detect(failures, jobs, settings, repo)
+
+
+def refresh_incidents(conn: Connection, repo: str, settings: IncidentSettings) -> None:
+    """Recompute ``repo``'s incidents in ``conn``'s transaction. An incident spans many runs
+    and its share weighs the jobs around it, so every change of a run's rows recomputes them
+    all: one read of the failures, and of the jobs around the bursts (see bench/RESULTS.md)."""
+    found, members = incidents(conn, repo, settings)
+    incident_rows.replace(conn, repo, _records(found), _records(members))
+
+
+def flush(conn: Connection, repo: str, project: Project) -> int:
+    """Recompute the pending runs of ``repo`` and its incidents and clear the runs' marks, in
+    ``conn``'s transaction; returns how many runs there were."""
     ids = derived.pending(conn, repo)
     for start in range(0, len(ids), REBUILD_CHUNK):
         chunk = ids[start : start + REBUILD_CHUNK]
-        refresh(conn, chunk, strip)
+        refresh(conn, chunk, project.job_name_strip)
         derived.clear_pending(conn, chunk)
+    if ids:
+        refresh_incidents(conn, repo, project.analysis.incidents)
     return len(ids)
 
 
 def rebuild(
-    engine: Engine, repo: str, strip: str, advance: Callable[[int], None] | None = None
+    engine: Engine, repo: str, project: Project, advance: Callable[[int], None] | None = None
 ) -> int:
-    """Recompute every derived row of ``repo``, REBUILD_CHUNK runs per transaction, then mark
-    the tables current; returns the number of runs. ``advance``: called with each chunk's size.
-    Stopped midway, the tables stay marked stale and readers keep using the raw rows."""
+    """Recompute every derived row of ``repo``, REBUILD_CHUNK runs per transaction, then its
+    incidents, and mark the tables current; returns the number of runs. ``advance``: called
+    with each chunk's size. Stopped midway, the tables stay marked stale and readers keep
+    using the raw rows."""
+    strip = project.job_name_strip
     ids = derived.run_ids(engine, repo)
     for start in range(0, len(ids), REBUILD_CHUNK):
         chunk = ids[start : start + REBUILD_CHUNK]
@@ -113,6 +139,7 @@ def rebuild(
             advance(len(chunk))
     with engine.begin() as conn:
         derived.clear_pending(conn, derived.pending(conn, repo))
+        refresh_incidents(conn, repo, project.analysis.incidents)
         derived.mark_current(conn, repo, VERSION, strip)
     return len(ids)
 
@@ -121,25 +148,29 @@ def is_current(bind: Bind, repo: str | None, strip: str) -> bool:
     return derived.is_current(bind, repo, VERSION, strip)
 
 
-def ensure_current(engine: Engine, repo: str, strip: str) -> bool:
-    """Rebuild ``repo``'s derived tables unless they were made by this version with ``strip``
-    (then only recompute the runs a stopped collect left pending); True when it rebuilt."""
+def ensure_current(engine: Engine, repo: str, project: Project) -> bool:
+    """Rebuild ``repo``'s derived tables unless they were made by this version with its
+    job-name rule (then only recompute the runs a stopped collect left pending); True when it
+    rebuilt."""
+    strip = project.job_name_strip
     if derived.is_current(engine, repo, VERSION, strip):
         return False
     with engine.connect() as conn:  # made right, but runs pending: only those
         made_right = derived.is_current(conn, repo, VERSION, strip, ignore_pending=True)
     if made_right:
         with engine.begin() as conn:
-            flush(conn, repo, strip)
+            flush(conn, repo, project)
         return False
-    rebuild(engine, repo, strip)
+    rebuild(engine, repo, project)
     return True
 
 
-def differences(engine: Engine, repo: str, strip: str) -> dict[str, int]:
+def differences(engine: Engine, repo: str, project: Project) -> dict[str, int]:
     """Rows of the stored derived tables of ``repo`` that differ from a fresh computation from
     the raw rows, per table (missing, extra or changed rows): empty when they agree. Runs
-    marked pending are known to be out of date and left out."""
+    marked pending are known to be out of date and left out, and so are the incidents while
+    any run is pending (a collect recomputes them with its pending runs)."""
+    strip = project.job_name_strip
     waiting = set(derived.pending(engine, repo))
     ids = [run_id for run_id in derived.run_ids(engine, repo) if run_id not in waiting]
     found: dict[str, int] = {}
@@ -154,14 +185,26 @@ def differences(engine: Engine, repo: str, strip: str) -> dict[str, int]:
     ]
     fresh_runs = pd.concat([runs for runs, _ in fresh]) if fresh else stored_runs.iloc[:0]
     fresh_jobs = pd.concat([jobs for _, jobs in fresh]) if fresh else stored_jobs.iloc[:0]
-    for table, stored, computed in (
+    tables = [
         ("logical_runs", stored_runs, fresh_runs),
         ("logical_jobs", stored_jobs, fresh_jobs),
-    ):
+    ]
+    if not waiting:
+        found_incidents, members = incidents(engine, repo, project.analysis.incidents)
+        stored_incidents = incident_rows.load_incidents(engine, repo)
+        tables += [
+            ("incidents", stored_incidents, found_incidents),
+            ("incident_failures", _members(engine, repo), members),
+        ]
+    for table, stored, computed in tables:
         count = len(_rows(stored) ^ _rows(computed))
         if count:
             found[table] = count
     return found
+
+
+def _members(engine: Engine, repo: str) -> pd.DataFrame:
+    return incident_rows.load_members(engine, RunFilter(repo=repo))
 
 
 def _rows(frame: pd.DataFrame) -> set[tuple[Any, ...]]:

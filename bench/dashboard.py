@@ -345,7 +345,7 @@ def scale1_ready() -> Path:
     engine = make_engine(url)
     upgrade(engine)
     project = load_config(env={}, db_url=url).project()
-    derived.ensure_current(engine, project.repo, project.job_name_strip)
+    derived.ensure_current(engine, project.repo, project)
     engine.dispose()
     return SCALE1_DB
 

@@ -50,17 +50,17 @@ def db_upgrade(state: State) -> None:
 )
 @click.pass_obj
 def db_rebuild(state: State, check: bool) -> None:
-    """Recompute the derived tables (logical runs and jobs) from the stored runs, jobs and
-    failures, then check them against a fresh computation. The collector keeps them current;
-    run this after editing a repository's `job_name_strip` (the dashboard reads the raw rows, more
-    slowly, until then) or to verify a database."""
+    """Recompute the derived tables (logical runs and jobs, incidents) from the stored runs,
+    jobs and failures, then check them against a fresh computation. The collector keeps them
+    current; run this after editing a repository's `job_name_strip` (the dashboard reads the
+    raw rows, more slowly, until then) or its `incident_*` settings, or to verify a database."""
     from analytics import derived
 
     engine = state.engine() if check else state.migrated_engine()
     if not check:
         _rebuild(state, engine, only_stale=False)
     found = {
-        repo: derived.differences(engine, repo, _strip(state, repo))
+        repo: derived.differences(engine, repo, state.config.project_for(repo))
         for repo in _repositories(engine)
     }
     bad = {repo: diff for repo, diff in found.items() if diff}
@@ -78,11 +78,6 @@ def _repositories(engine: Engine) -> list[str]:
     return repositories(engine)
 
 
-def _strip(state: State, repo: str) -> str:
-    """``repo``'s job-name rule: its own when configured, else [analytics] job_name_strip."""
-    return state.config.project_for(repo).job_name_strip
-
-
 def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
     """Rebuild each repository's derived tables (``only_stale``: those not current), with a
     progress bar over its runs."""
@@ -94,13 +89,13 @@ def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
     from store.derived import run_ids
 
     for repo in _repositories(engine):
-        strip = _strip(state, repo)
-        if only_stale and derived.is_current(engine, repo, strip):
+        project = state.config.project_for(repo)
+        if only_stale and derived.is_current(engine, repo, project.job_name_strip):
             continue
         total = len(run_ids(engine, repo))
         with Progress(transient=True) as progress:
             task = progress.add_task(f"derived tables of {repo}", total=total)
-            runs = derived.rebuild(engine, repo, strip, partial(progress.advance, task))
+            runs = derived.rebuild(engine, repo, project, partial(progress.advance, task))
         click.echo(f"{repo}: derived tables rebuilt from {runs} runs")
 
 

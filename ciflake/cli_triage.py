@@ -70,11 +70,12 @@ def _known(session: Session, repo: str, signature: str) -> None:
 
 
 def _refresh(session: Session, project: Project, run_ids: list[int]) -> None:
-    """The derived rows of ``run_ids`` (their runs' and jobs' categories) recomputed in the
-    transaction that changed their failures, with the repository's job-name rule."""
+    """The derived rows of ``run_ids`` (their runs' and jobs' categories) and the repository's
+    incidents recomputed in the transaction that changed their failures, with its settings."""
     from analytics import derived
 
     derived.refresh(session.connection(), run_ids, project.job_name_strip)
+    derived.refresh_incidents(session.connection(), project.repo, project.analysis.incidents)
 
 
 @triage.command("link")

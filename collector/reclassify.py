@@ -54,14 +54,16 @@ def _save(
     writer: Session, rows: list[dict[str, Any]], project_of: Callable[[str], Project]
 ) -> None:
     """The classifier's new answers, the maintainers' corrections applied over them, and the
-    derived rows of their runs, in one transaction."""
+    derived rows of their runs and their repositories' incidents, in one transaction."""
     with writer.begin():
         upsert(writer, Failure, rows)
         apply_corrections(writer, [row["run_id"] for row in rows])
         repos = bookkeeping.repo_of_runs(writer, sorted({row["run_id"] for row in rows}))
         for repo in sorted(set(repos.values())):
             run_ids = sorted(run for run, of in repos.items() if of == repo)
-            derived.refresh(writer.connection(), run_ids, project_of(repo).job_name_strip)
+            project = project_of(repo)
+            derived.refresh(writer.connection(), run_ids, project.job_name_strip)
+            derived.refresh_incidents(writer.connection(), repo, project.analysis.incidents)
 
 
 def reclassify_all(

@@ -89,7 +89,7 @@ class Collector:
             progress,
             self.report,
             self.fetcher,
-            project.job_name_strip,
+            project,
         )
         # what the shared client had sent before this repository's collect (collect_all)
         self._requests_before = (client.stats.requests, client.stats.not_modified)
@@ -127,7 +127,7 @@ class Collector:
         # computed before any batch adds its rows to them
         strip = self.project.job_name_strip
         if not derived_rows.is_current(self.engine, self.repo, derived_rows.VERSION, strip):
-            lazy.derived().ensure_current(self.engine, self.repo, strip)
+            lazy.derived().ensure_current(self.engine, self.repo, self.project)
         try:
             with self._session() as session:
                 states = bookkeeping.sync_states(session, self.repo)

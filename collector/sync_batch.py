@@ -40,6 +40,7 @@ from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import save_state
 from store import bookkeeping, retries
 from store import derived as derived_rows
+from store.project import Project
 from store.retries import Refusal
 
 CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
@@ -58,10 +59,10 @@ class BatchStage:
         progress: CollectProgress,
         report: CollectReport,
         fetcher: LogFetcher,
-        job_name_strip: str,
+        project: Project,
     ) -> None:
         self.repo = repo
-        self.job_name_strip = job_name_strip
+        self.project = project
         self.engine = engine
         self.client = client
         self.options = options
@@ -375,7 +376,7 @@ class BatchStage:
                 self._recompute(conn)
 
     def _recompute(self, conn: Connection) -> None:
-        lazy.derived().flush(conn, self.repo, self.job_name_strip)
+        lazy.derived().flush(conn, self.repo, self.project)
 
     def _count_logs(self, results: Sequence[Any]) -> None:
         for result in results:

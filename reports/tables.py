@@ -31,6 +31,7 @@ from analytics.rates import flaky_table
 from reports.query import Query
 from store.events import all_events
 from store.frame_queries import load_failures, load_jobs, load_runs
+from store.incidents import incidents_hitting
 from store.page_queries import daily_job_presence, failure_details, signature_summary
 from store.project import Project
 from store.settings import ConfigError, parse_datetime
@@ -332,6 +333,28 @@ def runner_pools_table(engine: Engine, project: Project, query: Query) -> pd.Dat
     return table[RUNNER_POOLS_COLUMNS]
 
 
+INCIDENTS_COLUMNS = [
+    "incident_id",
+    "started_at",
+    "ended_at",
+    "kind",
+    "category",
+    "label",
+    "signature",
+    "runner",
+    "jobs",
+    "runs",
+    "workflows",
+]
+
+
+def incidents_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The incidents that hit at least one of the query's runs, oldest first; their counts
+    are over every run they hit."""
+    found = incidents_hitting(engine, query.where(project))
+    return found.rename(columns={"id": "incident_id"})[INCIDENTS_COLUMNS]
+
+
 @dataclass(frozen=True)
 class ReportTable:
     """A named table: what one row is, and the column a --category filter reads (None: the
@@ -418,6 +441,14 @@ TABLES = {
             "a runner pool (label set): stability and works-elsewhere",
             RUNNER_POOLS_COLUMNS,
             runner_pools_table,
+        ),
+        ReportTable(
+            "incidents",
+            "a burst of failures with one cause (a host, a signature, a category across "
+            "workflows), counted once",
+            INCIDENTS_COLUMNS,
+            incidents_table,
+            "category",
         ),
         ReportTable(
             "health",

@@ -19,7 +19,7 @@ CHUNK = 500  # run ids per IN (...): far below SQLite's limit of bound parameter
 # The derivation's version (analytics.derived): bump it whenever a change there, or in a
 # function it uses, changes a derived value; tables made by another version are rebuilt.
 # Kept here, with the pending marks, so that a collect needs no pandas until it recomputes.
-VERSION = 1
+VERSION = 2
 FLUSH_RUNS = 1_000  # pending runs that a collect's batch recomputes in its own transaction
 
 

@@ -124,7 +124,7 @@ def load_jobs(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     )
     times = ("created_at", "started_at", "completed_at")
     frame = raw_frame(engine, filtered(stmt, where), times)
-    return frame.assign(labels=_label_tuples(frame["labels"]))
+    return frame.assign(labels=label_tuples(frame["labels"]))
 
 
 FAILURE_DETAIL = ("rule", "signature", "line", "env")
@@ -185,7 +185,7 @@ def _json_values(
     return pd.Series(parsed[codes], index=column.index, dtype="object")
 
 
-def _label_tuples(column: pd.Series) -> pd.Series:
+def label_tuples(column: pd.Series) -> pd.Series:
     """Runner labels as tuples of str, the one type every frame carries (hashable, so pandas
     groups by them)."""
     return _json_values(column, tuple)
@@ -205,7 +205,7 @@ def job_times(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
         type_coerce(Job.labels, String).label("labels"),
     ).join(WorkflowRun, WorkflowRun.id == Job.run_id)
     frame = raw_frame(engine, filtered(stmt, where), ("created_at", "started_at", "completed_at"))
-    return frame.assign(labels=_label_tuples(frame["labels"]))
+    return frame.assign(labels=label_tuples(frame["labels"]))
 
 
 def job_outcomes(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
@@ -221,7 +221,7 @@ def job_outcomes(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
         type_coerce(Job.labels, String).label("labels"),
     ).join(WorkflowRun, WorkflowRun.id == Job.run_id)
     frame = raw_frame(engine, filtered(stmt, where))
-    return frame.assign(labels=_label_tuples(frame["labels"]))
+    return frame.assign(labels=label_tuples(frame["labels"]))
 
 
 # ---- the derived tables (analytics.derived keeps them) -----------------------------------------
@@ -286,4 +286,4 @@ def derived_jobs(
     ]
     stmt = select(*columns).join(WorkflowRun, WorkflowRun.id == job.run_id)
     frame = raw_frame(engine, filtered(stmt, where), () if lean else JOB_TIMES)
-    return frame.assign(labels=_label_tuples(frame["labels"]))
+    return frame.assign(labels=label_tuples(frame["labels"]))

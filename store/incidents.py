@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Select, delete, select
+from sqlalchemy import Connection, Select, String, and_, delete, func, or_, select, type_coerce
 
-from store.models import Incident, IncidentFailure, WorkflowRun
-from store.runfilter import Bind, RunFilter, as_frame, filtered
+from store.frame_queries import label_tuples
+from store.models import Failure, Incident, IncidentFailure, Job, WorkflowRun
+from store.runfilter import Bind, RunFilter, as_frame, conclusion, filtered, raw_frame
 from store.upsert import upsert
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ INCIDENT_COLUMNS = [
     "workflows",
 ]
 MEMBER_COLUMNS = ["run_id", "run_attempt", "job_id", "incident_id"]
+CHUNK = 2_000  # rows per insert: far below SQLite's and psycopg's limits of bound parameters
 
 
 def replace(
@@ -46,7 +48,8 @@ def replace(
     conn.execute(delete(IncidentFailure).where(IncidentFailure.incident_id.in_(ids)))
     conn.execute(delete(Incident).where(Incident.repo == repo))
     upsert(conn, Incident, incidents)
-    upsert(conn, IncidentFailure, members)
+    for start in range(0, len(members), CHUNK):
+        upsert(conn, IncidentFailure, members[start : start + CHUNK])
 
 
 def _incidents() -> Select[*tuple[Any, ...]]:
@@ -91,3 +94,55 @@ def incidents_hitting(bind: Bind, where: RunFilter) -> pd.DataFrame:
         select(member.incident_id).join(WorkflowRun, WorkflowRun.id == member.run_id), where
     )
     return as_frame(bind, _incidents().where(Incident.id.in_(hit)), ("started_at", "ended_at"))
+
+
+def _started() -> Any:
+    """When a job attempt started (else was created, else its run was)."""
+    return func.coalesce(Job.started_at, Job.created_at, WorkflowRun.created_at)
+
+
+def _job_facts() -> list[Any]:
+    """What detection knows of a job attempt: its run, when it started, its runner and
+    labels, its workflow and name."""
+    return [
+        Job.run_id,
+        Job.run_attempt,
+        Job.id.label("job_id"),
+        _started().label("at"),
+        Job.runner_name,
+        type_coerce(Job.labels, String).label("labels"),
+        WorkflowRun.workflow_path,
+        Job.name,
+    ]
+
+
+def _frame(bind: Bind, stmt: Any) -> pd.DataFrame:
+    frame = raw_frame(bind, stmt, ("at",))
+    return frame.assign(labels=label_tuples(frame["labels"]))
+
+
+def incident_failures(bind: Bind, repo: str) -> pd.DataFrame:
+    """Every failed job attempt of ``repo`` (not the run-level failures of runs without jobs),
+    with its category, signature and deciding line and the job's facts (``_job_facts``)."""
+    stmt = (
+        select(*_job_facts(), Failure.category, Failure.signature, Failure.line)
+        .join(Failure, and_(Failure.job_id == Job.id, Failure.run_id == Job.run_id))
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        .where(WorkflowRun.repo == repo)
+        .order_by(Job.run_id, Job.run_attempt, Job.id)
+    )
+    return _frame(bind, stmt)
+
+
+def exposed_jobs(bind: Bind, repo: str, spans: Sequence[tuple[datetime, datetime]]) -> pd.DataFrame:
+    """The job attempts of ``repo`` that started within one of ``spans`` (at least one) and
+    went green or red (not skipped or cancelled), with their facts (``_job_facts``)."""
+    at = _started()
+    stmt = (
+        select(*_job_facts())
+        .join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        .where(WorkflowRun.repo == repo)
+        .where(or_(*(at.between(start, end) for start, end in spans)))
+        .where(conclusion(Job).in_(("success", "failure", "timed_out")))
+    )
+    return _frame(bind, stmt)

@@ -52,6 +52,21 @@ class RuleTable:
 
 
 @dataclass(frozen=True)
+class IncidentSettings:
+    """When failures with one cause make an incident (analytics.incidents; the reasoning is in
+    docs/decisions/incidents.md): failures at most ``window_hours`` apart chain into one burst,
+    which is an incident with at least ``min_jobs`` failed jobs in ``min_runs`` runs of
+    ``min_workflows`` workflows, and at least ``min_share`` of the jobs exposed to the cause
+    failing (the same runner, or the same jobs) while it lasted."""
+
+    window_hours: float
+    min_jobs: int
+    min_runs: int
+    min_workflows: int
+    min_share: float
+
+
+@dataclass(frozen=True)
 class Analysis:
     """The settings every analysis of one repository uses, passed whole so that the dashboard,
     the summary and the export compute with the same values (no function keeps a copy of a
@@ -61,6 +76,7 @@ class Analysis:
     first_runs: int  # the first N runs after an event, however late
     min_runs: int  # fewer runs than this: "not enough data", no verdict
     stale_factor: float  # silent for this many usual gaps: STALE
+    incidents: IncidentSettings
 
 
 @dataclass(frozen=True)

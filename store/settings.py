@@ -20,6 +20,7 @@ from typing import Any
 from store.project import (
     Analysis,
     EventConfig,
+    IncidentSettings,
     InvalidWindow,
     LineageConfig,
     Project,
@@ -119,6 +120,14 @@ class Config:
         return self.projects if repo is None else (self.project(repo),)
 
 
+# [analytics] keys of IncidentSettings, also overridable per [[repositories]] entry
+INCIDENT_KEYS: dict[str, type | tuple[type, ...]] = {
+    "incident_window_hours": (int, float),
+    "incident_min_jobs": int,
+    "incident_min_runs": int,
+    "incident_min_workflows": int,
+    "incident_min_share": (int, float),
+}
 # Known keys per table, with their types: anything else is a mistake worth one clear line.
 _TABLES: dict[str, dict[str, type | tuple[type, ...]]] = {
     "github": {"repo": str, "api_url": str, "token_file": str},
@@ -139,6 +148,7 @@ _TABLES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "default_branch": str,
         "job_name_strip": str,
         "stale_factor": (int, float),
+        **INCIDENT_KEYS,
     },
     "dashboard": {"host": str, "port": int, "recent_days": int},
     "triage": {
@@ -179,6 +189,7 @@ _REPOSITORY: dict[str, type | tuple[type, ...]] = {
     "first_runs": int,
     "min_runs": int,
     "stale_factor": (int, float),
+    **INCIDENT_KEYS,
     "summary_pr": int,
     "triage": dict,
     **dict.fromkeys(("workflows", "lineages", "events", "invalid_windows", "rules"), list),
@@ -588,6 +599,26 @@ def _analysis(settings: dict[str, Any], source: str, where: str) -> Analysis:
         first_runs=settings["first_runs"],
         min_runs=settings["min_runs"],
         stale_factor=float(settings["stale_factor"]),
+        incidents=_incidents(settings, source, where),
+    )
+
+
+def _incidents(settings: dict[str, Any], source: str, where: str) -> IncidentSettings:
+    counts = ("incident_min_jobs", "incident_min_runs", "incident_min_workflows")
+    _check_counts({f"{where} {key}": settings[key] for key in counts}, source, least=1)
+    hours, share = float(settings["incident_window_hours"]), float(settings["incident_min_share"])
+    if hours <= 0:
+        raise ConfigError(
+            f"{source}: {where} incident_window_hours must be positive, got {hours:g}"
+        )
+    if not 0 < share <= 1:
+        raise ConfigError(f"{source}: {where} incident_min_share must be in (0, 1], got {share:g}")
+    return IncidentSettings(
+        window_hours=hours,
+        min_jobs=settings["incident_min_jobs"],
+        min_runs=settings["incident_min_runs"],
+        min_workflows=settings["incident_min_workflows"],
+        min_share=share,
     )
 
 

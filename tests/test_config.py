@@ -326,3 +326,25 @@ def test_triage_settings_mistakes_are_one_line(tmp_path, text, words):
     with pytest.raises(ConfigError) as error:
         load_config(file, env={})
     assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_incident_settings_from_analytics_and_per_repository(tmp_path):
+    """[analytics] incident_* fill IncidentSettings, a [[repositories]] entry overrides them,
+    and a value out of range is one line naming the file and the key."""
+    file = tmp_path / "ciflake.toml"
+    file.write_text(
+        "[analytics]\nincident_window_hours = 3\nincident_min_share = 0.9\n"
+        '[[repositories]]\nrepo = "a/b"\nincident_min_jobs = 8\n'
+        '[[repositories.workflows]]\npath = ".github/workflows/ci.yml"\nlineage = "ci"\n'
+    )
+    found = load_config(file, env={}).project().analysis.incidents
+    assert (found.window_hours, found.min_share, found.min_jobs) == (3.0, 0.9, 8)
+    assert (found.min_runs, found.min_workflows) == (3, 2)  # the built-in defaults
+    for line, words in (
+        ("incident_min_share = 1.5", "[analytics] incident_min_share must be in (0, 1], got 1.5"),
+        ("incident_window_hours = 0", "[analytics] incident_window_hours must be positive"),
+        ("incident_min_workflows = 0", "[analytics] incident_min_workflows"),
+    ):
+        file.write_text(f"[analytics]\n{line}\n")
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            load_config(file, env={})

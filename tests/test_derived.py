@@ -21,6 +21,7 @@ from ciflake.cli import cli
 from collector import lazy
 from store.engine import make_engine
 from store.models import DerivedState, Failure, LogicalJob, LogicalRun
+from store.project import Project
 from store.runfilter import RunFilter
 from store.settings import load_config
 from tests.support.collected import collected_copy
@@ -29,8 +30,12 @@ REPO = "verl-project/verl"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _project(db_url: str) -> Project:
+    return load_config(env={}, db_url=db_url).project()
+
+
 def _strip(db_url: str) -> str:
-    return load_config(env={}, db_url=db_url).job_name_strip
+    return _project(db_url).job_name_strip
 
 
 def test_rebuild_check_finds_a_changed_row_and_rebuild_mends_it(collected_db, runner):
@@ -54,7 +59,7 @@ def test_rebuild_check_finds_a_changed_row_and_rebuild_mends_it(collected_db, ru
     assert rebuilt.exit_code == 0, rebuilt.output
     assert f"{REPO}: derived tables rebuilt from " in rebuilt.output
     assert "match a fresh computation" in rebuilt.output
-    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    assert derived.differences(engine, REPO, _project(db_url)) == {}
     engine.dispose()
 
 
@@ -74,8 +79,8 @@ def test_another_job_name_rule_makes_readers_take_the_raw_rows(collected_db, mon
     with engine.connect() as conn:
         stored = conn.scalar(select(func.count(func.distinct(LogicalJob.logical_job))))
     assert jobs["logical_job"].nunique() != stored  # the new rule merges jobs it kept apart
-    assert derived.ensure_current(engine, REPO, merged.job_name_strip)
-    assert derived.differences(engine, REPO, merged.job_name_strip) == {}
+    assert derived.ensure_current(engine, REPO, merged)
+    assert derived.differences(engine, REPO, merged) == {}
     engine.dispose()
 
 
@@ -90,7 +95,7 @@ def test_upgrade_fills_tables_that_were_never_filled(collected_db, runner):
     assert result.exit_code == 0, result.output
     assert f"{REPO}: derived tables rebuilt from " in result.output
     assert derived.is_current(engine, REPO, _strip(db_url))
-    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    assert derived.differences(engine, REPO, _project(db_url)) == {}
     again = runner.invoke(cli, ["--db", db_url, "db", "upgrade"])
     assert "rebuilt" not in again.output  # current: nothing to do
     engine.dispose()
@@ -109,10 +114,10 @@ def test_reclassify_keeps_the_derived_tables_in_step(collected_db, runner):
         session.execute(
             update(LogicalJob).where(LogicalJob.category.is_not(None)).values(category="unknown")
         )
-    assert derived.differences(engine, REPO, _strip(db_url))  # the edit shows
+    assert derived.differences(engine, REPO, _project(db_url))  # the edit shows
     result = runner.invoke(cli, ["--db", db_url, "reclassify"])
     assert result.exit_code == 0, result.output
-    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    assert derived.differences(engine, REPO, _project(db_url)) == {}
     engine.dispose()
 
 
@@ -144,7 +149,7 @@ def test_a_fresh_collect_leaves_nothing_to_rebuild(collected_db):
     db_url = collected_db().url
     engine = make_engine(db_url, read_only=True)
     assert derived.is_current(engine, REPO, _strip(db_url))
-    assert derived.differences(engine, REPO, _strip(db_url)) == {}
+    assert derived.differences(engine, REPO, _project(db_url)) == {}
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(LogicalRun)) > 0
     engine.dispose()

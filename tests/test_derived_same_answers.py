@@ -143,7 +143,7 @@ def _compare(db_url: str, tmp: Path, monkeypatch, *, with_loaders: bool) -> None
     config = load_config(env={}, db_url=db_url)
     strip = config.project().job_name_strip
     assert derived.is_current(engine, REPO, strip), "the collector left the tables stale"
-    assert derived.differences(engine, REPO, strip) == {}
+    assert derived.differences(engine, REPO, config.project()) == {}
     engine.dispose()
     now = datetime.now(UTC)
     after = _answers(db_url, tmp, config, now, with_loaders=with_loaders)

@@ -197,8 +197,8 @@ def test_a_correction_reaches_every_reader_survives_reclassify_and_is_taken_back
     details = page_queries.failure_details(engine, RunFilter(repo=REPO), signature=signature)
     assert set(details["classifier_category"]) == {category}
     assert set(details["correction_note"]) == {NOTE}
-    strip = load_config(env={}, db_url=db_url).job_name_strip
-    assert derived.differences(engine, REPO, strip) == {}  # derived rows refreshed with it
+    project = load_config(env={}, db_url=db_url).project()
+    assert derived.differences(engine, REPO, project) == {}  # derived rows refreshed with it
 
     hour = timedelta(hours=1)
     text = render_summary(summary_data(db_url, newest - hour, newest + hour))
@@ -212,7 +212,7 @@ def test_a_correction_reaches_every_reader_survives_reclassify_and_is_taken_back
 
     assert _cli(runner, db_url, "uncorrect", signature).exit_code == 0
     assert _readers(engine, db_url, signature) == before
-    assert derived.differences(engine, REPO, strip) == {}
+    assert derived.differences(engine, REPO, project) == {}
     text = render_summary(summary_data(db_url, newest - hour, newest + hour))
     assert "a maintainer's correction" not in text
     engine.dispose()

@@ -60,7 +60,7 @@ def _derived_state(db_url: str) -> tuple[dict[str, int], bool]:
     engine = migrated(db_url)
     try:
         config = load_config(env={}, db_url=db_url)
-        differ = derived.differences(engine, config.project().repo, config.project().job_name_strip)
+        differ = derived.differences(engine, config.project().repo, config.project())
         return differ, derived.is_current(
             engine, config.project().repo, config.project().job_name_strip
         )

@@ -1,0 +1,187 @@
+"""analytics.incidents on hand-built frames: which bursts are incidents, their cause, span and
+counts, and which are not (a raised rate, one workflow, too few jobs, a gap)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pandas as pd
+import pytest
+
+from analytics.incidents import FAILURE_COLUMNS, JOB_COLUMNS, candidate_spans, detect
+from store.project import IncidentSettings
+
+SETTINGS = IncidentSettings(window_hours=6, min_jobs=5, min_runs=3, min_workflows=2, min_share=0.6)
+T0 = pd.Timestamp("2026-08-14T13:00:00Z")
+_ids = itertools.count(1)
+
+
+def job(
+    hour: float,
+    *,
+    workflow: str = "a.yml",
+    name: str = "gpu_test",
+    runner: str | None = None,
+    labels: tuple[str, ...] = ("gpu",),
+    failed: str | None = None,
+    signature: str | None = None,
+    line: str | None = None,
+) -> dict[str, object]:
+    """One job attempt ``hour`` hours after T0 in a run of its own; ``failed``: its category."""
+    number = next(_ids)
+    return {
+        "run_id": number,
+        "run_attempt": 1,
+        "job_id": 1000 + number,
+        "at": T0 + pd.Timedelta(hours=hour),
+        "runner_name": runner or f"runner-{number}",
+        "labels": labels,
+        "workflow_path": f".github/workflows/{workflow}",
+        "name": name,
+        "category": failed,
+        "signature": signature or (f"sig-{number}" if failed else None),
+        "line": line,
+    }
+
+
+def run(rows: list[dict[str, object]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    frame = pd.DataFrame(rows)
+    failures = frame[frame["category"].notna()][FAILURE_COLUMNS].reset_index(drop=True)
+    spans = candidate_spans(failures, SETTINGS)
+    within = frame["at"].map(lambda at: any(a <= at <= b for a, b in spans))
+    return detect(failures, frame[within][JOB_COLUMNS], SETTINGS, "o/r")
+
+
+def outage(hours: range, signature: str = "hub503") -> list[dict[str, object]]:
+    """Every GPU test job of two workflows failing with one signature, once an hour."""
+    return [
+        job(
+            h,
+            workflow=("a.yml", "b.yml")[h % 2],
+            failed="network",
+            signature=signature,
+            line="huggingface_hub.errors.HfHubHTTPError: 503 Server Error",
+        )
+        for h in hours
+    ]
+
+
+def test_a_signature_outage_across_two_workflows_is_one_incident_with_its_span() -> None:
+    rows = [job(-3), job(-2, workflow="b.yml"), *outage(range(6)), job(8), job(9, workflow="b.yml")]
+    incidents, members = run(rows)
+    assert len(incidents) == 1
+    found = incidents.iloc[0]
+    assert (found["kind"], found["category"], found["signature"]) == (
+        "signature",
+        "network",
+        "hub503",
+    )
+    assert found["runner"] is None
+    assert found["label"] == "network: huggingface_hub.errors.HfHubHTTPError: 503 Server Error"
+    assert (found["started_at"], found["ended_at"]) == (T0, T0 + pd.Timedelta(hours=5))
+    assert (found["jobs"], found["runs"], found["workflows"]) == (6, 6, 2)
+    assert sorted(members["job_id"]) == sorted(r["job_id"] for r in rows if r["category"])
+    assert set(members["incident_id"]) == {found["id"]}
+
+
+def test_a_stuck_host_is_a_runner_incident_even_when_its_failures_share_a_signature() -> None:
+    host = "linux-aarch64-a3-8-stuck-runner-07"
+    stuck = [
+        job(
+            h,
+            workflow=("asc.yml", "v1_asc.yml")[h % 2],
+            runner=host,
+            labels=("a3",),
+            failed="npu_env",
+            signature="hccl",
+        )
+        for h in range(0, 20, 3)
+    ]
+    healthy = [job(h + 1, workflow="asc.yml", labels=("a3",)) for h in range(0, 20, 3)]
+    incidents, members = run(stuck + healthy)
+    assert len(incidents) == 1
+    found = incidents.iloc[0]
+    assert (found["kind"], found["runner"], found["category"]) == ("runner", host, "npu_env")
+    assert found["label"] == f"npu_env on runner {host}"
+    assert found["signature"] == "hccl"
+    assert (found["jobs"], found["workflows"]) == (7, 2)
+    assert len(members) == 7
+
+
+def test_one_category_across_workflows_with_different_signatures_is_a_workflows_incident() -> None:
+    rows = [
+        job(h, workflow=f"w{h % 3}.yml", labels=(f"pool{h % 3}",), failed="missing_dependency")
+        for h in range(6)
+    ]
+    incidents, _ = run(rows)
+    assert list(incidents["kind"]) == ["workflows"]
+    assert incidents.iloc[0]["label"] == "missing_dependency across 3 workflows"
+    assert incidents.iloc[0]["signature"] is None
+
+
+def test_a_raised_rate_is_not_an_incident() -> None:
+    """A third of the jobs failing with one signature for a day: a regime, not an incident."""
+    rows = [
+        job(
+            h,
+            workflow=("a.yml", "b.yml")[h % 2],
+            failed="network" if h % 3 == 0 else None,
+            signature="hub503",
+        )
+        for h in range(24)
+    ]
+    incidents, members = run(rows)
+    assert incidents.empty and members.empty
+
+
+def test_one_workflow_failing_alone_is_not_an_incident() -> None:
+    rows = [job(h, failed="network", signature="hub503") for h in range(8)]
+    incidents, _ = run(rows)
+    assert incidents.empty
+
+
+def test_too_few_jobs_or_runs_is_not_an_incident() -> None:
+    incidents, _ = run(outage(range(4)))
+    assert incidents.empty
+
+
+def test_failures_further_apart_than_the_window_are_two_bursts() -> None:
+    rows = [*outage(range(5)), *outage(range(20, 25))]
+    incidents, members = run(rows)
+    assert len(incidents) == 2
+    assert list(incidents["started_at"]) == [T0, T0 + pd.Timedelta(hours=20)]
+    assert members.groupby("incident_id").size().tolist() == [5, 5]
+
+
+def test_a_failure_of_two_labels_belongs_to_one_incident_only() -> None:
+    rows = [
+        job(h, workflow=f"w{h % 2}.yml", labels=("npu", "a3"), failed="npu_env") for h in range(6)
+    ]
+    incidents, members = run(rows)
+    assert len(incidents) == 1 and incidents.iloc[0]["kind"] == "runner"
+    assert not members.duplicated(["run_id", "run_attempt", "job_id"]).any()
+    assert len(members) == 6
+
+
+def test_the_same_failures_in_another_order_give_the_same_incidents() -> None:
+    rows = [*outage(range(6)), job(7), job(8, workflow="b.yml")]
+    first = run(rows)
+    again = run(list(reversed(rows)))
+    pd.testing.assert_frame_equal(first[0], again[0])
+    key = ["job_id"]
+    pd.testing.assert_frame_equal(
+        first[1].sort_values(key, ignore_index=True), again[1].sort_values(key, ignore_index=True)
+    )
+
+
+@pytest.mark.parametrize("share", [0.5, 0.9])
+def test_the_share_threshold_decides(share: float) -> None:
+    """Five of seven same jobs failing (71%): an incident at 0.5, none at 0.9."""
+    rows = [*outage(range(5)), job(1.5), job(2.5, workflow="b.yml")]
+    frame = pd.DataFrame(rows)
+    failures = frame[frame["category"].notna()][FAILURE_COLUMNS]
+    settings = IncidentSettings(
+        window_hours=6, min_jobs=5, min_runs=3, min_workflows=2, min_share=share
+    )
+    incidents, _ = detect(failures, frame[JOB_COLUMNS], settings, "o/r")
+    assert len(incidents) == (1 if share == 0.5 else 0)
