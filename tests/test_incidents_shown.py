@@ -266,3 +266,27 @@ def test_runner_incidents_count_on_their_runner_and_on_pools_holding_their_label
     places = pd.Series(["linux-aarch64-a3-8+self-hosted", "linux-aarch64-a3-8", "gpu+l20x8"])
     assert shaping.incidents_per_place(places, BANDS).tolist() == [1, 1, 0]
     assert shaping.incidents_per_place(places, BANDS.iloc[1:]).tolist() == [0, 0, 0]
+
+
+def test_the_export_pages_incidents_file_is_ciflake_export_incidents(app, history, tmp_path):
+    """The Export page offers incidents.csv, and its bytes are those of the command the page
+    shows, run with the table's name."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from ciflake.cli import cli
+    from dashboard.loaders import export
+
+    _visit(app, "export")
+    assert "incidents.csv" in [button.proto.label for button in app.get("download_button")]
+    words = shlex.split(app.code[0].value.replace("TABLE", "incidents"))
+    result = CliRunner().invoke(cli, words[1:])
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "incidents.csv").read_bytes()
+    assert written == export.table_csv(history[0], app.session_state["view"].filters, "incidents")
+    assert [line.split(b",")[0] for line in written.splitlines()[1:]] == [
+        b"test-old",
+        b"test-hub",
+        b"test-host",
+    ]
