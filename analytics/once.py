@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analytics.rates import stability
+from analytics.rates import rank_by_lower_bound, stability
 from store.vocabulary import RED_OUTCOMES
 
 ONCE = "_once"
@@ -107,3 +107,14 @@ def verdicts_once(verdicts: pd.DataFrame, members: pd.DataFrame) -> pd.DataFrame
     incident = job_incidents(verdicts, members)
     verdict = np.where(incident.notna(), "incident", verdicts["verdict"].to_numpy(dtype=object))
     return verdicts.assign(**{INCIDENT: incident.to_numpy(), f"verdict{ONCE}": verdict})
+
+
+FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames
+
+
+def flaky_table(jobs: pd.DataFrame, min_runs: int, members: pd.DataFrame) -> pd.DataFrame:
+    """Logical jobs (per lineage) ranked by the Wilson lower bound of their flake rate, with
+    their rates counted once beside (``members``: store.incidents.load_members): the Flaky
+    jobs page and ``ciflake export flaky-jobs`` alike."""
+    table = stability_once(jobs, job_incidents(jobs, members), FLAKY_KEYS, min_runs)
+    return rank_by_lower_bound(table, "flake_rate")

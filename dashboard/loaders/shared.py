@@ -23,7 +23,7 @@ from analytics import (
 from dashboard.filters import Filters
 from reports import freshness
 from reports.query import Query
-from store import bookkeeping, page_queries, runfilter
+from store import bookkeeping, incidents, page_queries, runfilter
 from store.engine import DatabaseURLError, MissingDatabaseError, database_error, make_engine
 from store.events import all_events
 from store.migrate import current_revision, head_revision
@@ -193,6 +193,19 @@ def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     loaders of a page (a resource: do not modify it)."""
     frame = all_jobs(db_url, sql_filter(filters))
     return in_range(frame, filters) if dated else frame
+
+
+@st.cache_resource(ttl=TTL)
+def incident_members(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
+    """The failures of ``where``'s runs that belong to an incident (every date), for
+    counting each incident once (analytics.once)."""
+    return incidents.load_members(engine(db_url), where)
+
+
+@st.cache_data(ttl=TTL)
+def incident_table(db_url: str, repo: str) -> pd.DataFrame:
+    """The incidents of ``repo`` (store.incidents.load_incidents), every date."""
+    return incidents.load_incidents(engine(db_url), repo)
 
 
 def events(db_url: str, repo: str) -> pd.DataFrame:
