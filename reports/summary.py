@@ -26,6 +26,7 @@ from reports.triage_frames import triage_frames
 from store.backfill import Progress, Span, event_spans
 from store.bookkeeping import last_collect
 from store.frame_queries import load_failures, load_jobs
+from store.incidents import load_members
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
 from store.project import Project
 from store.runfilter import RunFilter
@@ -87,6 +88,7 @@ def load_summary(
         env_failures=env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True),
         last_collect=last_collect(engine, repo),
         triage=load_triage(engine, project, signatures, since, now, new_from, previous is not None),
+        members=load_members(engine, where),
         backfill=backfill_progress(engine, project, paths, start.to_pydatetime(), now),
     )
 
