@@ -17,11 +17,12 @@ import pandas as pd
 from scipy.special import gammaln
 
 from analytics.evidence import NO_LOG, describe, known_share
+from analytics.once import INCIDENT, ONCE, largest_incident, run_incidents, stability_once
 from analytics.outcomes import in_scope
-from analytics.rates import OUTCOMES, add_rates, stability, verdict_label
+from analytics.rates import OUTCOMES, add_rates, verdict_label
 from analytics.text import filled
 from store.project import Analysis
-from store.vocabulary import RED_OUTCOMES
+from store.vocabulary import COUNTED_OUTCOMES, RED_OUTCOMES
 
 SIDES = ("before", "after", "first")
 
@@ -134,30 +135,47 @@ def before_after(
     default_branch: str,
     scope: str = "default",
     lineages: Sequence[str] | None = None,
+    members: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per (event, lineage): event_date, event_pr, event_title, event_kind, lineage,
     scope, window_days; for each side in before / after / first the columns ``<side>_<c>`` for
     c in runs (= pass + flaky + fail), pass, flaky, fail, excluded, success_rate(_low, _high),
-    eventual_success(_low, _high), flake_rate(_low, _high), enough_data; then ``p_value``
-    (before vs after) and ``first_p_value`` (before vs the first N). W, N and the runs a
-    side needs for a verdict are ``analysis``'s window_days, first_runs and min_runs."""
+    eventual_success(_low, _high), flake_rate(_low, _high), enough_data, and the same counted
+    once (``<side>_<c>_once``, analytics.once.ONCE_COLUMNS); then ``p_value`` (before vs
+    after), ``first_p_value`` (before vs the first N) and ``p_value_once``; for before and
+    after, the largest incident of the window (``<side>_incident_id``, NaN: none) and its red
+    runs (``<side>_incident_red``). W, N and the runs a side needs for a verdict are
+    ``analysis``'s window_days, first_runs and min_runs. ``members``: the incidents' failures
+    (store.incidents.load_members); None: no incident, so once equals today."""
     window_days, first_runs = analysis.window_days, analysis.first_runs
     min_runs = analysis.min_runs
     pairs, tagged = _scoped_windows(
         runs, events, lineages, scope, default_branch, window_days, first_runs
     )
+    tagged = tagged.reset_index(drop=True)
+    no_members = pd.DataFrame({"run_id": [], INCIDENT: []})
+    incident = run_incidents(tagged, no_members if members is None else members)
     table = pairs.assign(scope=scope, window_days=window_days)
     for side in SIDES:
-        rates = stability(tagged[tagged["side"] == side], ["pair"], min_runs)
+        chosen = (tagged["side"] == side).to_numpy()
+        rates = stability_once(tagged[chosen], incident[chosen], ["pair"], min_runs)
         table = table.merge(
             rates.add_prefix(f"{side}_"), left_on="pair", right_on=f"{side}_pair", how="left"
         )
-    count_columns = [f"{s}_{c}" for s in SIDES for c in ["runs", *OUTCOMES]]
+    counts = ["runs", *OUTCOMES, *(f"{c}{ONCE}" for c in ("runs", *COUNTED_OUTCOMES))]
+    count_columns = [f"{s}_{c}" for s in SIDES for c in counts]
     table[count_columns] = table[count_columns].fillna(0).astype(int)
     for side in SIDES:
         table[f"{side}_enough_data"] = table[f"{side}_runs"] >= min_runs
     table["p_value"] = fisher_p_values(table, "before", "after")
     table["first_p_value"] = fisher_p_values(table, "before", "first")
+    table["p_value_once"] = fisher_p_values(table, "before", "after", ONCE)
+    largest = largest_incident(tagged, incident, ["pair", "side"])
+    for side in ("before", "after"):
+        mine = largest[largest["side"] == side].set_index("pair")
+        table[f"{side}_{INCIDENT}"] = table["pair"].map(mine[INCIDENT])
+        table[f"{side}_incident_red"] = table["pair"].map(mine["incident_red"]).fillna(0)
+        table[f"{side}_incident_red"] = table[f"{side}_incident_red"].astype(int)
     return table.drop(columns="pair")
 
 
@@ -187,7 +205,7 @@ def _log_choose(n: int | np.ndarray, k: int | np.ndarray) -> np.ndarray:
 SIGNIFICANT = 0.05  # a before/after p-value under this is a "significant change"
 
 
-def headline(rows: pd.DataFrame, analysis: Analysis) -> str:
+def headline(rows: pd.DataFrame, analysis: Analysis, incidents: pd.DataFrame | None = None) -> str:
     """One sentence on an event's before/after, from its rows of ``before_after`` (one per
     lineage it touches), e.g. "#7357: successors 0.82 [0.73, 0.88] n=99 in the 14 days after,
     vs predecessors 0.92 [0.75, 0.98] n=25 in the 14 days before; no significant change
@@ -195,7 +213,12 @@ def headline(rows: pd.DataFrame, analysis: Analysis) -> str:
     Several lineages are pooled: their counts are summed (a run has one lineage), the success
     rate and its Wilson interval are of the pooled counts and p is the Fisher test of the
     pooled counts, never an average of rates. A side under ``min_runs`` runs has "not enough
-    data" and the sentence no verdict; "significant" only when p < 0.05, with its direction."""
+    data" and the sentence no verdict; "significant" only when p < 0.05, with its direction.
+    When counting incidents once changes that answer, the sentence names the incident behind
+    it and gives the answer counted once: "...; significant change, worse (p=0.048); 60% of
+    the after window's red runs are one incident on 2026-08-14 (HF Hub, 23 jobs); counted
+    once: no significant change (p=0.41)". ``incidents``: store.incidents.load_incidents,
+    for the incident's date and cause."""
     window_days, min_runs = analysis.window_days, analysis.min_runs
     if rows.empty:
         return f"No runs in the {window_days} days either side."
@@ -205,29 +228,71 @@ def headline(rows: pd.DataFrame, analysis: Analysis) -> str:
         label += f" ({lineages} lineages pooled)"
     migration = first["event_kind"] == "migration"
     names = {"after": "successors", "before": "predecessors"} if migration else {}
-    sides = {
-        side: add_rates(
-            pd.DataFrame({c: [int(rows[f"{side}_{c}"].sum())] for c in ["runs", *OUTCOMES]}),
-            min_runs,
-        ).iloc[0]
-        for side in ("after", "before")
-    }
+    sides = {side: _pooled(rows, side, "", min_runs) for side in ("after", "before")}
     said = ", vs ".join(
         f"{names.get(side, side)} {verdict_label(sides[side].to_frame().T).iloc[0]} "
         f"in the {window_days} days {side}"
         for side in ("after", "before")
     )
-    after, before = sides["after"], sides["before"]
-    if not (after["enough_data"] and before["enough_data"]):
+    answer = _answer(rows, "", min_runs)
+    if answer == NO_ANSWER:
         return (
             f"{label}: {said}; not enough data to compare (a side has fewer than {min_runs} runs)"
         )
+    sentence = f"{label}: {said}; {answer}"
+    once = _answer(rows, ONCE, min_runs)
+    if _conclusion(once) == _conclusion(answer):
+        return sentence
+    return f"{sentence}; {_incident_share(rows, incidents)}; counted once: {once}"
+
+
+NO_ANSWER = "not enough data"
+
+
+def _pooled(rows: pd.DataFrame, side: str, suffix: str, min_runs: int) -> pd.Series:
+    """A side's counts summed over ``rows`` (counted once: ``suffix`` ``_once``), with rates."""
+    columns = ["runs", *COUNTED_OUTCOMES]
+    counts = pd.DataFrame({c: [int(rows[f"{side}_{c}{suffix}"].sum())] for c in columns})
+    return add_rates(counts.assign(excluded=0), min_runs).iloc[0]
+
+
+def _answer(rows: pd.DataFrame, suffix: str, min_runs: int) -> str:
+    """The pooled before/after answer of the counts ending in ``suffix``: "no significant
+    change (p=0.31)", "significant change, worse (p=0.048)", or NO_ANSWER."""
+    after, before = (_pooled(rows, side, suffix, min_runs) for side in ("after", "before"))
+    if not (after["enough_data"] and before["enough_data"]):
+        return NO_ANSWER
     a, c = int(before["pass"]), int(after["pass"])
     p = fisher_two_sided(a, int(before["runs"]) - a, c, int(after["runs"]) - c)
     if p >= SIGNIFICANT:
-        return f"{label}: {said}; no significant change ({_p(p)})"
+        return f"no significant change ({_p(p)})"
     better = after["success_rate"] > before["success_rate"]
-    return f"{label}: {said}; significant change, {'better' if better else 'worse'} ({_p(p)})"
+    return f"significant change, {'better' if better else 'worse'} ({_p(p)})"
+
+
+def _conclusion(answer: str) -> str:
+    """An answer without its p-value: what a reader concludes from it."""
+    return answer.split(" (", 1)[0]
+
+
+def _incident_share(rows: pd.DataFrame, incidents: pd.DataFrame | None) -> str:
+    """The incident that weighs most on a window of ``rows``: "60% of the after window's red
+    runs are one incident on 2026-08-14 (HF Hub, 23 jobs)" (the after window first on a tie)."""
+    best: tuple[float, str, str] = (-1.0, "after", "")
+    for side in ("after", "before"):
+        hit = rows.dropna(subset=[f"{side}_{INCIDENT}"])
+        if hit.empty:
+            continue
+        red = hit.groupby(f"{side}_{INCIDENT}")[f"{side}_incident_red"].sum()
+        share = red.max() / max(int(rows[f"{side}_flaky"].sum() + rows[f"{side}_fail"].sum()), 1)
+        if share > best[0]:
+            best = (float(share), side, str(red.idxmax()))
+    share, side, incident = best
+    named = "one incident"
+    found = incidents[incidents["id"] == incident] if incidents is not None else None
+    for at, cause, jobs in [] if found is None else found[["started_at", "label", "jobs"]].values:
+        named += f" on {at:%Y-%m-%d} ({cause}, {int(jobs)} jobs)"
+    return f"{max(share, 0.0):.0%} of the {side} window's red runs are {named}"
 
 
 def _p(p: float) -> str:
@@ -235,11 +300,11 @@ def _p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.2f}" if p >= 0.1 else f"p={p:.2g}"
 
 
-def fisher_p_values(table: pd.DataFrame, left: str, right: str) -> np.ndarray:
-    """Two-sided Fisher exact p of pass vs (flaky + fail) between two sides, per row; NaN when
-    a side has no runs (nothing to compare)."""
-    a, c = table[f"{left}_pass"], table[f"{right}_pass"]
-    b, d = table[f"{left}_runs"] - a, table[f"{right}_runs"] - c
+def fisher_p_values(table: pd.DataFrame, left: str, right: str, suffix: str = "") -> np.ndarray:
+    """Two-sided Fisher exact p of pass vs (flaky + fail) between two sides, per row, of the
+    counts ending in ``suffix`` (``_once``: counted once); NaN when a side has no runs."""
+    a, c = table[f"{left}_pass{suffix}"], table[f"{right}_pass{suffix}"]
+    b, d = table[f"{left}_runs{suffix}"] - a, table[f"{right}_runs{suffix}"] - c
     return np.array(
         [
             fisher_two_sided(int(w), int(x), int(y), int(z)) if (w + x) and (y + z) else np.nan

@@ -126,12 +126,3 @@ def short_of_data(table: pd.DataFrame, min_runs: int) -> str | None:
         f"{NOT_ENOUGH_DATA} (n={int(table['runs'].max())}): no row has the {min_runs} counted "
         "runs a verdict needs, so the rates below are no ranking yet."
     )
-
-
-FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames
-
-
-def flaky_table(jobs: pd.DataFrame, min_runs: int) -> pd.DataFrame:
-    """Logical jobs (per lineage) ranked by the Wilson lower bound of their flake rate: the
-    Flaky jobs page and ``ciflake export flaky-jobs`` alike."""
-    return rank_by_lower_bound(stability(jobs, FLAKY_KEYS, min_runs), "flake_rate")

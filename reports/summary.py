@@ -26,7 +26,7 @@ from reports.triage_frames import triage_frames
 from store.backfill import Progress, Span, event_spans
 from store.bookkeeping import last_collect
 from store.frame_queries import load_failures, load_jobs
-from store.incidents import incidents_hitting
+from store.incidents import incidents_hitting, load_members
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
 from store.project import Project
 from store.runfilter import RunFilter
@@ -93,6 +93,7 @@ def load_summary(
         last_collect=last_collect(engine, repo),
         triage=load_triage(engine, project, signatures, since, now, new_from, previous is not None),
         incidents=incidents_hitting(engine, hit_from),
+        members=load_members(engine, where),
         backfill=backfill_progress(engine, project, paths, start.to_pydatetime(), now),
     )
 

@@ -72,7 +72,7 @@ def _headline(data: SummaryData) -> str:
     )
     lines += [
         f"**Successors since the change: {after['label']}** vs predecessors in the "
-        f"{data.window_days} days before: {before_label}.",
+        f"{data.window_days} days before: {before_label}.{_once(table, ('after', 'before'))}",
         "",
         "| lineage | before: predecessors | since: successors |",
         "| --- | --- | --- |",
@@ -98,7 +98,7 @@ def _recent_headline(data: SummaryData) -> str:
         more = "; backfill in progress" if data.backfill is not None else ""
         return "\n".join([*lines, f"No runs yet since {_when(data.since)}{more}."])
     lines += [
-        f"**All workflows: {table.loc[('(all)', 'since'), 'label']}**",
+        f"**All workflows: {table.loc[('(all)', 'since'), 'label']}**{_once(table, ('since',))}",
         "",
         "| lineage | runs since then |",
         "| --- | --- |",
@@ -178,6 +178,17 @@ def _health(data: SummaryData) -> list[str]:
         ]
         lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
     return lines
+
+
+def _once(table: pd.DataFrame, sides: tuple[str, ...]) -> str:
+    """The headline's "(all)" figures with each incident counted once, when an incident
+    changes them: " Each incident counted once: successors … vs predecessors …"."""
+    rows = {side: table.loc[("(all)", side)] for side in sides if ("(all)", side) in table.index}
+    if all(row["runs_once"] == row["runs"] for row in rows.values()):
+        return ""
+    names = {"after": "successors", "before": "predecessors", "since": "all workflows"}
+    said = " vs ".join(f"{names[side]} {row['label_once']}" for side, row in rows.items())
+    return f" Each incident counted once ({VOCABULARY}): {said}."
 
 
 def _side_cell(table: pd.DataFrame, lineage: str, side: str) -> str:

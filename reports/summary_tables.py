@@ -18,7 +18,8 @@ from analytics.environments import environment_failures
 from analytics.evidence import failure_basis
 from analytics.health import health_table
 from analytics.newness import NEW_DAYS, is_new
-from analytics.rates import stability, verdict_label
+from analytics.once import ONCE, run_incidents, stability_once, verdicts_once
+from analytics.rates import verdict_label
 from analytics.staleness import STALE, staleness
 from analytics.successors import successor_first_runs
 from analytics.text import filled
@@ -32,10 +33,16 @@ GROUPS = {
     "NEW": f"🆕 NEW signature (first seen in the {NEW_DAYS} days up to now)",
     "PERSISTENT": "🟥 PERSISTENT (the neighbouring run failed too)",
     "FLAKY": "🔁 FLAKY (passed on a rerun or on the same commit)",
+    "INCIDENT": "🌩️ INCIDENT (one of an incident's failures: counted once, never flaky)",
     "INFRA/ENV": "🛠️ INFRA/ENV (runner, NPU environment, network, timeout)",
     "OTHER": "❔ ONE-OFF or UNCLASSIFIED",
 }
-VERDICT_GROUPS = {"persistent": "PERSISTENT", "flaky": "FLAKY", "infra": "INFRA/ENV"}
+VERDICT_GROUPS = {
+    "persistent": "PERSISTENT",
+    "flaky": "FLAKY",
+    "incident": "INCIDENT",
+    "infra": "INFRA/ENV",
+}
 
 
 @dataclass(frozen=True)
@@ -168,18 +175,25 @@ def migration_sides(runs: pd.DataFrame, event_date: pd.Timestamp, window_days: i
     return tagged[tagged["lineage"].isin(migrated)]
 
 
-def headline_table(sides: pd.DataFrame, min_runs: int) -> pd.DataFrame:
+def headline_table(sides: pd.DataFrame, min_runs: int, members: pd.DataFrame) -> pd.DataFrame:
     """Per lineage (and ``(all)``) and side: runs, success rate with Wilson interval, its
-    label, and the workflows that ran. Columns: lineage, side, runs, label, workflows."""
+    label, the same with each incident counted once (``members``:
+    store.incidents.load_members; analytics.once), and the workflows that ran. Columns:
+    lineage, side, runs, label, runs_once, label_once, workflows."""
     everything = sides.assign(lineage="(all)")
     both = pd.concat([everything, sides], ignore_index=True)
-    table = stability(both, ["lineage", "side"], min_runs)
+    table = stability_once(both, run_incidents(both, members), ["lineage", "side"], min_runs)
     table["label"] = verdict_label(table)
+    once = table[[c for c in table.columns if c.endswith(ONCE)]]
+    once = once.rename(columns=lambda c: c.removesuffix(ONCE)).assign(
+        enough_data=table["runs_once"] >= min_runs
+    )
+    table["label_once"] = verdict_label(once)
     names = both.groupby(["lineage", "side"])["workflow_path"].agg(
         lambda paths: ", ".join(sorted({stem(p) for p in paths}))
     )
     table["workflows"] = pd.MultiIndex.from_frame(table[["lineage", "side"]]).map(names)
-    return table[["lineage", "side", "runs", "label", "workflows"]]
+    return table[["lineage", "side", "runs", "label", "runs_once", "label_once", "workflows"]]
 
 
 def side_health(sides: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
@@ -195,18 +209,22 @@ def failure_groups(
     end: pd.Timestamp,
     first_seen: pd.Series,
     flagged: pd.DataFrame,
+    members: pd.DataFrame,
 ) -> pd.DataFrame:
     """Failed logical jobs of runs created since ``since`` (plus runs that failed with no jobs),
     each in a group: NEW when its signature is NEW for the period ending at ``end``
     (analytics.newness, from ``first_seen``: signature -> first sighting in the whole
-    history), else by its verdict (analytics.verdicts); ``failures``:
+    history), else by its verdict with incidents counted once (analytics.verdicts,
+    analytics.once.verdicts_once, ``members``: an incident's failure is INCIDENT, never
+    FLAKY); ``failures``:
     store.page_queries.failure_details. Columns: group, created_at, workflow_path, logical_job,
     category, verdict, evidence, line, runner_name, html_url, stage, basis (of the failure's
     category, analytics.evidence; empty for a job with no classified failure), correction_note
     (a maintainer's, where the basis is "maintainer"), signature,
     works_elsewhere (from ``flagged``: analytics.elsewhere.failed_elsewhere(jobs,
     "runner_name"); False for a run without jobs)."""
-    verdicts = job_verdicts(jobs, failures)
+    verdicts = verdicts_once(job_verdicts(jobs, failures), members)
+    verdicts = verdicts.assign(verdict=verdicts["verdict_once"])
     recent = verdicts[verdicts["created_at"] >= since].reset_index(drop=True)
     failures = failures.assign(basis=failure_basis(failures))
     by_job = failures[failures["job_id"] != 0].drop_duplicates("job_id").set_index("job_id")
@@ -282,6 +300,7 @@ def summarise(
     last_collect: LastCollect | None,
     triage: Triage,
     incidents: pd.DataFrame,
+    members: pd.DataFrame,
     backfill: Backfill | None = None,
 ) -> SummaryData:
     """The comment's tables from logical runs and jobs in scope (analytics.frames), failure
@@ -291,6 +310,7 @@ def summarise(
     run (STALE); ``first_seen``: signature -> first sighting in the whole history (NEW, up to
     ``now``); ``born``: workflow_path -> its first default-branch run ever (successors);
     ``incidents``: those since the last summary (store.incidents.incidents_hitting).
+    ``members``: the incidents' failures (store.incidents.load_members), counted once.
     Without an ``event`` the headline's one side is ``since`` (the runs since ``since``), and
     there are no successors, coverage or health to compare."""
     recent = runs[runs["created_at"] >= since]
@@ -313,9 +333,9 @@ def summarise(
         since=since,
         now=now,
         window_days=settings.window_days,
-        headline=headline_table(sides, settings.min_runs),
+        headline=headline_table(sides, settings.min_runs, members),
         strips=strips,
-        failures=failure_groups(jobs, failures, since, now, first_seen, flagged),
+        failures=failure_groups(jobs, failures, since, now, first_seen, flagged, members),
         coverage_lost=lost_jobs(diff),
         stale=stale_since(runs, event_date, reference, settings.stale_factor),
         health=side_health(sides, attempts),

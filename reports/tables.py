@@ -21,17 +21,16 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import changepoints as cp
-from analytics import coverage, elsewhere, verdicts
+from analytics import coverage, elsewhere, once, verdicts
 from analytics.before_after import basis_mix, before_after, with_basis
 from analytics.config_tables import config_lineages, event_table, job_renames, workflow_table
 from analytics.frames import RUN_CONTEXT, failures_frame, logical_job_frame, logical_run_frame
 from analytics.health import HEALTH_COLUMNS, health_table
 from analytics.outcomes import attach_lineage, normalise_job_names
-from analytics.rates import flaky_table
 from reports.query import Query
 from store.events import all_events
 from store.frame_queries import load_failures, load_jobs, load_runs
-from store.incidents import incidents_hitting
+from store.incidents import incidents_hitting, load_members
 from store.page_queries import daily_job_presence, failure_details, signature_summary
 from store.project import Project
 from store.settings import ConfigError, parse_datetime
@@ -127,6 +126,12 @@ FLAKY_COLUMNS = [
     "success_rate_low",
     "success_rate_high",
     "enough_data",
+    *(f"{c}_once" for c in ("runs", "pass", "flaky", "fail")),
+    *(
+        f"{rate}{end}_once"
+        for rate in ("flake_rate", "success_rate")
+        for end in ("", "_low", "_high")
+    ),
 ]
 
 BEFORE_AFTER_COLUMNS = [
@@ -142,6 +147,13 @@ BEFORE_AFTER_COLUMNS = [
         for c in ("runs", "pass", "flaky", "fail", "success_rate", "ci_low", "ci_high")
     ),
     "p_value",
+    *(
+        f"{side}_{c}_once"
+        for side in ("before", "after")
+        for c in ("runs", "pass", "flaky", "fail", "success_rate", "ci_low", "ci_high")
+    ),
+    "p_value_once",
+    *(f"{side}_{c}" for side in ("before", "after") for c in ("incident_id", "incident_red")),
     "before_known",
     "after_known",
     "before_basis",
@@ -162,6 +174,8 @@ VERDICTS_COLUMNS = [
     "category",
     "verdict",
     "evidence",
+    "verdict_once",
+    "incident_id",
     "prev_run_id",
     "next_run_id",
     "same_sha_run_id",
@@ -256,14 +270,16 @@ def known_issues_table(engine: Engine, project: Project, query: Query) -> pd.Dat
 
 
 def flaky_jobs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    table = flaky_table(_jobs(engine, project, query), project.analysis.min_runs)
+    members = load_members(engine, query.where(project))
+    table = once.flaky_table(_jobs(engine, project, query), project.analysis.min_runs, members)
     return table.assign(scope=query.scope)[FLAKY_COLUMNS]
 
 
 def verdicts_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     failures = failures_frame(engine, query.where(project, dated=False))
     table = verdicts.job_verdicts(_jobs(engine, project, query), failures)
-    return table[VERDICTS_COLUMNS]
+    members = load_members(engine, query.where(project))
+    return once.verdicts_once(table, members)[VERDICTS_COLUMNS]
 
 
 def health_export(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -281,19 +297,27 @@ def before_after_table(engine: Engine, project: Project, query: Query) -> pd.Dat
         events = events[events["event_date"] >= query.since]
     if query.until is not None:
         events = events[events["event_date"] < query.until]
-    runs = logical_run_frame(engine, project, query.where(project, dated=False))
+    every = query.where(project, dated=False)
+    runs = logical_run_frame(engine, project, every)
     lineages = config_lineages(project.workflows)
     branch, analysis = project.default_branch, project.analysis
     # the runs are the query's scope already (SQL): every one of them counts
     table = before_after(
-        runs, events, analysis, default_branch=branch, scope="all", lineages=lineages
+        runs,
+        events,
+        analysis,
+        default_branch=branch,
+        scope="all",
+        lineages=lineages,
+        members=load_members(engine, every),
     )
     known = basis_mix(runs, events, analysis, default_branch=branch, scope="all", lineages=lineages)
     table = with_basis(table, known)
     renamed = {
-        f"{side}_success_rate_{bound}": f"{side}_ci_{bound}"
+        f"{side}_success_rate_{bound}{end}": f"{side}_ci_{bound}{end}"
         for side in ("before", "after")
         for bound in ("low", "high")
+        for end in ("", "_once")
     }
     return table.assign(scope=query.scope).rename(columns=renamed)[BEFORE_AFTER_COLUMNS]
 

@@ -32,13 +32,11 @@ def _row(
         "lineage": lineage,
     }
     for side, (passed, flaky, fail) in (("before", before), ("after", after)):
-        row |= {
-            f"{side}_runs": passed + flaky + fail,
-            f"{side}_pass": passed,
-            f"{side}_flaky": flaky,
-            f"{side}_fail": fail,
-            f"{side}_excluded": 1,  # counts in no denominator
-        }
+        counts = {"runs": passed + flaky + fail, "pass": passed, "flaky": flaky, "fail": fail}
+        row |= {f"{side}_{c}": n for c, n in counts.items()}
+        row |= {f"{side}_{c}_once": n for c, n in counts.items()}  # no incident
+        row |= {f"{side}_excluded": 1}  # counts in no denominator
+        row |= {f"{side}_incident_id": None, f"{side}_incident_red": 0}
     return row
 
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from analytics import (
     health,
-    rates,
+    once,
     verdicts,
 )
 from dashboard.filters import Filters
@@ -17,16 +17,20 @@ from store import frame_queries
 
 @st.cache_data(ttl=shared.TTL)
 def flaky_jobs(db_url: str, filters: Filters) -> pd.DataFrame:
-    """Logical jobs ranked by the Wilson lower bound of their flake rate."""
+    """Logical jobs ranked by the Wilson lower bound of their flake rate, with their rates
+    counted once beside."""
     frame = shared.jobs(db_url, filters)
-    return rates.flaky_table(frame, shared.project(filters.repo).analysis.min_runs)
+    members = shared.incident_members(db_url, shared.sql_filter(filters))
+    return once.flaky_table(frame, shared.project(filters.repo).analysis.min_runs, members)
 
 
 @st.cache_data(ttl=shared.TTL)
 def job_verdicts(db_url: str, filters: Filters) -> pd.DataFrame:
-    """Every failed logical job with its verdict and evidence (analytics.verdicts)."""
-    frame = shared.jobs(db_url, filters)
-    return verdicts.job_verdicts(frame, shared.all_failures(db_url, shared.sql_filter(filters)))
+    """Every failed logical job with its verdict and evidence (analytics.verdicts), and its
+    verdict with incidents counted once (analytics.once.verdicts_once)."""
+    frame, where = shared.jobs(db_url, filters), shared.sql_filter(filters)
+    table = verdicts.job_verdicts(frame, shared.all_failures(db_url, where))
+    return once.verdicts_once(table, shared.incident_members(db_url, where))
 
 
 @st.cache_data(ttl=shared.TTL)

@@ -64,14 +64,15 @@ STRIP_RUN_COLUMNS = [
 
 @st.cache_data(ttl=shared.TTL)
 def before_after(db_url: str, filters: Filters) -> pd.DataFrame:
-    chosen = shared.project(filters.repo)
+    chosen, where = shared.project(filters.repo), shared.sql_filter(filters)
     return ba.before_after(
-        shared.all_runs(db_url, shared.sql_filter(filters))[WINDOW_RUN_COLUMNS],
+        shared.all_runs(db_url, where)[WINDOW_RUN_COLUMNS],
         shared.events(db_url, filters.repo),
         chosen.analysis,
         scope=filters.scope,
         default_branch=chosen.default_branch,
         lineages=config_lineages(chosen.workflows),
+        members=shared.incident_members(db_url, where),
     )
 
 
@@ -83,8 +84,9 @@ def event_sentences(db_url: str, filters: Filters) -> dict[pd.Timestamp, str]:
     analysis = shared.project(filters.repo).analysis
     table = before_after(db_url, filters)
     counted = table[table["before_runs"] + table["after_runs"] > 0]
+    incidents = shared.incident_table(db_url, filters.repo)
     return {
-        date: ba.headline(counted[counted["event_date"] == date], analysis)
+        date: ba.headline(counted[counted["event_date"] == date], analysis, incidents)
         for date in table["event_date"].unique()
     }
 

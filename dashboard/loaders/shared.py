@@ -195,6 +195,19 @@ def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     return in_range(frame, filters) if dated else frame
 
 
+@st.cache_resource(ttl=TTL)
+def incident_members(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
+    """The failures of ``where``'s runs that belong to an incident (every date), for
+    counting each incident once (analytics.once)."""
+    return incidents.load_members(engine(db_url), where)
+
+
+@st.cache_data(ttl=TTL)
+def incident_table(db_url: str, repo: str) -> pd.DataFrame:
+    """The incidents of ``repo`` (store.incidents.load_incidents), every date."""
+    return incidents.load_incidents(engine(db_url), repo)
+
+
 def events(db_url: str, repo: str) -> pd.DataFrame:
     """Change events of ``repo``, the config's and the database's
     (analytics.config_tables.event_table)."""

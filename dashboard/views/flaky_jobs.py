@@ -17,7 +17,8 @@ st.title("Flaky jobs")
 ranked = flaky_jobs.flaky_jobs(view.db_url, view.filters)
 st.caption(
     "Flake rate = passed on a rerun / (passed first time + passed on a rerun); ranked by the "
-    "lower bound of its 95% Wilson interval, jobs with fewer than the minimum runs last."
+    "lower bound of its 95% Wilson interval, jobs with fewer than the minimum runs last. "
+    "Counted once: each incident's red runs of a job are one red run."
 )
 short = short_of_data(ranked, shared.project(view.filters.repo).analysis.min_runs)
 if short is not None:
@@ -38,6 +39,10 @@ tables.show(
             "flake_rate_high",
             "success_rate",
             "enough_data",
+            "flaky_once",
+            "fail_once",
+            "flake_rate_once",
+            "success_rate_once",
         ]
     ],
     "flaky-jobs",
@@ -46,6 +51,16 @@ tables.show(
     column_config={
         c: st.column_config.NumberColumn(format="percent")
         for c in ("flake_rate", "flake_rate_low", "flake_rate_high", "success_rate")
+    }
+    | {
+        "flaky_once": st.column_config.NumberColumn("flaky, counted once"),
+        "fail_once": st.column_config.NumberColumn("fail, counted once"),
+        "flake_rate_once": st.column_config.NumberColumn(
+            "flake rate, counted once", format="percent"
+        ),
+        "success_rate_once": st.column_config.NumberColumn(
+            "success rate, counted once", format="percent"
+        ),
     },
 )
 
@@ -62,11 +77,24 @@ tables.show(
     hide_index=True,
 )
 tables.show(
-    mine[["created_at", "verdict", "evidence", "category", "runner_name", "html_url"]],
+    mine[
+        [
+            "created_at",
+            "verdict",
+            "verdict_once",
+            "evidence",
+            "category",
+            "runner_name",
+            "html_url",
+        ]
+    ],
     "job-failures",
     missing="No failed run of this job to show.",
     hide_index=True,
-    column_config={"html_url": st.column_config.LinkColumn("run", display_text="open")},
+    column_config={
+        "html_url": st.column_config.LinkColumn("run", display_text="open"),
+        "verdict_once": st.column_config.TextColumn("verdict, incidents counted once"),
+    },
 )
 
 st.subheader("Time to repair and the cost of reruns")

@@ -16,23 +16,25 @@ from dashboard.loaders import migrations, shared
 view = current_view()
 
 
-def interval(table: pd.DataFrame, side: str) -> pd.Series:
-    rate = table[f"{side}_success_rate"]
+def interval(table: pd.DataFrame, side: str, once: str = "") -> pd.Series:
+    """A side's success rate, interval and n; ``once`` "_once": with incidents counted once."""
+    rate = table[f"{side}_success_rate{once}"]
     text = (
         formatted(rate, "{:.0%}")
         + " ["
-        + formatted(table[f"{side}_success_rate_low"], "{:.0%}")
+        + formatted(table[f"{side}_success_rate_low{once}"], "{:.0%}")
         + ", "
-        + formatted(table[f"{side}_success_rate_high"], "{:.0%}")
+        + formatted(table[f"{side}_success_rate_high{once}"], "{:.0%}")
         + "]"
     )
-    return text.where(rate.notna(), "–") + " n=" + table[f"{side}_runs"].astype(str)
+    return text.where(rate.notna(), "–") + " n=" + table[f"{side}_runs{once}"].astype(str)
 
 
 st.title("Migrations")
 st.caption(
     "Windows around each event are fixed by the event (the date range does not apply here); "
-    "success = passed on the first attempt; p: two-sided Fisher exact test, before vs after."
+    "success = passed on the first attempt; p: two-sided Fisher exact test, before vs after; "
+    "counted once: each incident's red runs in a window are one red run."
 )
 table = migrations.before_after(view.db_url, view.filters)
 sentences = migrations.event_sentences(view.db_url, view.filters)
@@ -95,6 +97,9 @@ tables.show(
             "first runs after": interval(rows, "first"),
             "p (before/after)": rows["p_value"].round(3),
             "p (before/first)": rows["first_p_value"].round(3),
+            "before, counted once": interval(rows, "before", "_once"),
+            "after, counted once": interval(rows, "after", "_once"),
+            "p, counted once": rows["p_value_once"].round(3),
         }
     ),
     "before-after",
