@@ -31,7 +31,16 @@ SPARK = "▁▂▃▄▅▆▇█"
 RETIRED, FAILING, PASSING, FLAKY, NO_DATA = "RETIRED", "FAILING", "PASSING", "FLAKY", "NO DATA"
 STATUSES = (FAILING, FLAKY, STALE, NO_DATA, PASSING, RETIRED)  # the reddest first
 UP, DOWN = "↑", "↓"
-TILE_COLUMNS = ("run_id", "workflow_path", "lineage", "created_at", "logical_outcome", "html_url")
+TILE_COLUMNS = (
+    "run_id",
+    "workflow_path",
+    "lineage",
+    "created_at",
+    "event",
+    "head_sha",
+    "logical_outcome",
+    "html_url",
+)
 
 
 def retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
