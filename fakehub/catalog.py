@@ -88,8 +88,21 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class CronEntry:
+    """One `on.schedule` entry: a POSIX cron line and its IANA timezone (None: UTC)."""
+
+    cron: str
+    timezone: str | None = None
+
+
+PUSH_AND_PR = ("push", "pull_request")
+ACTIVE = "active"
+
+
+@dataclass(frozen=True)
 class WorkflowSpec:
-    """A workflow file: its id, name, active windows, invalid windows and jobs."""
+    """A workflow file: its id, name, active windows, invalid windows and jobs; its triggers
+    (`on:`), cron lines and when GitHub stops firing them; its `state` over time."""
 
     id: int
     path: str
@@ -102,9 +115,24 @@ class WorkflowSpec:
     invalid: tuple[tuple[datetime, datetime, str], ...]
     jobs: tuple[JobSpec, ...]
     broken_steps: tuple[tuple[datetime, datetime, str, str], ...]
+    events: tuple[str, ...] = PUSH_AND_PR
+    schedule: tuple[CronEntry, ...] = ()
+    schedule_until: datetime = FAR_FUTURE  # GitHub fires no scheduled run from then on
+    states: tuple[tuple[datetime, str], ...] = ((FAR_PAST, ACTIVE),)
 
     def active(self, at: datetime) -> bool:
+        """Its file is on the default branch at ``at``."""
         return any(a <= at < b for a, b in self.present)
+
+    def state(self, at: datetime) -> str:
+        """The workflows API's `state` at ``at``: a deleted file leaves it as it was (GitHub
+        keeps listing a deleted workflow `active`)."""
+        return next((state for since, state in reversed(self.states) if since <= at), ACTIVE)
+
+    def runs_on(self, event: str, at: datetime) -> bool:
+        """Whether a push or pull request at ``at`` starts this workflow: its file is there,
+        its `on:` names the event and it is enabled (a disabled workflow runs on nothing)."""
+        return event in self.events and self.active(at) and self.state(at) == ACTIVE
 
     def invalid_at(self, at: datetime) -> bool:
         return any(a <= at < b for a, b, _ in self.invalid)
@@ -145,6 +173,36 @@ class RateChange:
 
 
 @dataclass(frozen=True)
+class IncidentSpec:
+    """A simulated incident: from `start` to `end`, every job in its scope (its job kinds, on
+    its accelerator or runner label) that starts then fails with `category` and prints
+    `message`. A host incident hits only the `share` of its pool's jobs sent to the one host
+    `runner_name`; the others run as usual."""
+
+    kind: str  # host | hub | image
+    start: datetime
+    end: datetime
+    category: str
+    label: str
+    why: str
+    message: str
+    job_kinds: frozenset[str]
+    accelerator: str | None = None  # gpu | npu: the workflows it hits
+    runner_label: str | None = None
+    runner_name: str | None = None
+    share: float = 1.0
+
+    def scope(self, workflow: WorkflowSpec, job: JobSpec, label: str, started: datetime) -> bool:
+        """Whether a job of this kind, pool and start time is exposed to the incident."""
+        return (
+            self.start <= started < self.end
+            and job.kind in self.job_kinds
+            and self.accelerator in (None, workflow.accelerator)
+            and self.runner_label in (None, label)
+        )
+
+
+@dataclass(frozen=True)
 class Catalog:
     """Everything the simulation reads from the data file."""
 
@@ -159,6 +217,7 @@ class Catalog:
     events: tuple[dict[str, Any], ...]
     stream: str | None = None  # None: the seed alone (verl); else "<stream>:<seed>"
     ids: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_IDS))
+    incidents: tuple[IncidentSpec, ...] = ()
 
     @property
     def full_name(self) -> str:
@@ -197,8 +256,8 @@ def _workflow(raw: dict[str, Any]) -> WorkflowSpec:
         name=raw["name"],
         family=raw["family"],
         accelerator="npu" if npu else "gpu",
-        push_share=raw["push_share"],
-        pr_share=raw["pr_share"],
+        push_share=raw.get("push_share", 0.0),
+        pr_share=raw.get("pr_share", 0.0),
         present=tuple((parse_time(a), parse_time(b, FAR_FUTURE)) for a, b in raw["present"]),
         invalid=tuple((parse_time(a), parse_time(b), why) for a, b, why in raw["invalid"]),
         jobs=tuple(_job(job) for job in raw["jobs"]),
@@ -206,6 +265,29 @@ def _workflow(raw: dict[str, Any]) -> WorkflowSpec:
             (parse_time(a), parse_time(b), job, kind)
             for a, b, job, kind in raw.get("broken_steps", ())
         ),
+        events=tuple(raw.get("on", PUSH_AND_PR)),
+        schedule=tuple(CronEntry(e["cron"], e.get("timezone")) for e in raw.get("schedule", ())),
+        schedule_until=parse_time(raw.get("schedule_until"), FAR_FUTURE),
+        states=tuple((parse_time(t), state) for t, state in raw.get("states", ()))
+        or ((FAR_PAST, ACTIVE),),
+    )
+
+
+def _incident(raw: dict[str, Any]) -> IncidentSpec:
+    scope = raw["scope"]
+    return IncidentSpec(
+        kind=raw["kind"],
+        start=parse_time(raw["from"]),
+        end=parse_time(raw["to"]),
+        category=raw["category"],
+        label=raw["label"],
+        why=raw["why"],
+        message=raw["message"],
+        job_kinds=frozenset(scope["job_kinds"]),
+        accelerator=scope.get("accelerator"),
+        runner_label=scope.get("runner_label"),
+        runner_name=scope.get("runner_name"),
+        share=scope.get("share", 1.0),
     )
 
 
@@ -267,4 +349,5 @@ def _load(file: str) -> Catalog:
         events=tuple(raw["events"]),
         stream=raw.get("stream"),
         ids={**DEFAULT_IDS, **raw.get("ids", {})},
+        incidents=tuple(_incident(i) for i in raw.get("incidents", ())),
     )

@@ -74,7 +74,7 @@ class History:
         for trigger in pushes:
             for workflow in self.workflows:
                 share = workflow.push_share if trigger.event == "push" else workflow.pr_share
-                if workflow.active(trigger.at) and rng.random() < share:
+                if workflow.runs_on(trigger.event, trigger.at) and rng.random() < share:
                     self._add_run(rng, workflow, trigger, forced=None)
         self._reindex()
 
