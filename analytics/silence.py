@@ -192,13 +192,20 @@ def _silence(row: Any, reference: pd.Timestamp | None, start: Any) -> tuple | No
     )
 
 
+def describe_silence(detail: str, since: Any) -> str:
+    """One SILENT workflow's reason and since when, in the same words on every surface."""
+    when = f"; silent since {pd.Timestamp(since):%Y-%m-%d %H:%M} UTC" if pd.notna(since) else ""
+    return f"{detail}{when}"
+
+
 def silent_workflows(engine: Engine, project: Project) -> pd.DataFrame:
     """The SILENT workflows of ``project`` now (``silences`` over what the store knows; the
     reference moment is the repository's newest run, as STALE's)."""
     lineages = {w.path: w.lineage for w in project.workflows}
     watch = workflow_watch(engine, project.repo, list(lineages))
     watch["lineage"] = watch["workflow_path"].map(lineages)
-    ran = watch.dropna(subset=["last_run_at"]).rename(columns={"last_run_at": "created_at"})
+    ran = watch.dropna(subset=["last_run_at"])[["lineage", "workflow_path", "last_run_at"]]
+    ran = ran.rename(columns={"last_run_at": "created_at"})
     retired = set(retirements(ran, event_table(project.events))["workflow_path"])
     oldest, newest = run_span(engine, project.repo)
     reference = None if newest is None else pd.Timestamp(newest)

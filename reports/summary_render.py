@@ -13,6 +13,7 @@ import pandas as pd
 
 from analytics.evidence import MAINTAINER, corrected, describe, unknown_reason
 from analytics.newness import NEW_DAYS
+from analytics.silence import describe_silence
 from analytics.staleness import COMMITS
 from reports.freshness import collected
 from reports.markdown import code_block, details, link, md_text
@@ -431,6 +432,20 @@ def _coverage(data: SummaryData, cap: int | None = None) -> str:
     return _folded(f"### Coverage lost by the change: {len(lost)} jobs", items, "jobs")
 
 
+def _silent(data: SummaryData) -> str:
+    """What the comment opens with: the tracked workflows that should have run and did not
+    (analytics.silence), each with its reason and since when."""
+    if data.silent.empty:
+        return ""
+    items = [
+        f"- **SILENT** {md_text(stem(row['workflow_path']))}: "
+        f"{md_text(describe_silence(row['detail'], row['since']))}"
+        for _, row in data.silent.iterrows()
+    ]
+    count = _count(len(items), "workflow")
+    return f"### 🔇 {count} should have run and did not\n\n" + "\n".join(items)
+
+
 def _silence(row: pd.Series) -> str:
     """How long a STALE workflow has been silent, by the rule that decided (analytics.staleness)."""
     if row["rule"] == COMMITS:
@@ -494,6 +509,7 @@ def _sizes(data: SummaryData) -> dict[str, int]:
 
 def _compose(data: SummaryData, caps: dict[str, int], dropped: list[str], cut: str) -> str:
     sections = {
+        "silent": _silent(data),
         "headline": _headline(data),
         "backfill": _backfill(data),
         "strips": _strips(data),
