@@ -155,7 +155,7 @@ def silences(
     return pd.DataFrame(rows, columns=SILENT_COLUMNS)
 
 
-def _silence(row: Any, reference: pd.Timestamp | None, start: Any) -> tuple | None:
+def _silence(row: Any, reference: pd.Timestamp | None, start: Any) -> tuple[str, str, Any] | None:
     """(reason, detail, since) of one workflow, or None."""
     last = row.last_run_at
     if row.state != "active":
