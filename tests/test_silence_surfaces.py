@@ -14,8 +14,13 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from analytics.config_tables import event_table
+from analytics.frames import logical_run_frame
+from analytics.outcomes import in_scope
+from analytics.recent import tile_tables
 from analytics.silence import DISABLED, GONE, NOT_FIRING
 from ciflake.cli import cli
+from ciflake.demo import demo_config
 from dashboard.filters import Filters
 from dashboard.loaders import overview
 from reports.markdown import md_text
@@ -25,6 +30,7 @@ from store.engine import make_engine
 from store.events import all_events
 from store.models import Workflow, WorkflowTriggers
 from store.page_queries import run_span
+from store.runfilter import RunFilter
 from store.settings import load_config
 from tests.support.collected import collected_copy
 
@@ -118,4 +124,29 @@ def test_the_summary_opens_with_them_and_doctor_reports_them(silenced, runner):
     assert sorted(s.split(":")[0] for s in silent) == [f"SILENT {p}" for p in sorted(EXPECTED)]
     assert f"SILENT {GONE_PATH}: its file is gone" in result.output
     assert result.exit_code == 1  # the unreachable API fails its checks; SILENT only warns
+    engine.dispose()
+
+
+def test_the_demo_at_any_hour_shows_no_stale_tile_for_a_workflow_on_its_siblings_commits(demo_db):
+    """The demo's last day cut at each hour, as a demo started then would see it: a
+    push-driven workflow is STALE only when its siblings ran on commits after its last run.
+    e2e_v1_separate_async (pushes cluster in working hours; a quiet night read STALE 9 hours
+    after its last run) is never STALE."""
+    engine = make_engine(demo_db)
+    project = demo_config(demo_db).project(REPO)
+    runs = logical_run_frame(engine, project, RunFilter(REPO, None, None))
+    runs = runs[in_scope(runs, "default", project.default_branch)]
+    end = runs["created_at"].max()
+    events = event_table(all_events(project, engine))
+    pushes = runs[runs["event"] == "push"]
+    for hour in range(24):
+        cut = runs[runs["created_at"] <= end - pd.Timedelta(hours=hour)]
+        reference = cut["created_at"].max()
+        tiles = tile_tables(cut, reference, events, project.analysis, recent_days=14)
+        stale = tiles[(tiles["level"] == "workflow") & (tiles["status"] == "STALE")]
+        assert WF + "e2e_v1_separate_async.yml" not in set(stale["name"]), hour
+        seen = pushes[pushes["created_at"] <= reference]
+        for path, last in zip(stale["name"], stale["last_run"], strict=True):
+            if path in set(seen["workflow_path"]):  # push-driven: siblings went on without it
+                assert (seen["created_at"] > last).any(), (hour, path)
     engine.dispose()
