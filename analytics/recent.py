@@ -4,7 +4,8 @@ worse? One definition (docs/vocabulary.md "Tiles"), used by the Overview's tiles
 - The status reads the last ``recent_days`` (14 by default, ``[dashboard] recent_days``) before
   the reference moment (the newest stored run, as STALE's): RETIRED (a configured migration
   removed the workflow: it ran before the event and never after, while its lineage went on),
-  STALE (analytics.staleness), NO DATA (no counted run in the window), FAILING (its two latest
+  SILENT (analytics.silence: disabled, its file gone, its schedule not firing), STALE
+  (analytics.staleness), NO DATA (no counted run in the window), FAILING (its two latest
   counted runs failed), PASSING (every counted run of the window passed on the first attempt),
   FLAKY otherwise.
 - The trend compares the window's success rate with the ``recent_days`` before it: an arrow is
@@ -20,49 +21,28 @@ import pandas as pd
 
 from analytics.before_after import fisher_p_values
 from analytics.rates import stability, verdict_label
+from analytics.silence import SILENT_COLUMNS, retirements
 from analytics.staleness import STALE, staleness
 from store.project import Analysis
 from store.vocabulary import RED_OUTCOMES
 
 TREND_P = 0.05
-RETIRE_DAYS = 30  # a workflow that ran this close before a migration and never after: removed
 SPARK_BUCKETS = 24
 SPARK = "▁▂▃▄▅▆▇█"
 RETIRED, FAILING, PASSING, FLAKY, NO_DATA = "RETIRED", "FAILING", "PASSING", "FLAKY", "NO DATA"
-STATUSES = (FAILING, FLAKY, STALE, NO_DATA, PASSING, RETIRED)  # the reddest first
+SILENT = "SILENT"
+STATUSES = (SILENT, FAILING, FLAKY, STALE, NO_DATA, PASSING, RETIRED)  # the reddest first
 UP, DOWN = "↑", "↓"
-TILE_COLUMNS = ("run_id", "workflow_path", "lineage", "created_at", "logical_outcome", "html_url")
-
-
-def retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """Workflows a configured migration removed: those that ran in the RETIRE_DAYS before a
-    migration touching their lineage and never on or after it. Columns: workflow_path,
-    lineage, retired_at (the event's date), event_pr, successors (";"-joined workflow paths of
-    its lineage that ran after the event; empty: no successor, the coverage is lost)."""
-    columns = ["workflow_path", "lineage", "retired_at", "event_pr", "successors"]
-    migrations = events[events["event_kind"] == "migration"].sort_values("event_date")
-    if runs.empty or migrations.empty:
-        return pd.DataFrame(columns=columns)
-    spans = runs.groupby(["lineage", "workflow_path"], as_index=False)["created_at"].max()
-    near = pd.Timedelta(days=RETIRE_DAYS)
-    dates: list[pd.Timestamp] = list(migrations["event_date"])
-    touches: list[tuple[str, ...] | None] = list(migrations["event_lineages"])
-    prs: list[object] = list(migrations["event_pr"])
-    rows = []
-    for lineage, path, last in zip(
-        spans["lineage"].astype(str),
-        spans["workflow_path"].astype(str),
-        spans["created_at"],
-        strict=True,
-    ):
-        for date, lineages, pr in zip(dates, touches, prs, strict=True):
-            touched = lineages is None or lineage in lineages
-            if touched and date - near <= last < date:
-                kin = spans[(spans["lineage"] == lineage) & (spans["workflow_path"] != path)]
-                successors = ";".join(sorted(kin.loc[kin["created_at"] >= date, "workflow_path"]))
-                rows.append((path, lineage, date, pr, successors))
-                break
-    return pd.DataFrame(rows, columns=columns)
+TILE_COLUMNS = (
+    "run_id",
+    "workflow_path",
+    "lineage",
+    "created_at",
+    "event",
+    "head_sha",
+    "logical_outcome",
+    "html_url",
+)
 
 
 def _window(runs: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
@@ -92,16 +72,19 @@ def tile_table(
     analysis: Analysis,
     *,
     recent_days: int,
+    silent: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per ``by`` value (workflow_path or lineage) of ``runs`` (logical runs in scope,
     with html_url): name, status, recent_days, the window's runs/pass/success_rate(_low,
     _high) and label (analytics.rates), the previous window's previous_runs and
     previous_rate(_low, _high), trend (UP, DOWN or "") and trend_p, sparkline, last_run and
-    last_run_url, usual_gap_hours and silent_hours (analytics.staleness), and for RETIRED:
-    retired_at, retired_by (the migration's PR) and successors."""
+    last_run_url, usual_gap_hours and silent_hours (analytics.staleness), for RETIRED:
+    retired_at, retired_by (the migration's PR) and successors, and for SILENT: silent_reason,
+    silent_detail and silent_since (``silent``: analytics.silence.silent_workflows; None: not
+    known)."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status"])
-    tiles = _Tiles(runs, reference, events, analysis.stale_factor)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent)
     return tiles.table(by, recent_days, analysis.min_runs)
 
 
@@ -112,13 +95,14 @@ def tile_tables(
     analysis: Analysis,
     *,
     recent_days: int,
+    silent: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``tile_table`` by lineage, then by workflow_path, with ``level`` ("lineage" or
     "workflow"): what both levels share (the sorted runs, the retirements, each workflow's
     staleness) is computed once."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status", "level"])
-    tiles = _Tiles(runs, reference, events, analysis.stale_factor)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent)
     min_runs = analysis.min_runs
     levels = (("lineage", "lineage"), ("workflow_path", "workflow"))
     return pd.concat(
@@ -129,8 +113,8 @@ def tile_tables(
 
 class _Tiles:
     """What every level of tiles reads of the same runs: the runs (TILE_COLUMNS only, in
-    order of creation), the reference moment, the retirements and each workflow's
-    staleness."""
+    order of creation), the reference moment, the retirements, the SILENT workflows and each
+    workflow's staleness."""
 
     def __init__(
         self,
@@ -138,6 +122,7 @@ class _Tiles:
         reference: pd.Timestamp | None,
         events: pd.DataFrame,
         stale_factor: float,
+        silent: pd.DataFrame | None,
     ) -> None:
         # Only the columns a tile reads: every filter and sort below copies each column it keeps.
         self.runs = runs[list(TILE_COLUMNS)].sort_values(["created_at", "run_id"], kind="stable")
@@ -145,6 +130,9 @@ class _Tiles:
         self.end = pd.Timestamp(reference) if reference is not None else latest
         self.stale_factor = stale_factor
         self.removed = retirements(self.runs, events)
+        gone = set(self.removed["workflow_path"])
+        silent = silent if silent is not None else pd.DataFrame(columns=SILENT_COLUMNS)
+        self.silent = silent[~silent["workflow_path"].isin(gone)].set_index("workflow_path")
         self.per_workflow = staleness(self.runs, "workflow_path", self.end, stale_factor)
 
     def table(self, by: str, recent_days: int, min_runs: int) -> pd.DataFrame:
@@ -186,6 +174,10 @@ class _Tiles:
         table["usual_gap_hours"] = silence["usual_gap_hours"]
         table["silent_hours"] = silence["silent_hours"]
         retired = _retired_by(runs, by, self.removed).reindex(names)
+        quiet = self._silent(by).reindex(names)
+        table["silent_reason"] = quiet["reason"]
+        table["silent_detail"] = quiet["detail"]
+        table["silent_since"] = quiet["since"]
         table["status"] = _statuses(runs, by, end, window, table, silence, retired)
         last = runs.groupby(by).tail(1).set_index(by).reindex(names)
         table["last_run"] = last["created_at"]
@@ -199,6 +191,23 @@ class _Tiles:
         table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
         table["successors"] = retired["successors"]
         return table.reset_index().rename(columns={by: "name"})
+
+    def _silent(self, by: str) -> pd.DataFrame:
+        """SILENT per ``by`` value: a workflow as analytics.silence says; a lineage when every
+        one of its workflows that is not RETIRED is (their reasons, since the latest)."""
+        if by == "workflow_path":
+            return self.silent
+        gone = set(self.removed["workflow_path"])
+        members = self.runs[[by, "workflow_path"]].drop_duplicates()
+        members = members[~members["workflow_path"].isin(gone)]
+        quiet = members.join(self.silent[["reason", "detail", "since"]], on="workflow_path")
+        every = quiet["reason"].notna().groupby(quiet[by]).all()
+        quiet = quiet[quiet[by].isin(every.index[every])]
+        return quiet.groupby(by).agg(
+            reason=("reason", lambda r: "; ".join(sorted(set(r)))),
+            detail=("detail", lambda d: "; ".join(sorted(set(d)))),
+            since=("since", "max"),
+        )
 
     def _stale_members(self, by: str) -> pd.Series:
         """A lineage is STALE when every one of its workflows that is not RETIRED is: its
@@ -244,11 +253,12 @@ def _statuses(
     return np.select(
         [
             retired["retired_at"].notna().to_numpy(),
+            table["silent_reason"].notna().to_numpy(),
             silence["status"].eq(STALE).to_numpy(),
             table["runs"].eq(0).to_numpy(),
             fails.reindex(names).fillna(0).ge(2).to_numpy(),
             not_pass.reindex(names).fillna(1).eq(0).to_numpy(),
         ],
-        [RETIRED, STALE, NO_DATA, FAILING, PASSING],
+        [RETIRED, SILENT, STALE, NO_DATA, FAILING, PASSING],
         default=FLAKY,
     )

@@ -1,10 +1,20 @@
 """STALE: a workflow (or lineage) that stopped running. The one definition, shared by the
 dashboard's tiles, the nightly summary and anything else that says STALE (docs/vocabulary.md).
 
-Silence is measured against one reference moment that every caller passes: the newest run
-stored for the repository (``store.page_queries.run_span``), not the wall clock. A whole repository
-gone silent is a collection problem (the summary's freshness line says so), not a workflow
-going stale; and simulated or backfilled data end before today."""
+Two rules, the better one that the runs allow:
+
+- **commits**, for a workflow that runs on pushes or pull requests (it has such runs): its
+  silence is counted in the commits that reached the repository since its last run, those on
+  which the other workflows ran (push and pull-request runs' ``head_sha``) and it did not. It
+  is STALE after more such commits than ``stale_factor`` x its usual gap in commits. Pushes
+  cluster in working hours: a quiet night has no commit, so it is no silence.
+- **hours**, where nothing better is known (schedules, manual runs): silent for longer than
+  ``stale_factor`` x the median gap between its runs.
+
+Silence in hours is measured against one reference moment that every caller passes: the newest
+run stored for the repository (``store.page_queries.run_span``), not the wall clock. A whole
+repository gone silent is a collection problem (the summary's freshness line says so), not a
+workflow going stale; and simulated or backfilled data end before today."""
 
 from __future__ import annotations
 
@@ -13,7 +23,18 @@ import pandas as pd
 
 MIN_GAPS = 3  # fewer gaps between runs than this: no rhythm to miss, no verdict
 STALE, OK, NO_VERDICT = "STALE", "OK", "not enough data"
-COLUMNS = ["last_run_at", "usual_gap_hours", "gaps", "silent_hours", "status"]
+COMMITS, HOURS = "commits", "hours"  # the rule that decided
+WORK_EVENTS = ("push", "pull_request")  # runs that say a commit reached the repository
+COLUMNS = [
+    "last_run_at",
+    "usual_gap_hours",
+    "gaps",
+    "silent_hours",
+    "rule",
+    "usual_gap_commits",
+    "missed_commits",
+    "status",
+]
 
 
 def staleness(
@@ -23,12 +44,14 @@ def staleness(
     stale_factor: float,
     min_gaps: int = MIN_GAPS,
 ) -> pd.DataFrame:
-    """One row per ``by`` value (workflow_path or lineage) of ``runs``: last_run_at,
-    usual_gap_hours (the median gap between its runs, of any outcome), gaps (how many),
-    silent_hours (``reference`` minus the last run) and ``status``: STALE when silent for
-    longer than ``stale_factor`` x the usual gap, NO_VERDICT with fewer than ``min_gaps`` gaps
-    or no ``reference``, OK otherwise. Pass the runs in scope (default-branch pushes and
-    schedules): a PR-only workflow has no rhythm to miss."""
+    """One row per ``by`` value (workflow_path or lineage) of ``runs`` (with created_at, event
+    and head_sha): last_run_at, usual_gap_hours (the median gap between its runs, of any
+    outcome), silent_hours (``reference`` minus the last run), ``rule`` (COMMITS or HOURS, see
+    the module), usual_gap_commits and missed_commits (the commits rule's, else NaN), gaps (how
+    many the rule counted) and ``status``: STALE when silent for longer than ``stale_factor``
+    x the usual gap, NO_VERDICT with fewer than ``min_gaps`` gaps or no ``reference``, OK
+    otherwise. Pass the runs in scope (default-branch pushes and schedules): a PR-only
+    workflow has no rhythm to miss."""
     ordered = runs.sort_values(["created_at", "run_id"], kind="stable")
     gaps = ordered.groupby(by)["created_at"].diff().dt.total_seconds() / 3600
     out = (
@@ -45,12 +68,41 @@ def staleness(
     else:
         silent = (pd.Timestamp(reference) - out["last_run_at"]).dt.total_seconds() / 3600
     out["silent_hours"] = silent
+    commits = _commit_gaps(ordered, by).reindex(out.index)
+    by_commits = commits["usual_gap_commits"].notna()
+    out["rule"] = np.where(by_commits, COMMITS, HOURS)
+    out["usual_gap_commits"] = commits["usual_gap_commits"]
+    out["missed_commits"] = commits["missed_commits"]
+    out["gaps"] = out["gaps"].where(~by_commits, commits["gaps"]).astype(int)
+    longer = np.where(
+        by_commits,
+        out["missed_commits"] > stale_factor * out["usual_gap_commits"],
+        silent > stale_factor * out["usual_gap_hours"],
+    )
     out["status"] = np.select(
-        [
-            (out["gaps"] < min_gaps).to_numpy() | silent.isna().to_numpy(),
-            (silent > stale_factor * out["usual_gap_hours"]).to_numpy(),
-        ],
+        [(out["gaps"] < min_gaps).to_numpy() | silent.isna().to_numpy(), longer],
         [NO_VERDICT, STALE],
         default=OK,
     )
     return out[COLUMNS].reset_index()
+
+
+def _commit_gaps(ordered: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per ``by`` value that has push or pull-request runs: its gaps counted in commits (the
+    ``head_sha`` of push and pull-request runs, in the order they first ran), their median
+    (usual_gap_commits), and the commits after the last one it ran on (missed_commits)."""
+    work = ordered[ordered["event"].isin(WORK_EVENTS)]
+    order = work.drop_duplicates("head_sha")["head_sha"]  # ordered by creation: first run
+    position = pd.Series(np.arange(len(order)), index=order.to_numpy(), dtype=int)
+    driven = work[by].unique()
+    ran = ordered[ordered[by].isin(driven) & ordered["head_sha"].isin(position.index)]
+    ran = pd.DataFrame({by: ran[by], "pos": ran["head_sha"].map(position).astype(int)})
+    ran = ran.drop_duplicates().sort_values([by, "pos"], kind="stable")
+    out = (
+        ran.assign(gap=ran.groupby(by)["pos"].diff())
+        .groupby(by)
+        .agg(usual_gap_commits=("gap", "median"), gaps=("gap", "count"), last=("pos", "max"))
+    )
+    out["usual_gap_commits"] = out["usual_gap_commits"].fillna(0.0)  # one commit: no gap yet
+    out["missed_commits"] = len(order) - 1 - out.pop("last")
+    return out

@@ -155,9 +155,11 @@ def doctor(state: State, since: str | None, repo: str | None, api_url: str | Non
     90-day retention (410: expected). Then the requests and hours of the first backfill at
     the budget found, from the listings' total_count (with a database that holds collects:
     what is left of it, or the next collect's), and what GitHub refused to earlier
-    collects (each log, annotations or jobs page asked again later, or given up). Exit status
-    1 when a check fails.
+    collects (each log, annotations or jobs page asked again later, or given up), and the
+    tracked workflows that are SILENT in the database (disabled, their file gone, or their
+    schedule not firing: docs/vocabulary.md). Exit status 1 when a check fails.
     """
+    from analytics.silence import describe_silence, silent_workflows
     from collector.doctor import run_doctor
     from collector.sync import default_since
     from collector.sync_report import describe_refusal
@@ -172,6 +174,13 @@ def doctor(state: State, since: str | None, repo: str | None, api_url: str | Non
     status = run_doctor(state.config, project, start, click.echo, collected=collected or {})
     for row in _stored(state, lambda engine: retries.listed(engine, project.repo)) or []:
         click.echo(f"refused by GitHub: {describe_refusal(row)}")
+    silent = _stored(state, lambda engine: silent_workflows(engine, project))
+    for path, detail, since in (
+        []
+        if silent is None
+        else silent[["workflow_path", "detail", "since"]].itertuples(index=False)
+    ):
+        click.echo(f"SILENT {path}: {describe_silence(detail, since)}")
     sys.exit(status)
 
 

@@ -43,6 +43,7 @@ from collector.runs import (
 from collector.sync_batch import BatchStage
 from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import reopen_backfill, save_state
+from collector.triggers import read_triggers
 from store import backfill, bookkeeping, retries
 from store import derived as derived_rows
 from store.models import SyncLog, SyncState
@@ -133,6 +134,8 @@ class Collector:
                 states = bookkeeping.sync_states(session, self.repo)
             workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
             self._tracked = [w["id"] for w in workflows]
+            paths = [w["path"] for w in workflows]
+            read_triggers(self.engine, self.client, self.repo, self.project.default_branch, paths)
             floors = (self._started(states.get(key)) for key in self._tracked)
             self._repo_floor = min((f for f in floors if f is not None), default=None)
             self._extend_backfills(workflows, states)

@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 from analytics.config_tables import EventLike, event_table, job_renames
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
+from analytics.silence import silent_workflows
 from reports.freshness import collectable, not_on_github, uncollected, workflow_progress
 from reports.summary_tables import Backfill, SummaryData, Triage, summarise, triage_lists
 from reports.summary_target import HISTORY_DAYS, pick_event
@@ -95,6 +96,7 @@ def load_summary(
         incidents=incidents_hitting(engine, hit_from),
         members=load_members(engine, where),
         backfill=backfill_progress(engine, project, paths, start.to_pydatetime(), now),
+        silent=silent_workflows(engine, project),
     )
 
 

@@ -14,6 +14,8 @@ import pandas as pd
 
 from analytics.evidence import MAINTAINER, corrected, describe, unknown_reason
 from analytics.newness import NEW_DAYS
+from analytics.silence import describe_silence
+from analytics.staleness import COMMITS
 from reports.freshness import collected
 from reports.markdown import code_block, details, link, md_text
 from reports.summary_tables import GROUPS, SummaryData, Triage, stem
@@ -480,14 +482,39 @@ def _coverage(data: SummaryData, cap: int | None = None) -> str:
     return _folded(f"### Coverage lost by the change: {len(lost)} jobs", items, "jobs")
 
 
+def _silent(data: SummaryData) -> str:
+    """What the comment opens with: the tracked workflows that should have run and did not
+    (analytics.silence), each with its reason and since when."""
+    if data.silent.empty:
+        return ""
+    items = [
+        f"- **SILENT** {md_text(stem(row['workflow_path']))}: "
+        f"{md_text(describe_silence(row['detail'], row['since']))}"
+        for _, row in data.silent.iterrows()
+    ]
+    count = _count(len(items), "workflow")
+    return f"### 🔇 {count} should have run and did not\n\n" + "\n".join(items)
+
+
+def _silence(row: pd.Series) -> str:
+    """How long a STALE workflow has been silent, by the rule that decided (analytics.staleness)."""
+    if row["rule"] == COMMITS:
+        return (
+            f"no run on the {row['missed_commits']:.0f} commits since its last (usually one in "
+            f"every {row['usual_gap_commits']:g})"
+        )
+    return (
+        f"no run for {row['silent_hours']:.0f} h before the newest stored run (usually every "
+        f"{row['usual_gap_hours']:.0f} h)"
+    )
+
+
 def _stale(data: SummaryData, cap: int | None = None) -> str:
     """The workflows that stopped running, at most ``cap`` of them (None: all)."""
     if data.stale.empty:
         return ""
     items = [
-        f"- **STALE** {md_text(stem(row['workflow_path']))}: no run for "
-        f"{row['silent_hours']:.0f} h before the newest stored run (usually every "
-        f"{row['usual_gap_hours']:.0f} h), last "
+        f"- **STALE** {md_text(stem(row['workflow_path']))}: {_silence(row)}, last "
         f"{_when(row['last_run_at'])}"
         for _, row in data.stale.head(len(data.stale) if cap is None else cap).iterrows()
     ]
@@ -532,6 +559,7 @@ def _sizes(data: SummaryData) -> dict[str, int]:
 
 def _compose(data: SummaryData, caps: dict[str, int], dropped: list[str], cut: str) -> str:
     sections = {
+        "silent": _silent(data),
         "headline": _headline(data),
         "backfill": _backfill(data),
         "strips": _strips(data),

@@ -6,7 +6,7 @@ them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import pandas as pd
@@ -20,6 +20,7 @@ from analytics.health import health_table
 from analytics.newness import NEW_DAYS, is_new
 from analytics.once import ONCE, run_incidents, stability_once, verdicts_once
 from analytics.rates import verdict_label
+from analytics.silence import SILENT_COLUMNS
 from analytics.staleness import STALE, staleness
 from analytics.successors import successor_first_runs
 from analytics.text import filled
@@ -149,6 +150,8 @@ class SummaryData:
     incidents: pd.DataFrame
     runs_since: int = 0  # default-branch runs in scope created since ``since``
     backfill: Backfill | None = None  # None: every tracked workflow's history is listed
+    # analytics.silence.silent_workflows: what the comment opens with
+    silent: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SILENT_COLUMNS))
 
 
 def stem(path: str) -> str:
@@ -302,6 +305,7 @@ def summarise(
     incidents: pd.DataFrame,
     members: pd.DataFrame,
     backfill: Backfill | None = None,
+    silent: pd.DataFrame | None = None,
 ) -> SummaryData:
     """The comment's tables from logical runs and jobs in scope (analytics.frames), failure
     details (store.page_queries.failure_details), job attempts (store.frame_queries.load_jobs)
@@ -312,7 +316,8 @@ def summarise(
     ``incidents``: those since the last summary (store.incidents.incidents_hitting).
     ``members``: the incidents' failures (store.incidents.load_members), counted once.
     Without an ``event`` the headline's one side is ``since`` (the runs since ``since``), and
-    there are no successors, coverage or health to compare."""
+    there are no successors, coverage or health to compare. ``silent``: the SILENT workflows
+    (analytics.silence), left out of the STALE ones."""
     recent = runs[runs["created_at"] >= since]
     if event is None:
         event_date, event_frame = None, event_table(())
@@ -327,6 +332,8 @@ def summarise(
         runs, event_frame, settings.first_runs, settings.window_days, born=born
     )
     flagged = failed_elsewhere(jobs, "runner_name")
+    silent = pd.DataFrame(columns=SILENT_COLUMNS) if silent is None else silent
+    stale = stale_since(runs, event_date, reference, settings.stale_factor)
     return SummaryData(
         repo=repo,
         event=event,
@@ -337,7 +344,7 @@ def summarise(
         strips=strips,
         failures=failure_groups(jobs, failures, since, now, first_seen, flagged, members),
         coverage_lost=lost_jobs(diff),
-        stale=stale_since(runs, event_date, reference, settings.stale_factor),
+        stale=stale[~stale["workflow_path"].isin(silent["workflow_path"])],
         health=side_health(sides, attempts),
         environments=environment_failures(env_failures, flagged),
         last_collect=last_collect,
@@ -345,4 +352,5 @@ def summarise(
         incidents=incidents,
         runs_since=len(recent),
         backfill=backfill,
+        silent=silent,
     )

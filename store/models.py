@@ -481,7 +481,7 @@ class WorkflowTriggers(Base):
     path: Mapped[str] = mapped_column(String(500), primary_key=True)
     file_present: Mapped[bool] = mapped_column(Boolean)
     triggers: Mapped[dict[str, Any] | None]
-    sha: Mapped[str | None] = mapped_column(String(64))  # the default branch's head when read
+    sha: Mapped[str | None] = mapped_column(String(64))  # the file's blob sha (None: gone)
     checked_at: Mapped[datetime]
 
 

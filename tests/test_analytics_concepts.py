@@ -14,7 +14,7 @@ import analytics.elsewhere
 from analytics.elsewhere import failed_elsewhere, works_elsewhere
 from analytics.environments import environment_failures
 from analytics.newness import NEW_DAYS, is_new
-from analytics.staleness import MIN_GAPS, NO_VERDICT, OK, STALE, staleness
+from analytics.staleness import COMMITS, HOURS, MIN_GAPS, NO_VERDICT, OK, STALE, staleness
 from analytics.successors import successor_first_runs
 from tests.support.analytics_frames import day, failures_frame, runs_frame
 
@@ -27,8 +27,9 @@ def _daily(path: str, days: list[float]) -> list[dict]:
 
 
 def test_stale_after_three_usual_gaps_of_silence_before_the_reference():
+    """Scheduled runs: nothing better is known than the gaps in hours."""
     runs = runs_frame(_daily("a.yml", [0, 1, 2, 3, 4]) + _daily("b.yml", [0, 1])).assign(
-        conclusion="x"
+        conclusion="x", event="schedule"
     )
     out = staleness(runs, "workflow_path", day(4) + pd.Timedelta(days=2), 3.0)
     status = dict(zip(out["workflow_path"], out["status"], strict=True))
@@ -39,11 +40,51 @@ def test_stale_after_three_usual_gaps_of_silence_before_the_reference():
     assert late.set_index("workflow_path").loc["a.yml", "status"] == STALE
     assert late.set_index("workflow_path").loc["b.yml", "status"] == NO_VERDICT
     assert MIN_GAPS == 3
+    assert set(late["rule"]) == {HOURS}
+
+
+def _pushes(shas: dict[str, list[int]]) -> pd.DataFrame:
+    """Push runs: per workflow, the commits (numbered in push order, an hour apart) it ran on."""
+    rows = [
+        {"run_id": 100 * n + i, "created_at": day(n / 24), "workflow_path": path}
+        | {"head_sha": f"{n:040x}"}
+        for i, (path, commits) in enumerate(shas.items())
+        for n in commits
+    ]
+    return runs_frame(rows)
+
+
+def test_a_push_driven_workflow_is_stale_in_missed_commits_not_in_quiet_hours():
+    """The demo's false alarm: a.yml runs on every commit its siblings run on, then the
+    night is quiet. Counted in commits, it missed none: OK at any hour. When b.yml goes on
+    through 4 commits without it (more than 3 x its usual gap of one commit): STALE."""
+    runs = _pushes({"a.yml": list(range(6)), "b.yml": list(range(6))})
+    night = staleness(runs, "workflow_path", day(6 / 24) + pd.Timedelta(hours=40), 3.0)
+    row = night.set_index("workflow_path").loc["a.yml"]
+    assert (row["rule"], row["usual_gap_commits"], row["missed_commits"]) == (COMMITS, 1.0, 0)
+    assert row["silent_hours"] == 40 + 1  # 41 hours: the hours rule (3 x 1 h) would say STALE
+    assert row["status"] == OK and row["gaps"] == 5
+    three = _pushes({"a.yml": list(range(6)), "b.yml": list(range(9))})
+    four = _pushes({"a.yml": list(range(6)), "b.yml": list(range(10))})
+    moments = day(10 / 24)
+    assert staleness(three, "workflow_path", moments, 3.0).iloc[0]["status"] == OK
+    row = staleness(four, "workflow_path", moments, 3.0).set_index("workflow_path").loc["a.yml"]
+    assert (row["missed_commits"], row["status"]) == (4, STALE)
+
+
+def test_a_path_filtered_workflow_is_measured_against_its_own_share_of_commits():
+    """a.yml runs on every third commit (its paths): 5 commits without it is its usual
+    rhythm, 7 are not yet 3 x 3, 10 are."""
+    a = list(range(0, 13, 3))  # 0, 3, ..., 12
+    for last, status in ((17, OK), (21, OK), (22, STALE)):
+        runs = _pushes({"a.yml": a, "b.yml": list(range(last + 1))})
+        row = staleness(runs, "workflow_path", day(1), 3.0).set_index("workflow_path")
+        assert (row.loc["a.yml", "usual_gap_commits"], row.loc["a.yml", "status"]) == (3.0, status)
 
 
 def test_stale_without_a_reference_says_nothing_and_lineages_pool_their_workflows():
     runs = runs_frame(_daily("a.yml", [0, 2]) + _daily("b.yml", [1, 3])).assign(
-        conclusion="x", lineage="L"
+        conclusion="x", lineage="L", event="schedule"
     )
     assert set(staleness(runs, "workflow_path", None, 3.0)["status"]) == {NO_VERDICT}
     pooled = staleness(runs, "lineage", day(3) + pd.Timedelta(days=4), 3.0).iloc[0]

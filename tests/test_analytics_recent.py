@@ -22,7 +22,7 @@ START = pd.Timestamp("2025-11-01", tz="UTC")
 NEW, OLD, LONE = "new.yml", "old.yml", "lone.yml"
 
 
-def _runs(rows: list[tuple[str, str, pd.Timestamp, str]]) -> pd.DataFrame:
+def _runs(rows: list[tuple[str, str, pd.Timestamp, str]], event: str = "push") -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["workflow_path", "lineage", "created_at", "outcome"])
     return pd.DataFrame(
         {
@@ -30,6 +30,8 @@ def _runs(rows: list[tuple[str, str, pd.Timestamp, str]]) -> pd.DataFrame:
             "workflow_path": frame["workflow_path"],
             "lineage": frame["lineage"],
             "created_at": pd.to_datetime(frame["created_at"], utc=True),
+            "event": event,  # each on a commit of its own
+            "head_sha": [f"{i:040x}" for i in range(1, len(frame) + 1)],
             "logical_outcome": frame["outcome"],
             "html_url": [f"https://github.invalid/runs/{i}" for i in range(1, len(frame) + 1)],
         }
@@ -176,7 +178,7 @@ def test_a_quiet_successor_does_not_make_its_lineage_stale():
     migration = START + pd.Timedelta(days=60)
     busy = [(OLD, "l", START + pd.Timedelta(hours=8 * i), "pass") for i in range(180)]
     quiet = [(NEW, "l", migration + pd.Timedelta(days=2 * i), "pass") for i in range(10)]
-    runs = _runs(busy + quiet)
+    runs = _runs(busy + quiet, event="schedule")  # no commits to count: the hours rule
     events = _events((str(migration.date()) + "T00:00Z", "migration", None))
     reference = runs["created_at"].max() + pd.Timedelta(days=2.5)  # less than 3 of its gaps
     lineage = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics import rates, recent
+from analytics import rates, recent, silence
 from dashboard import shaping
 from dashboard.filters import Filters
 from dashboard.loaders import shared
@@ -15,14 +15,18 @@ from store import incidents, page_queries
 @st.cache_data(ttl=shared.TTL)
 def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
     """Status tiles per lineage and per workflow (analytics.recent.tile_tables: the last
-    ``[dashboard] recent_days`` before the repository's newest run, RETIRED, STALE)."""
+    ``[dashboard] recent_days`` before the repository's newest run, RETIRED, SILENT, STALE)."""
     frame = shared.runs(db_url, filters)
-    _, newest = page_queries.run_span(shared.engine(db_url), filters.repo)
+    engine = shared.engine(db_url)
+    _, newest = page_queries.run_span(engine, filters.repo)
     reference = min(pd.Timestamp(newest), pd.Timestamp(filters.window()[1])) if newest else None
     events = shared.events(db_url, filters.repo)
-    analysis = shared.project(filters.repo).analysis
+    project = shared.project(filters.repo)
     recent_days = shared.current_config().dashboard_recent_days
-    return recent.tile_tables(frame, reference, events, analysis, recent_days=recent_days)
+    quiet = silence.silent_workflows(engine, project)
+    return recent.tile_tables(
+        frame, reference, events, project.analysis, recent_days=recent_days, silent=quiet
+    )
 
 
 @st.cache_data(ttl=shared.TTL)

@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.recent import STATUSES, TREND_P
+from analytics.silence import describe_silence
 from analytics.text import filled, formatted
 from dashboard import charts, tables
 from dashboard.context import current_view
@@ -15,6 +16,7 @@ STATUS_COLOURS = {
     "PASSING": "green",
     "FLAKY": "orange",
     "FAILING": "red",
+    "SILENT": "red",
     "STALE": "violet",
     "NO DATA": "gray",
     "RETIRED": "blue",
@@ -31,6 +33,8 @@ def _tile(tile: pd.Series) -> None:
         successors = tile["successors"] or "no successor: its coverage is lost"
         successors = ", ".join(s.rsplit("/", 1)[-1] for s in successors.split(";"))
         st.caption(f"removed by {pr}on {tile['retired_at']:%Y-%m-%d} → {successors}")
+    if tile["status"] == "SILENT":
+        st.caption(describe_silence(tile["silent_detail"], tile["silent_since"]))
     previous = (
         f"{tile['previous_rate']:.2f} [{tile['previous_rate_low']:.2f}, "
         f"{tile['previous_rate_high']:.2f}] n={tile['previous_runs']}"
@@ -55,8 +59,11 @@ if tiles.empty:
 st.caption(
     "Each tile reads the last days before the newest stored run (`[dashboard] recent_days`). "
     "FAILING: its two latest counted runs failed; PASSING: every counted run of those days "
-    "passed on the first attempt; FLAKY otherwise; STALE: silent for longer than the stale "
-    "factor times its usual gap (at least 3 gaps first); RETIRED: a configured migration "
+    "passed on the first attempt; FLAKY otherwise; SILENT: it should have run and did not "
+    "(disabled, its file gone from the default branch, or its schedule passed twice with no "
+    "run); STALE: silent for longer than the stale factor times its usual gap, counted in the "
+    "commits its siblings ran on for push-driven workflows (at least 3 gaps first); RETIRED: "
+    "a configured migration "
     "removed it; ↑/↓: the success rate changed significantly against the days before. The "
     "reddest first. Definitions: docs/vocabulary.md."
 )
