@@ -191,7 +191,7 @@ def test_a_successors_first_runs_are_the_same_on_the_page_and_in_the_summary(his
     ordered = ["workflow_path", "created_at"]
     shown = strips.sort_values(ordered)[columns].reset_index(drop=True)
     summary = data.strips.sort_values(ordered)[columns].reset_index(drop=True)
-    assert set(summary["workflow_path"]) == {V1, OPD, NIGHTLY}
+    assert set(summary["workflow_path"]) == {V1, OPD}
     pd.testing.assert_frame_equal(summary.astype(object), shown.astype(object))
 
 
