@@ -105,9 +105,9 @@ class History:
         for slot in slots:
             at = slot + schedule.delay(rng)
             head = heads[bisect.bisect_right(times, at) - 1] if times and times[0] <= at else None
-            sha = head.sha if head else f"{workflow.id:040x}"[-40:]
-            trigger = Trigger(at, "schedule", "main", sha, workflow.name, None, actor)
-            if at < self.now:
+            # GitHub runs the file of the default branch's head: none before a commit has it
+            if head is not None and workflow.active(head.at) and at < self.now:
+                trigger = Trigger(at, "schedule", "main", head.sha, workflow.name, None, actor)
                 self._add_run(rng, workflow, trigger, forced=None)
 
     def _apply_incidents(self, run: Run, attempt: Attempt) -> None:

@@ -25,7 +25,7 @@ from tests.support.summaries import summary_data
 PR = 7357
 ACTION = Path(__file__).resolve().parents[1] / "action.yml"
 SINCE = datetime(2026, 11, 1, tzinfo=UTC)  # the one run (2026-11-06) failed after it
-HISTORY = r"([\d,]+) of ([\d,]+) days of history listed \((\d+)%\) over the 10 tracked workflows"
+HISTORY = r"([\d,]+) of ([\d,]+) days of history listed \((\d+)%\) over the 11 tracked workflows"
 
 # The triage section of a database with no link, no recurring signature and no issue filed.
 NOTHING_TRACKED = (
@@ -40,7 +40,7 @@ NOTHING_TRACKED = (
 EXPECTED: dict[str, dict[str, str | tuple[str, ...] | None]] = {
     "empty": {
         "headline": f"No runs yet around #{PR}; backfill in progress.",
-        "backfill": "no collect has listed the runs of the 10 tracked workflows yet",
+        "backfill": "no collect has listed the runs of the 11 tracked workflows yet",
         "### First runs": None,
         "### Incidents": None,  # none since the last summary: the section is left out
         "### Failures": "No default-branch run since then collected yet; backfill in progress.",
@@ -74,7 +74,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...] | None]] = {
     },
     "first night": {
         "headline": f"No runs yet around #{PR}; backfill in progress.",
-        "backfill": "1 begun, 0 done. The days around the change events: 35 of 1,9",
+        "backfill": "1 begun, 0 done. The days around the change events: 35 of 2,1",
         "### First runs": None,
         "### Incidents": None,  # none since the last summary: the section is left out
         "### Failures": "No default-branch run since then collected yet; backfill in progress.",

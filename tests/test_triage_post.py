@@ -161,8 +161,8 @@ def test_two_nights_file_up_to_the_cap_then_edit_only_the_changed_counts(
     for signature, issue in by_signature.items():
         assert issue["login"] == BOT_LOGIN and issue["state"] == "open"
         assert issue["body"].startswith(marker(signature) + "\n")
-        n = FAILURES[signature]
-        assert f"**{n}** failures in **{n}** runs" in issue["body"]
+        failed, runs = FAILURES[signature]
+        assert f"**{failed}** failures in **{runs}** runs" in issue["body"]
         assert issue["labels"][0] == "ciflake" and issue["labels"][1].startswith("ciflake:")
     assert [line.split(" #")[0] for line in first[:3]] == ["filed"] * 3
     assert first[3:] == [
@@ -193,8 +193,8 @@ def test_two_nights_file_up_to_the_cap_then_edit_only_the_changed_counts(
         *(f"waiting: {s} (2 failures in 2 runs; over tonight's cap)" for s in WAITING),
     ]
     assert routes["create_issue"] == 3 and routes["edit_issue"] == 2  # the person's, and ours
-    grew = FAILURES[FILED[0]] + 1
-    assert f"**{grew}** failures in **{grew}** runs" in after[grown["number"]]["body"]
+    failed, runs = FAILURES[FILED[0]]
+    assert f"**{failed + 1}** failures in **{runs + 1}** runs" in after[grown["number"]]["body"]
     assert after[grown["number"]]["body"].startswith(marker(FILED[0]) + "\n")
     assert {n: i for n, i in after.items() if n != grown["number"]} == {
         n: i for n, i in before.items() if n != grown["number"]
