@@ -2,9 +2,9 @@
 stuck host, a Hub outage, a bad image), the one definition every reader counts by.
 
 A failure (one failed job attempt) has four possible causes, tried from the most specific:
-the runner host it ran on (``host``), its signature (``signature``), a runner label it asked
-for (``label``) and its category across workflows (``workflows``); the host and label causes
-also require one category. Failures of one cause at most ``window_hours`` apart chain into a
+the runner host it ran on (``host``), its signature where a line decided it (``signature``), a
+runner label it asked for (``label``) and its category across workflows (``workflows``); the
+host and label causes also require one category. Failures of one cause at most ``window_hours`` apart chain into a
 burst. A burst is an incident when it hit at least ``min_jobs`` jobs in ``min_runs`` runs of
 ``min_workflows`` workflows, and at least ``min_share`` of the jobs exposed to its cause while
 it lasted failed so: the jobs on that host or label, or the same jobs (workflow and job name)
@@ -81,8 +81,9 @@ def _keyed(failures: pd.DataFrame, cause: str) -> pd.DataFrame:
     """``failures`` with the column ``key`` of ``cause`` (a failure has one key per label)."""
     if cause == "host":
         frame = failures.assign(key=failures["runner_name"])
-    elif cause == "signature":
-        frame = failures.assign(key=failures["signature"])
+    elif cause == "signature":  # only where a line decided it: one message, not "no log"
+        decided = failures["line"].notna() & (failures["line"] != "")
+        frame = failures[decided].assign(key=failures["signature"])
     elif cause == "label":
         frame = failures.assign(key=failures["labels"]).explode("key")
     else:
