@@ -29,6 +29,7 @@ from fakehub.steps import test_step_name
 from fakehub.web import Request, Response, error, json_response, paginate
 from fakehub.workflow_files import TEST_KINDS, render
 
+WORKFLOWS_DIR = ".github/workflows"
 RETENTION = timedelta(days=90)  # job logs (the default retention period)
 # "GitHub archives checks data after 400 days and deletes records 30 days after they are
 # archived" (GitHub changelog, December 2022): jobs, steps, annotations. The run stays listed.
@@ -75,6 +76,16 @@ def created_range(text: str) -> tuple[datetime | None, datetime | None]:
                 "<": (None, at - timedelta(microseconds=1)),
             }[op]
     return bound(text, False), bound(text, True)
+
+
+def _file_name(workflow: WorkflowSpec) -> str:
+    return workflow.path.rsplit("/", 1)[1]
+
+
+def _file_text(workflow: WorkflowSpec, at: datetime) -> bytes:
+    """The bytes of the workflow file at ``at``."""
+    steps = {spec.id: test_step_name(spec) for spec in workflow.jobs if spec.kind in TEST_KINDS}
+    return render(workflow, at, steps).encode()
 
 
 def authenticated_user(shapes: Shapes, login: str) -> Response:
@@ -162,7 +173,7 @@ class RepoApi:
         return json_response(200, payload)
 
     def workflows(self, request: Request) -> Response:
-        items = [self.shapes.workflow(w) for w in self.history.workflows]
+        items = [self.shapes.workflow(w, self.history.now) for w in self.history.workflows]
         page, link = paginate(items, request, f"{self.shapes.api}/actions/workflows")
         return json_response(200, {"total_count": len(items), "workflows": page}, link)
 
@@ -178,7 +189,9 @@ class RepoApi:
 
     def workflow(self, request: Request, ref: str) -> Response:
         wf = self.find_workflow(ref)
-        return json_response(200, self.shapes.workflow(wf)) if wf else error(404, "Not Found")
+        if wf is None:
+            return error(404, "Not Found")
+        return json_response(200, self.shapes.workflow(wf, self.history.now))
 
     # ---- runs -----------------------------------------------------------------------------
 
@@ -320,18 +333,30 @@ class RepoApi:
     # ---- workflow files -------------------------------------------------------------------
 
     def contents(self, request: Request, path: str) -> Response:
-        """A tracked workflow file at a commit (``?ref=`` a run's head_sha), base64 as GitHub
-        serves files; 404 for any other path or commit."""
-        at = self._commit_time(request.arg("ref") or "")
+        """A workflow file at a commit, base64 as GitHub serves files, or the listing of
+        `.github/workflows` there (the files only: GitHub loads no subdirectory). ``?ref=``
+        is a run's head_sha or the default branch (its head: now), the default branch when
+        absent; 404 for any other path or commit."""
+        at = self._commit_time(request.arg("ref") or self.default_branch)
+        if at is not None and path.rstrip("/") == WORKFLOWS_DIR:
+            files = sorted((w for w in self.history.workflows if w.active(at)), key=_file_name)
+            listing = [self.shapes.directory_entry(w.path, _file_text(w, at)) for w in files]
+            return json_response(200, listing)
         workflow = next((w for w in self.history.workflows if w.path == path), None)
         if at is None or workflow is None or not workflow.active(at):
             return error(404, "Not Found")
-        steps = {spec.id: test_step_name(spec) for spec in workflow.jobs if spec.kind in TEST_KINDS}
-        text = render(workflow, at, steps).encode()
-        return json_response(200, self.shapes.file_content(path, text))
+        return json_response(200, self.shapes.file_content(path, _file_text(workflow, at)))
 
-    def _commit_time(self, sha: str) -> datetime | None:
-        """When the commit ``sha`` was made: its earliest run's creation."""
+    @property
+    def default_branch(self) -> str:
+        return str(self.history.catalog.repository.get("default_branch", "main"))
+
+    def _commit_time(self, ref: str) -> datetime | None:
+        """When the commit ``ref`` was made (its earliest run's creation); the default
+        branch's head is now."""
+        if ref in (self.default_branch, f"refs/heads/{self.default_branch}"):
+            return self.history.now
+        sha = ref
         if sha not in self._sha_times:
             self._sha_times = {}
             for run in sorted(self.history.runs, key=lambda r: r.created_at, reverse=True):

@@ -17,11 +17,12 @@ it shares neither draws nor ids with verl's.
 from __future__ import annotations
 
 import bisect
+import hashlib
 from datetime import UTC, datetime, timedelta
 from random import Random
 
-from fakehub import traffic
-from fakehub.catalog import DEFAULT_IDS, Catalog, JobSpec, WorkflowSpec, load
+from fakehub import schedule, traffic
+from fakehub.catalog import ACTIVE, DEFAULT_IDS, Catalog, IncidentSpec, JobSpec, WorkflowSpec, load
 from fakehub.failures import FailureModel, failure_cause
 from fakehub.records import Attempt, Job, Run
 from fakehub.steps import OTHER_STEPS_SHARE
@@ -34,10 +35,10 @@ DEFAULT_END = datetime(2026, 11, 28, tzinfo=UTC)
 
 
 def today() -> datetime:
-    """Today at 00:00 UTC: the simulation's "now" for the demo and the command line. A history
-    is deterministic for a given seed, scale (and pr_scale) and end date."""
-    now = datetime.now(UTC)
-    return datetime(now.year, now.month, now.day, tzinfo=UTC)
+    """The start of the current hour (UTC): the simulation's "now" for the demo and the command
+    line, so that a demo started late in the day still has the day's runs. A history is
+    deterministic for a given seed, scale (and pr_scale) and end."""
+    return datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 RUN_ID_BASE = DEFAULT_IDS["run"]  # verl's; another catalog gives its own (`Catalog.ids`)
@@ -76,7 +77,77 @@ class History:
                 share = workflow.push_share if trigger.event == "push" else workflow.pr_share
                 if workflow.runs_on(trigger.event, trigger.at) and rng.random() < share:
                     self._add_run(rng, workflow, trigger, forced=None)
+        # scheduled runs and incidents draw from streams of their own: the runs above stay
+        # as they were before fakehub simulated either
+        heads = [t for t in pushes if t.event == "push"]
+        for workflow in self.workflows:
+            self._add_scheduled_runs(workflow, heads)
+        for run in self.runs:
+            for attempt in run.attempts:
+                self._apply_incidents(run, attempt)
         self._reindex()
+
+    def _add_scheduled_runs(self, workflow: WorkflowSpec, heads: list[Trigger]) -> None:
+        """The runs its cron lines start: on the default branch's latest commit, late by
+        GitHub's queueing delay, while its file is there, it is enabled and GitHub fires it."""
+        if "schedule" not in workflow.events:
+            return
+        rng = Random(f"{self.key}:schedule:{workflow.id}")
+        until = min(self.now, workflow.schedule_until)
+        slots = sorted(
+            at
+            for entry in workflow.schedule
+            for at in schedule.fire_times(entry, self.catalog.start, until)
+            if workflow.active(at) and workflow.state(at) == ACTIVE
+        )
+        times = [head.at for head in heads]
+        actor = self.catalog.traffic.get("actors", traffic.ACTORS)[0]  # who last edited the cron
+        for slot in slots:
+            at = slot + schedule.delay(rng)
+            head = heads[bisect.bisect_right(times, at) - 1] if times and times[0] <= at else None
+            sha = head.sha if head else f"{workflow.id:040x}"[-40:]
+            trigger = Trigger(at, "schedule", "main", sha, workflow.name, None, actor)
+            if at < self.now:
+                self._add_run(rng, workflow, trigger, forced=None)
+
+    def _apply_incidents(self, run: Run, attempt: Attempt) -> None:
+        """Fail every job of the attempt that an incident hits (seeded per job, so no draw of
+        the history's stream moves); the jobs that need a failed one are skipped instead."""
+        if attempt.superseded or attempt.cancel_requested:
+            return
+        failed: set[str] = set()
+        at = run.created_at
+        specs = run.workflow.jobs_at(at)
+        for job in attempt.jobs:
+            needs = self._needs(job.spec, specs, at)
+            if needs in failed:
+                job.conclusion, job.category, job.status = "skipped", None, "completed"
+                job.started_at, job.runner_name, job.runner_id = None, None, None
+                job.completed_at = job.created_at
+                continue
+            incident = self._incident(run.workflow, job)
+            if incident is None:
+                continue
+            hit = Random(job.seed ^ 0x1C1DE)
+            job.incident, job.category, job.conclusion = incident, incident.category, "failure"
+            job.completed_at = job.started_at + timedelta(minutes=hit.uniform(0.5, 6))
+            if incident.runner_name is not None:
+                job.runner_name, job.runner_id = incident.runner_name, _runner_id(incident)
+            failed.add(job.spec.id)
+        if failed:
+            self._finish(attempt, cancelled=False)
+
+    def _incident(self, workflow: WorkflowSpec, job: Job) -> IncidentSpec | None:
+        """The incident that fails this job, if any: it ran (and finished) in one's span and
+        scope and, for a host incident, the pool sent it to that host."""
+        if job.started_at is None or job.status != "completed" or job.runner_name is None:
+            return None
+        for incident in self.catalog.incidents:
+            if incident.scope(workflow, job.spec, job.runner_label, job.started_at) and (
+                Random(job.seed ^ 0x4057).random() < incident.share
+            ):
+                return incident
+        return None
 
     # ---- runs and attempts ----------------------------------------------------------------
 
@@ -123,7 +194,7 @@ class History:
             run.latest.red
             and not run.latest.cancel_requested
             and len(run.attempts) < policy["max_attempt"]
-            and rng.random() < policy[run.event]
+            and rng.random() < policy.get(run.event, policy["push"])  # a nightly as a push
         ):
             at = run.latest.updated_at + timedelta(minutes=rng.randint(8, 20 * 60))
             if at >= self.now:
@@ -374,6 +445,11 @@ def _forced(conclusion: str | None, category: str) -> str | None:
     if conclusion is None:
         return None
     return "success" if conclusion == "success" else category
+
+
+def _runner_id(incident: IncidentSpec) -> int:
+    """The fixed id of the one host a host incident hits (in the style of its pool's ids)."""
+    return 100 + int(hashlib.sha1(str(incident.runner_name).encode()).hexdigest(), 16) % 9_900
 
 
 def _runner(rng: Random, label: str) -> tuple[str, int]:

@@ -115,6 +115,8 @@ def render(job: Job, run: Run, repo: str) -> Rendered:
 
 def _forms(job: Job, run: Run) -> tuple[str, ...]:
     assert job.category is not None
+    if job.incident is not None:  # one cause, one message: every job it hits prints the same
+        return (">>" + job.incident.message.replace("{", "{{").replace("}", "}}"),)
     if run.workflow.broken_step(job.spec.id, run.created_at) == "missing_script":
         return messages.MISSING_SCRIPT
     if job.spec.kind == "setup":

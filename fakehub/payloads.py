@@ -277,17 +277,20 @@ class Shapes:
             },
         }
 
-    def workflow(self, wf: WorkflowSpec) -> dict[str, Any]:
+    def workflow(self, wf: WorkflowSpec, at: datetime) -> dict[str, Any]:
+        """The workflow as the workflows API shows it at ``at``: its `state` then (a deleted
+        file leaves it as it was, as on GitHub), updated when its file or state last changed."""
         created = iso(wf.present[0][0])
         file = wf.path.rsplit("/", 1)[1]
+        changes = [t for t, _ in (*wf.present, *wf.states) if t <= at]
         return {
             "id": wf.id,
             "node_id": node_id("W_", wf.id),
             "name": wf.name,
             "path": wf.path,
-            "state": "active",
+            "state": wf.state(at),
             "created_at": created,
-            "updated_at": iso(wf.present[-1][0]),
+            "updated_at": iso(max([wf.present[0][0], *changes])),
             "url": f"{self.api}/actions/workflows/{wf.id}",
             "html_url": f"{self.html}/blob/main/{wf.path}",
             "badge_url": f"{self.html}/workflows/{file}/badge.svg",
@@ -296,16 +299,19 @@ class Shapes:
     def file_content(self, path: str, text: bytes) -> dict[str, Any]:
         """A file as the contents API serves it (`GET /repos/{o}/{r}/contents/{path}`): its
         bytes base64 in lines of 60, as GitHub wraps them, and its git blob sha."""
-        sha = hashlib.sha1(b"blob %d\0" % len(text) + text).hexdigest()
         encoded = base64.b64encode(text).decode()
         wrapped = "\n".join(encoded[i : i + 60] for i in range(0, len(encoded), 60)) + "\n"
+        entry = self.directory_entry(path, text)
+        return {**entry, "encoding": "base64", "content": wrapped}
+
+    def directory_entry(self, path: str, text: bytes) -> dict[str, Any]:
+        """One file of a directory listing (the contents API on a directory): no content."""
+        sha = hashlib.sha1(b"blob %d\0" % len(text) + text).hexdigest()
         return {
             "type": "file",
-            "encoding": "base64",
             "size": len(text),
             "name": path.rsplit("/", 1)[-1],
             "path": path,
-            "content": wrapped,
             "sha": sha,
             "url": f"{self.api}/contents/{path}",
             "git_url": f"{self.api}/git/blobs/{sha}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from fakehub.catalog import JobSpec, WorkflowSpec
+from fakehub.catalog import IncidentSpec, JobSpec, WorkflowSpec
 from fakehub.failures import failure_cause
 
 
@@ -33,6 +33,7 @@ class Job:
     seed: int
     # `timeout-minutes` in the workflow file of the job's run (its commit's version)
     limit_minutes: int = 360
+    incident: IncidentSpec | None = None  # the simulated incident that failed it
 
     @property
     def ran(self) -> bool:

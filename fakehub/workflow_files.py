@@ -1,9 +1,10 @@
 """A tracked workflow file as it stood at a commit, served by the contents API.
 
-Only what the collector reads is modelled: each job's `timeout-minutes` (absent: GitHub's
-default of 360) and its test step's own `timeout-minutes`, both as the catalog dates them, so
-a limit changed between two versions of a file shows in the file at each commit. verl's files
-set job limits of 10 to 120 minutes (fakehub/data/verl_ci.json); the step limit is ours.
+Only what the collector reads is modelled: its triggers (`on:`, with a scheduled workflow's
+cron lines and their timezone), each job's `timeout-minutes` (absent: GitHub's default of 360)
+and its test step's own `timeout-minutes`, both as the catalog dates them, so a limit changed
+between two versions of a file shows in the file at each commit. verl's files set job limits of
+10 to 120 minutes (fakehub/data/verl_ci.json); the step limit is ours.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def step_limit(spec: JobSpec, at: datetime) -> int | None:
 def render(workflow: WorkflowSpec, at: datetime, test_step: dict[str, str]) -> str:
     """The workflow file at ``at``: its jobs, limits and named test steps (YAML).
     ``test_step``: each job id's test step name."""
-    lines = [f"name: {workflow.name}", "on: [push, pull_request]", "jobs:"]
+    lines = [f"name: {workflow.name}", *triggers(workflow), "jobs:"]
     for spec in workflow.jobs_at(at):
         lines += [f"  {spec.id}:", f"    name: {spec.name}", "    runs-on: self-hosted"]
         if (limit := job_limit(spec, at)) is not None:
@@ -50,3 +51,18 @@ def render(workflow: WorkflowSpec, at: datetime, test_step: dict[str, str]) -> s
                 lines.append(f"        timeout-minutes: {limit}")
             lines.append("        run: bash tests/special_e2e/run.sh")
     return "\n".join(lines) + "\n"
+
+
+def triggers(workflow: WorkflowSpec) -> list[str]:
+    """The file's `on:` lines: a flow list of its events, or a mapping when it has cron lines."""
+    if not workflow.schedule:
+        return [f"on: [{', '.join(workflow.events)}]"]
+    lines = ["on:"]
+    for event in workflow.events:
+        lines.append(f"  {event}:")
+        if event == "schedule":
+            for entry in workflow.schedule:
+                lines.append(f"    - cron: '{entry.cron}'")
+                if entry.timezone is not None:
+                    lines.append(f"      timezone: '{entry.timezone}'")
+    return lines
