@@ -2,14 +2,15 @@
 stuck host, a Hub outage, a bad image), the one definition every reader counts by.
 
 A failure (one failed job attempt) has four possible causes, tried from the most specific:
-the runner host it ran on (``host``), its signature (``signature``), a runner label it asked
-for (``label``) and its category across workflows (``workflows``); the host and label causes
-also require one category. Failures of one cause at most ``window_hours`` apart chain into a
-burst. A burst is an incident when it hit at least ``min_jobs`` jobs in ``min_runs`` runs of
-``min_workflows`` workflows, and at least ``min_share`` of the jobs exposed to its cause while
-it lasted failed so: the jobs on that host or label, or the same jobs (workflow and job name)
-for a signature or a category. The share rules out a regime where a rate rises to a third,
-which the changepoints show; docs/decisions/incidents.md gives the reasoning.
+the runner host it ran on (``host``), its signature where a line decided it (``signature``), a
+runner label it asked for (``label``) and its category across workflows (``workflows``); the
+host and label causes also require one category. Failures of one cause at most
+``window_hours`` apart chain into a burst. A burst is an incident when it hit at least
+``min_jobs`` jobs in ``min_runs`` runs of ``min_workflows`` workflows, and at least
+``min_share`` of the jobs exposed to its cause while it lasted failed so: the jobs on that
+host or label, or the same jobs (workflow and job name) for a signature or a category. The
+share rules out a regime where a rate rises to a third, which the changepoints show;
+docs/decisions/incidents.md gives the reasoning.
 
 A failure belongs to at most one incident: the most specific cause keeps the failures it
 explains, and a broader burst that overlaps it stands only on the failures left to it.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pandas as pd
 
@@ -81,8 +82,9 @@ def _keyed(failures: pd.DataFrame, cause: str) -> pd.DataFrame:
     """``failures`` with the column ``key`` of ``cause`` (a failure has one key per label)."""
     if cause == "host":
         frame = failures.assign(key=failures["runner_name"])
-    elif cause == "signature":
-        frame = failures.assign(key=failures["signature"])
+    elif cause == "signature":  # only where a line decided it: one message, not "no log"
+        decided = failures["line"].notna() & (failures["line"] != "")
+        frame = failures[decided].assign(key=failures["signature"])
     elif cause == "label":
         frame = failures.assign(key=failures["labels"]).explode("key")
     else:
@@ -91,14 +93,6 @@ def _keyed(failures: pd.DataFrame, cause: str) -> pd.DataFrame:
     if cause in ("label", "workflows"):  # a category, not a cause: nothing matched
         frame = frame[frame["category"] != "unknown"]
     return frame
-
-
-def _chains(failures: pd.DataFrame, window: timedelta) -> Iterator[pd.DataFrame]:
-    """``failures`` (of one key, sorted by time) split where two are more than ``window``
-    apart."""
-    breaks = (failures["at"].diff() > window).cumsum()
-    for _, chain in failures.groupby(breaks, sort=False):
-        yield chain
 
 
 def _enough(failures: pd.DataFrame, settings: IncidentSettings) -> bool:
@@ -110,17 +104,28 @@ def _enough(failures: pd.DataFrame, settings: IncidentSettings) -> bool:
 
 
 def bursts(failures: pd.DataFrame, cause: str, settings: IncidentSettings) -> Iterator[Burst]:
-    """The bursts of ``cause`` in ``failures`` that hit enough jobs, runs and workflows,
-    oldest first within a key; the host and label causes group by category as well."""
-    window = timedelta(hours=settings.window_hours)
-    frame = _keyed(failures, cause).sort_values(["at", *ID], kind="stable")
+    """The bursts of ``cause`` in ``failures`` that hit enough jobs, runs and workflows, by
+    key and then time; the host and label causes group by category as well. Chains are cut
+    and counted for every key at once: a host cause has a key per runner."""
     by = ["key", "category"] if cause in ("host", "label") else ["key"]
-    for group_key, group in frame.groupby(by, sort=True):
-        key = group_key[0]
-        for chain in _chains(group, window):
-            if _enough(chain, settings):
-                category = chain["category"].mode().sort_values().iloc[0]
-                yield Burst(cause, str(key), str(category), chain.drop(columns="key"))
+    frame = _keyed(failures, cause).sort_values([*by, "at", *ID], kind="stable")
+    window = pd.Timedelta(hours=settings.window_hours)
+    same_key = (frame[by] == frame[by].shift()).all(axis=1)
+    chain = (~same_key | (frame["at"].diff() > window)).cumsum()
+    sizes = frame.groupby(chain).agg(
+        jobs=("job_id", "nunique"),
+        runs=("run_id", "nunique"),
+        workflows=("workflow_path", "nunique"),
+    )
+    enough = sizes.index[
+        (sizes["jobs"] >= settings.min_jobs)
+        & (sizes["runs"] >= settings.min_runs)
+        & (sizes["workflows"] >= settings.min_workflows)
+    ]
+    kept = chain.isin(enough)
+    for _, group in frame[kept].groupby(chain[kept], sort=True):
+        category = group["category"].mode().sort_values().iloc[0]
+        yield Burst(cause, str(group["key"].iloc[0]), str(category), group.drop(columns="key"))
 
 
 def candidate_spans(

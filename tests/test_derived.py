@@ -235,3 +235,42 @@ def test_the_collect_only_commands_make_pandas_lean(command, tmp_path, monkeypat
     result = CliRunner().invoke(cli, ["--db", url, *command])
     assert result.exit_code == 0, result.output
     assert asked == ["lean", "run"]
+
+
+def test_rebuild_check_compares_the_incidents_and_rebuild_mends_them(collected_db, runner):
+    """A stored incident that a fresh detection does not find (and its failure) shows in
+    ``db rebuild --check``; ``db rebuild`` puts back what the detection finds."""
+    from datetime import UTC, datetime
+
+    from store import incidents
+
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    fresh = derived.incidents(engine, REPO, _project(db_url).analysis.incidents)
+    with engine.begin() as conn:
+        failure = conn.execute(select(Failure.run_id, Failure.run_attempt, Failure.job_id)).first()
+        assert failure is not None
+        at = datetime(2026, 8, 14, 13, tzinfo=UTC)
+        row = {
+            "id": "x" * 32,
+            "repo": REPO,
+            "kind": "signature",
+            "category": "network",
+            "signature": "s",
+            "runner": None,
+            "label": "made up",
+            "started_at": at,
+            "ended_at": at,
+            "jobs": 1,
+            "runs": 1,
+            "workflows": 1,
+        }
+        incidents.replace(conn, REPO, [row], [dict(failure._mapping, incident_id=row["id"])])
+    check = ["--db", db_url, "db", "rebuild", "--check"]
+    bad = runner.invoke(cli, check)
+    assert bad.exit_code == 1, bad.output
+    assert "incidents 1 rows" in bad.output and "incident_failures 1 rows" in bad.output
+    assert runner.invoke(cli, ["--db", db_url, "db", "rebuild"]).exit_code == 0
+    assert derived.differences(engine, REPO, _project(db_url)) == {}
+    assert len(incidents.load_incidents(engine, REPO)) == len(fresh[0])
+    engine.dispose()

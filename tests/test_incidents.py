@@ -185,3 +185,19 @@ def test_the_share_threshold_decides(share: float) -> None:
     )
     incidents, _ = detect(failures, frame[JOB_COLUMNS], settings, "o/r")
     assert len(incidents) == (1 if share == 0.5 else 0)
+
+
+def test_failures_that_nothing_explains_share_no_signature_cause() -> None:
+    """Category unknown with no deciding line: one signature for all, which names no cause."""
+    rows = [
+        job(
+            0.05 * h,
+            workflow=f"w{h}.yml",
+            labels=(f"pool{h}",),
+            failed="unknown",
+            signature="nothing-known",
+        )
+        for h in range(6)
+    ]
+    incidents, _ = run(rows)
+    assert incidents.empty
