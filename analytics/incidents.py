@@ -6,7 +6,8 @@ the runner host it ran on (``host``), its signature where a line decided it (``s
 runner label it asked for (``label``) and its category across workflows (``workflows``); the
 host and label causes also require one category. Failures of one cause at most
 ``window_hours`` apart chain into a burst. A burst is an incident when it hit at least
-``min_jobs`` jobs in ``min_runs`` runs of ``min_workflows`` workflows, and at least
+``min_jobs`` jobs in ``min_runs`` runs of ``min_workflows`` workflows (one will do for a
+host), and at least
 ``min_share`` of the jobs exposed to its cause while it lasted failed so: the jobs on that
 host or label, or the same jobs (workflow and job name) for a signature or a category. The
 share rules out a regime where a rate rises to a third, which the changepoints show;
@@ -95,11 +96,18 @@ def _keyed(failures: pd.DataFrame, cause: str) -> pd.DataFrame:
     return frame
 
 
-def _enough(failures: pd.DataFrame, settings: IncidentSettings) -> bool:
+def _min_workflows(cause: str, settings: IncidentSettings) -> int:
+    """A stuck host fails whatever it is sent, one workflow's jobs or many: its cause is the
+    host, whose name no other job shares by chance. A signature, a label or a category in one
+    workflow alone is that workflow's own failure, not an incident."""
+    return 1 if cause == "host" else settings.min_workflows
+
+
+def _enough(failures: pd.DataFrame, cause: str, settings: IncidentSettings) -> bool:
     return (
         failures["job_id"].nunique() >= settings.min_jobs
         and failures["run_id"].nunique() >= settings.min_runs
-        and failures["workflow_path"].nunique() >= settings.min_workflows
+        and failures["workflow_path"].nunique() >= _min_workflows(cause, settings)
     )
 
 
@@ -120,7 +128,7 @@ def bursts(failures: pd.DataFrame, cause: str, settings: IncidentSettings) -> It
     enough = sizes.index[
         (sizes["jobs"] >= settings.min_jobs)
         & (sizes["runs"] >= settings.min_runs)
-        & (sizes["workflows"] >= settings.min_workflows)
+        & (sizes["workflows"] >= _min_workflows(cause, settings))
     ]
     kept = chain.isin(enough)
     for _, group in frame[kept].groupby(chain[kept], sort=True):
@@ -215,7 +223,7 @@ def detect(
         for burst in found:
             mine = ~ids[burst.failures.index].isin(taken)
             rest = Burst(burst.cause, burst.key, burst.category, burst.failures[mine.to_numpy()])
-            if not _enough(rest.failures, settings):
+            if not _enough(rest.failures, cause, settings):
                 continue
             if len(rest.failures) < settings.min_share * _exposed(jobs, rest):
                 continue

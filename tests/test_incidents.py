@@ -201,3 +201,19 @@ def test_failures_that_nothing_explains_share_no_signature_cause() -> None:
     ]
     incidents, _ = run(rows)
     assert incidents.empty
+
+
+def test_a_stuck_host_in_one_workflow_is_an_incident_and_its_signature_alone_is_not() -> None:
+    """A host fails whatever it is sent: one workflow's jobs on it suffice. The same failures
+    on hosts of their own are that workflow's own failure, not an incident."""
+    line = "RuntimeError: halDeviceOpen failed"
+
+    def jobs(host: str | None) -> list[dict[str, object]]:
+        return [job(h, runner=host, failed="npu_env", signature="hal", line=line) for h in range(6)]
+
+    incidents, _ = run(jobs("a3-stuck-07"))
+    assert incidents[["kind", "runner", "workflows", "jobs"]].to_dict("records") == [
+        {"kind": "runner", "runner": "a3-stuck-07", "workflows": 1, "jobs": 6}
+    ]
+    incidents, _ = run(jobs(None))
+    assert incidents.empty
