@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analytics.rates import rank_by_lower_bound, stability
+from analytics.rates import rank_by_lower_bound, stability, verdict_label
 from store.vocabulary import RED_OUTCOMES
 
 ONCE = "_once"
@@ -82,6 +82,15 @@ def stability_once(
     counts = [f"{c}{ONCE}" for c in ("runs", "pass", "flaky", "fail")]
     table[counts] = table[counts].fillna(0).astype(int)
     return table
+
+
+def label_once(table: pd.DataFrame, min_runs: int, rate: str = "success_rate") -> pd.Series:
+    """analytics.rates.verdict_label of the ``rate`` counted once (stability_once's
+    ``<column>_once``): "0.90 [0.70, 0.97] n=20", or not enough data under ``min_runs`` runs
+    counted once."""
+    once = table[[f"{c}{ONCE}" for c in ("runs", rate, f"{rate}_low", f"{rate}_high")]]
+    once = once.rename(columns=lambda c: c.removesuffix(ONCE))
+    return verdict_label(once.assign(enough_data=once["runs"] >= min_runs), rate)
 
 
 def largest_incident(frame: pd.DataFrame, incident: pd.Series, by: Sequence[str]) -> pd.DataFrame:

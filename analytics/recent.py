@@ -8,6 +8,9 @@ worse? One definition (docs/vocabulary.md "Tiles"), used by the Overview's tiles
   (analytics.staleness), NO DATA (no counted run in the window), FAILING (its two latest
   counted runs failed), PASSING (every counted run of the window passed on the first attempt),
   FLAKY otherwise.
+- Counted once (analytics.once): the window's success rate also with each incident's red
+  runs of a lineage or workflow as one red run (``*_once``, ``label_once``); the status, trend
+  and sparkline read the runs as they are.
 - The trend compares the window's success rate with the ``recent_days`` before it: an arrow is
   drawn only when a two-sided Fisher exact test of pass vs not-pass says p < ``TREND_P``.
 - The sparkline is the red share (flaky or fail) of ``SPARK_BUCKETS`` equal spans of the whole
@@ -20,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from analytics.before_after import fisher_p_values
-from analytics.rates import stability, verdict_label
+from analytics.once import INCIDENT, ONCE, label_once, run_incidents, stability_once
+from analytics.rates import verdict_label
 from analytics.silence import SILENT_COLUMNS, retirements
 from analytics.staleness import STALE, staleness
 from store.project import Analysis
@@ -73,10 +77,13 @@ def tile_table(
     *,
     recent_days: int,
     silent: pd.DataFrame | None = None,
+    members: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per ``by`` value (workflow_path or lineage) of ``runs`` (logical runs in scope,
     with html_url): name, status, recent_days, the window's runs/pass/success_rate(_low,
-    _high) and label (analytics.rates), the previous window's previous_runs and
+    _high) and label (analytics.rates), the same counted once (runs_once,
+    success_rate(_low, _high)_once, label_once; ``members``: store.incidents.load_members,
+    None: no incident), the previous window's previous_runs and
     previous_rate(_low, _high), trend (UP, DOWN or "") and trend_p, sparkline, last_run and
     last_run_url, usual_gap_hours and silent_hours (analytics.staleness), for RETIRED:
     retired_at, retired_by (the migration's PR) and successors, and for SILENT: silent_reason,
@@ -84,7 +91,7 @@ def tile_table(
     known)."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status"])
-    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent, members)
     return tiles.table(by, recent_days, analysis.min_runs)
 
 
@@ -96,13 +103,14 @@ def tile_tables(
     *,
     recent_days: int,
     silent: pd.DataFrame | None = None,
+    members: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``tile_table`` by lineage, then by workflow_path, with ``level`` ("lineage" or
     "workflow"): what both levels share (the sorted runs, the retirements, each workflow's
     staleness) is computed once."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status", "level"])
-    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent, members)
     min_runs = analysis.min_runs
     levels = (("lineage", "lineage"), ("workflow_path", "workflow"))
     return pd.concat(
@@ -113,8 +121,8 @@ def tile_tables(
 
 class _Tiles:
     """What every level of tiles reads of the same runs: the runs (TILE_COLUMNS only, in
-    order of creation), the reference moment, the retirements, the SILENT workflows and each
-    workflow's staleness."""
+    order of creation, with the incident of each red one), the reference moment, the
+    retirements, the SILENT workflows and each workflow's staleness."""
 
     def __init__(
         self,
@@ -123,9 +131,13 @@ class _Tiles:
         events: pd.DataFrame,
         stale_factor: float,
         silent: pd.DataFrame | None,
+        members: pd.DataFrame | None,
     ) -> None:
         # Only the columns a tile reads: every filter and sort below copies each column it keeps.
         self.runs = runs[list(TILE_COLUMNS)].sort_values(["created_at", "run_id"], kind="stable")
+        if members is None:
+            members = pd.DataFrame(columns=["run_id", INCIDENT])
+        self.runs[INCIDENT] = run_incidents(self.runs, members)
         latest = self.runs["created_at"].max()
         self.end = pd.Timestamp(reference) if reference is not None else latest
         self.stale_factor = stale_factor
@@ -140,13 +152,14 @@ class _Tiles:
         window = pd.Timedelta(days=recent_days)
         both = _window(runs, end - 2 * window, end)  # one grouping: the window and the one before
         tagged = both.assign(_recent=both["created_at"] > end - window)
-        windows = stability(tagged, [by, "_recent"], min_runs)
+        windows = stability_once(tagged, tagged[INCIDENT], [by, "_recent"], min_runs)
         recent = windows[windows.pop("_recent").astype(bool)]
         before = windows.drop(recent.index)
         names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
         table = recent.set_index(by).reindex(names)
         table["runs"] = table["runs"].fillna(0).astype(int)
         table["pass"] = table["pass"].fillna(0).astype(int)
+        table[f"runs{ONCE}"] = table[f"runs{ONCE}"].fillna(0).astype(int)
         previous = before.set_index(by).reindex(names)
         table["previous_runs"] = previous["runs"].fillna(0).astype(int)
         table["previous_pass"] = previous["pass"].fillna(0).astype(int)
@@ -166,6 +179,7 @@ class _Tiles:
         table["trend"] = np.select([significant & better, significant & ~better], [UP, DOWN], "")
         table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
         table["label"] = verdict_label(table.reset_index()).to_numpy()
+        table[f"label{ONCE}"] = label_once(table.reset_index(), min_runs).to_numpy()
         if by == "workflow_path":
             silence = self.per_workflow.set_index(by).reindex(names)
         else:

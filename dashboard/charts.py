@@ -205,10 +205,11 @@ def stability_timeline(
     table: pd.DataFrame, events: pd.DataFrame, bands: pd.DataFrame | None = None
 ) -> go.Figure:
     """Small multiples: a row per lineage (by name) on one shared time axis, its success rate
-    (first attempt) per period with the 95% Wilson band; the events inside the range as dotted
-    lines on every row, numbered as event_legend numbers them (the number once, at the top);
-    ``bands`` (dashboard.shaping.incident_bands), the incidents as shaded bands on the rows of
-    the lineages they hit."""
+    (first attempt) per period with the 95% Wilson band, and dashed the success rate with each
+    incident counted once (``success_rate_once``, analytics.once); the events inside the range
+    as dotted lines on every row, numbered as event_legend numbers them (the number once, at
+    the top); ``bands`` (dashboard.shaping.incident_bands), the incidents as shaded bands on
+    the rows of the lineages they hit."""
     lineages = sorted(table["lineage"].unique())
     rows = max(1, len(lineages))
     height = ROW_HEIGHT * rows + ROW_GAP * (rows - 1) + TIMELINE_MARGIN["t"] + TIMELINE_MARGIN["b"]
@@ -227,7 +228,8 @@ def stability_timeline(
         points = table[(table["lineage"] == lineage) & (table["runs"] > 0)].sort_values("period")
         band_x = pd.concat([points["period"], points["period"][::-1]])
         band_y = pd.concat([points["success_rate_high"], points["success_rate_low"][::-1]])
-        figure.add_trace(
+        hover = ["runs", "success_rate_low", "success_rate_high", "success_rate_once", "runs_once"]
+        traces = [
             go.Scatter(
                 x=band_x,
                 y=band_y,
@@ -239,10 +241,6 @@ def stability_timeline(
                 showlegend=False,
                 name=f"{lineage} 95% band",
             ),
-            row=i + 1,
-            col=1,
-        )
-        figure.add_trace(
             go.Scatter(
                 x=points["period"],
                 y=points["success_rate"],
@@ -251,13 +249,24 @@ def stability_timeline(
                 showlegend=False,
                 cliponaxis=False,
                 line={"color": colour},
-                customdata=points[["runs", "success_rate_low", "success_rate_high"]],
+                customdata=points[hover],
                 hovertemplate="%{x|%Y-%m-%d}: %{y:.0%} [%{customdata[1]:.0%}, "
-                "%{customdata[2]:.0%}] n=%{customdata[0]}<extra>" + lineage + "</extra>",
+                "%{customdata[2]:.0%}] n=%{customdata[0]}; counted once: %{customdata[3]:.0%} "
+                "n=%{customdata[4]}<extra>" + lineage + "</extra>",
             ),
-            row=i + 1,
-            col=1,
-        )
+            go.Scatter(
+                x=points["period"],
+                y=points["success_rate_once"],
+                mode="lines",
+                name=f"{lineage} counted once",
+                showlegend=False,
+                cliponaxis=False,
+                line={"color": colour, "dash": "dash", "width": 1},
+                hoverinfo="skip",
+            ),
+        ]
+        for trace in traces:
+            figure.add_trace(trace, row=i + 1, col=1)
     _numbered_event_lines(figure, timeline_events(table, events), rows)
     if bands is not None:
         _incident_bands(figure, bands, lineages)

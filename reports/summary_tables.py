@@ -18,7 +18,7 @@ from analytics.environments import environment_failures
 from analytics.evidence import failure_basis
 from analytics.health import health_table
 from analytics.newness import NEW_DAYS, is_new
-from analytics.once import ONCE, run_incidents, stability_once, verdicts_once
+from analytics.once import label_once, run_incidents, stability_once, verdicts_once
 from analytics.rates import verdict_label
 from analytics.silence import SILENT_COLUMNS
 from analytics.staleness import STALE, staleness
@@ -187,11 +187,7 @@ def headline_table(sides: pd.DataFrame, min_runs: int, members: pd.DataFrame) ->
     both = pd.concat([everything, sides], ignore_index=True)
     table = stability_once(both, run_incidents(both, members), ["lineage", "side"], min_runs)
     table["label"] = verdict_label(table)
-    once = table[[c for c in table.columns if c.endswith(ONCE)]]
-    once = once.rename(columns=lambda c: c.removesuffix(ONCE)).assign(
-        enough_data=table["runs_once"] >= min_runs
-    )
-    table["label_once"] = verdict_label(once)
+    table["label_once"] = label_once(table, min_runs)
     names = both.groupby(["lineage", "side"])["workflow_path"].agg(
         lambda paths: ", ".join(sorted({stem(p) for p in paths}))
     )

@@ -214,6 +214,8 @@ RUNNER_POOLS_COLUMNS = [
     "failed_jobs",
     "works_elsewhere",
     "enough_data",
+    *(f"{c}_once" for c in ("runs", "pass", "flaky", "fail")),
+    *(f"fail_rate{end}_once" for end in ("", "_low", "_high")),
 ]
 
 
@@ -353,7 +355,9 @@ def changepoints_table(engine: Engine, project: Project, query: Query) -> pd.Dat
 def runner_pools_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     placed = elsewhere.with_runner_pool(_jobs(engine, project, query))
     flagged = elsewhere.failed_elsewhere(placed, "runner_pool")
-    table = elsewhere.runner_rates(placed, flagged, "runner_pool", project.analysis.min_runs)
+    members = load_members(engine, query.where(project))
+    min_runs = project.analysis.min_runs
+    table = elsewhere.runner_rates(placed, flagged, "runner_pool", min_runs, members)
     return table[RUNNER_POOLS_COLUMNS]
 
 

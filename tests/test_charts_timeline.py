@@ -14,7 +14,8 @@ WEEKS = pd.date_range("2026-05-04", periods=8, freq="7D", tz="UTC")
 
 @pytest.fixture
 def table() -> pd.DataFrame:
-    """The shape of rates.stability(..., ["lineage", "period"]), three lineages, rows shuffled."""
+    """The shape of analytics.once.stability_once(..., ["lineage", "period"]), three lineages,
+    rows shuffled; counted once, a run fewer and a rate 0.1 higher."""
     rows = []
     for k, lineage in enumerate(LINEAGES):
         for w, week in enumerate(WEEKS):
@@ -30,6 +31,8 @@ def table() -> pd.DataFrame:
                     "success_rate_low": max(0.0, rate - 0.2),
                     "success_rate_high": min(1.0, rate + 0.2),
                     "enough_data": True,
+                    "runs_once": runs - 1,
+                    "success_rate_once": rate + 0.1,
                 }
             )
     return pd.DataFrame(rows).sample(frac=1, random_state=7).reset_index(drop=True)
@@ -66,12 +69,17 @@ def test_one_subplot_per_lineage_on_a_shared_time_axis(table, events) -> None:
     assert tops == sorted(tops, reverse=True)  # row 1 at the top
     for row, lineage in enumerate(LINEAGES, start=1):
         traces = [t for t in figure.data if t.name and t.name.startswith(lineage)]
-        assert len(traces) == 2  # the band and the line
+        assert len(traces) == 3  # the band, the line and the line counted once
         assert {t.yaxis for t in traces} == {"y" if row == 1 else f"y{row}"}
         line = next(t for t in traces if t.name == lineage)
         assert len(line.x) == len(WEEKS)
         assert list(line.customdata[:, 0]) == [10 + row - 1] * len(WEEKS)  # runs in the hover
         assert "n=%{customdata[0]}" in line.hovertemplate
+        once = next(t for t in traces if t.name == f"{lineage} counted once")
+        assert once.line.dash == "dash" and list(once.x) == list(line.x)
+        assert list(once.y) == pytest.approx([y + 0.1 for y in line.y])
+        assert list(line.customdata[:, 4]) == [10 + row - 2] * len(WEEKS)  # runs counted once
+        assert "counted once: %{customdata[3]:.0%} n=%{customdata[4]}" in line.hovertemplate
     for axis in ["yaxis", "yaxis2", "yaxis3"]:
         assert tuple(figure.layout[axis].range) == (0, 1)
     assert [figure.layout[axis].matches for axis in ["xaxis", "xaxis2"]] == ["x3", "x3"]

@@ -240,6 +240,8 @@ def test_bands_go_on_the_rows_of_the_lineages_hit():
             "success_rate": 0.5,
             "success_rate_low": 0.2,
             "success_rate_high": 0.8,
+            "runs_once": 5,
+            "success_rate_once": 0.5,
         }
     )
     events = pd.DataFrame(

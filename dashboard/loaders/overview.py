@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analytics import rates, recent, silence
+from analytics import once, rates, recent, silence
 from dashboard import shaping
 from dashboard.filters import Filters
 from dashboard.loaders import shared
@@ -15,7 +15,8 @@ from store import incidents, page_queries
 @st.cache_data(ttl=shared.TTL)
 def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
     """Status tiles per lineage and per workflow (analytics.recent.tile_tables: the last
-    ``[dashboard] recent_days`` before the repository's newest run, RETIRED, SILENT, STALE)."""
+    ``[dashboard] recent_days`` before the repository's newest run, RETIRED, SILENT, STALE;
+    the window's success rate as it is and counted once)."""
     frame = shared.runs(db_url, filters)
     engine = shared.engine(db_url)
     _, newest = page_queries.run_span(engine, filters.repo)
@@ -24,20 +25,28 @@ def tiles(db_url: str, filters: Filters) -> pd.DataFrame:
     project = shared.project(filters.repo)
     recent_days = shared.current_config().dashboard_recent_days
     quiet = silence.silent_workflows(engine, project)
+    members = shared.incident_members(db_url, shared.sql_filter(filters))
     return recent.tile_tables(
-        frame, reference, events, project.analysis, recent_days=recent_days, silent=quiet
+        frame,
+        reference,
+        events,
+        project.analysis,
+        recent_days=recent_days,
+        silent=quiet,
+        members=members,
     )
 
 
 @st.cache_data(ttl=shared.TTL)
 def timeline(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
-    """Success rate with its Wilson interval per lineage and day or week."""
+    """Success rate with its Wilson interval per lineage and day or week, as it is and with
+    each incident's red runs of a lineage and period counted once (analytics.once)."""
     frame = shared.runs(db_url, filters)
     min_runs = shared.project(filters.repo).analysis.min_runs
-    if frame.empty:
-        return rates.stability(frame.assign(period=pd.NaT), ["lineage", "period"], min_runs)
-    periods = rates.with_period(frame, freq)
-    return rates.stability(periods, ["lineage", "period"], min_runs)
+    periods = frame.assign(period=pd.NaT) if frame.empty else rates.with_period(frame, freq)
+    members = shared.incident_members(db_url, shared.sql_filter(filters))
+    incident = once.run_incidents(periods, members)
+    return once.stability_once(periods, incident, ["lineage", "period"], min_runs)
 
 
 @st.cache_data(ttl=shared.TTL)

@@ -33,11 +33,14 @@ def _flagged(db_url: str, filters: Filters, where: str) -> pd.DataFrame:
 
 @st.cache_data(ttl=shared.TTL)
 def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
-    """Stability of logical jobs per runner pool or runner, with "works elsewhere", and the
-    runner incidents of the range and scope on each (dashboard.shaping.incidents_per_place)."""
+    """Stability of logical jobs per runner pool or runner, with "works elsewhere", as it is
+    and counted once (analytics.once), and the runner incidents of the range and scope on each
+    (dashboard.shaping.incidents_per_place)."""
     min_runs = shared.project(filters.repo).analysis.min_runs
     flagged = _flagged(db_url, filters, by)
-    table = elsewhere.runner_rates(_placed_jobs(db_url, filters), flagged, by, min_runs)
+    members = shared.incident_members(db_url, shared.sql_filter(filters))
+    placed = _placed_jobs(db_url, filters)
+    table = elsewhere.runner_rates(placed, flagged, by, min_runs, members)
     hit = shared.hit_incidents(db_url, filters)
     return table.assign(incidents=incidents_per_place(table[by], hit))
 

@@ -41,10 +41,12 @@ def _tile(tile: pd.Series) -> None:
         if tile["previous_runs"]
         else "no runs"
     )
+    once = "the same" if tile["label_once"] == tile["label"] else tile["label_once"]
     st.caption(
-        f"last {tile['recent_days']} days: {tile['label']}",
+        f"last {tile['recent_days']} days: {tile['label']}; counted once: {once}",
         help=f"The {tile['recent_days']} days before: {previous}. An arrow is drawn only when "
-        f"the change is significant (Fisher exact, p < {TREND_P}); p = {tile['trend_p']:.2g}.",
+        f"the change is significant (Fisher exact, p < {TREND_P}); p = {tile['trend_p']:.2g}. "
+        "Counted once: each incident's red runs in the window are one red run.",
     )
     st.text(tile["sparkline"], help="Red share (flaky or fail) over the range, oldest first.")
     if pd.notna(tile["last_run"]):
@@ -89,7 +91,9 @@ st.plotly_chart(charts.stability_timeline(timeline, events, bands))
 st.caption(
     "A row per lineage, one time axis: the success rate on the first attempt per "
     f"{'day' if freq == 'D' else 'week'} (hover a point for its runs and interval); band: 95% "
-    "Wilson interval. Dotted lines: change events, numbered at the top as in the table below. "
+    "Wilson interval; dashed: the success rate with each incident's red runs of the row and "
+    f"{'day' if freq == 'D' else 'week'} counted once (docs/vocabulary.md). Dotted lines: "
+    "change events, numbered at the top as in the table below. "
     f"Red bands, a ▲ at their start: {hit} incident{'s' if hit != 1 else ''} (a burst of failures "
     "with one cause, docs/vocabulary.md) on the rows of the lineages they hit; hover the ▲ "
     "for its cause, the Failures page lists them."

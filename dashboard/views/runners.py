@@ -20,10 +20,15 @@ COLUMNS = [
     "failed_jobs",
     "works_elsewhere",
     "incidents",
+    "fail_once",
+    "fail_rate_once",
 ]
-PERCENT = {
+COLUMN_CONFIG = {
     c: st.column_config.NumberColumn(format="percent")
     for c in ("fail_rate", "fail_rate_low", "fail_rate_high", "works_elsewhere")
+} | {
+    "fail_once": st.column_config.NumberColumn("fail, counted once"),
+    "fail_rate_once": st.column_config.NumberColumn("fail rate, counted once", format="percent"),
 }
 
 st.title("Runners and environments")
@@ -31,7 +36,8 @@ st.caption(
     "Fail rate = logical jobs whose latest attempt failed / counted logical jobs. Works "
     "elsewhere: share of those failures whose job went green (first attempt or rerun) on "
     "another pool or runner the same week (docs/vocabulary.md). Incidents: the runner "
-    "incidents of the range on that runner or on a label of that pool, listed below."
+    "incidents of the range on that runner or on a label of that pool, listed below. Counted "
+    "once: each incident's failed jobs on a pool or runner are one failed job."
 )
 for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners")):
     st.subheader(heading)
@@ -46,7 +52,7 @@ for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners"))
         f"runner-rates-{by}",
         missing="No job ran in the range and scope: no runner to rate.",
         hide_index=True,
-        column_config=PERCENT,
+        column_config=COLUMN_CONFIG,
     )
 
 st.subheader("Runner incidents")
