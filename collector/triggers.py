@@ -1,7 +1,8 @@
 """Each tracked workflow's triggers and presence on the default branch, for SILENT
 (analytics.silence): once per collect, one request for the `.github/workflows` listing
-(`GET /repos/{owner}/{repo}/contents/.github/workflows?ref={branch}`) and one per tracked file
-whose blob changed since it was last read (the listing gives each file's blob ``sha``).
+(`GET /repos/{owner}/{repo}/contents/.github/workflows?ref={branch}`, with the ETag of the
+last one: a 304 when nothing changed) and one per tracked file whose blob changed since it was
+last read (the listing gives each file's blob ``sha``).
 
 GitHub keeps listing a deleted workflow `active` in the workflows API, so the listing, not
 the state, says that a file is gone. Scheduled runs fire only for files directly in
@@ -21,7 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from collector.client import GitHubClient, NotFound, ResourceError
-from store.triggers import save_triggers, stored_triggers
+from store.triggers import mark_checked, save_triggers, stored_triggers
 
 WORKFLOWS_DIR = ".github/workflows"
 
@@ -53,25 +54,40 @@ def parse_triggers(text: str) -> dict[str, Any] | None:
 
 
 def read_triggers(
-    engine: Engine, client: GitHubClient, repo: str, branch: str, paths: Iterable[str]
-) -> None:
+    engine: Engine,
+    client: GitHubClient,
+    repo: str,
+    branch: str,
+    paths: Iterable[str],
+    etag: str | None,
+) -> str | None:
     """Read the listing and the changed files of ``paths`` at ``branch``'s head; store a row
-    per path (store.models.WorkflowTriggers)."""
+    per path (store.models.WorkflowTriggers). ``etag``: the listing's, as this returned it
+    last time; a 304 (the same listing) keeps the rows read from it, so a collect with nothing
+    new spends nothing here. Returns the ETag to send next time; None when a file could not be
+    read (its row is stale), so that the listing is asked again in full."""
+    paths = list(paths)
+    with Session(engine) as session:
+        stored = stored_triggers(session, repo)
+    if not all(path in stored for path in paths):  # a path never read: read them all
+        etag = None
     try:
-        _status, _headers, listing = client.get(
-            f"/repos/{repo}/contents/{WORKFLOWS_DIR}", {"ref": branch}
+        status, headers, listing = client.get(
+            f"/repos/{repo}/contents/{WORKFLOWS_DIR}", {"ref": branch}, etag=etag
         )
     except (NotFound, ResourceError):  # refused, or no such branch: nothing known better
-        return
+        return None
+    now = datetime.now(UTC)
+    if status == 304:
+        with Session(engine) as session, session.begin():
+            mark_checked(session, repo, paths, now)
+        return etag
     blobs = {
         entry["path"]: entry.get("sha")
         for entry in (listing if isinstance(listing, list) else [])
         if entry.get("type") == "file"
     }
-    with Session(engine) as session:
-        stored = stored_triggers(session, repo)
-    now = datetime.now(UTC)
-    rows = []
+    rows, complete = [], True
     for path in paths:
         old = stored.get(path)
         row = {"repo": repo, "path": path, "checked_at": now, "sha": blobs.get(path)}
@@ -88,8 +104,10 @@ def read_triggers(
                 rows.append(row | {"file_present": False, "triggers": None, "sha": None})
                 continue
             except ResourceError:
+                complete = False
                 continue
             text = base64.b64decode(body.get("content") or "").decode("utf-8", "replace")
             rows.append(row | {"file_present": True, "triggers": parse_triggers(text)})
     with Session(engine) as session, session.begin():
         save_triggers(session, rows)
+    return headers.get("etag") if complete else None
