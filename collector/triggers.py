@@ -8,7 +8,8 @@ GitHub keeps listing a deleted workflow `active` in the workflows API, so the li
 the state, says that a file is gone. Scheduled runs fire only for files directly in
 `.github/workflows/` on the default branch: a tracked path elsewhere is never present. A
 listing or file that GitHub refuses (a token without `contents: read`, a default branch that
-does not exist) leaves what is stored as it was: the collect goes on."""
+does not exist) leaves what is stored as it was: the collect goes on. A 404 on the listing of
+the repository's own default branch is the folder deleted: every tracked file is gone."""
 
 from __future__ import annotations
 
@@ -75,7 +76,11 @@ def read_triggers(
         status, headers, listing = client.get(
             f"/repos/{repo}/contents/{WORKFLOWS_DIR}", {"ref": branch}, etag=etag
         )
-    except (NotFound, ResourceError):  # refused, or no such branch: nothing known better
+    except NotFound:  # no such folder, or no such branch
+        if not _branch_exists(client, repo, branch):
+            return None
+        status, headers, listing = 404, {}, []  # the folder is gone, and every file with it
+    except ResourceError:  # refused: nothing known better
         return None
     now = datetime.now(UTC)
     if status == 304:
@@ -111,3 +116,13 @@ def read_triggers(
     with Session(engine) as session, session.begin():
         save_triggers(session, rows)
     return headers.get("etag") if complete else None
+
+
+def _branch_exists(client: GitHubClient, repo: str, branch: str) -> bool:
+    """Whether ``branch`` is the repository's default branch as GitHub says: then a 404 on
+    the listing means the directory is gone. One request, asked only after a 404."""
+    try:
+        _status, _headers, body = client.get(f"/repos/{repo}")
+    except (NotFound, ResourceError):
+        return False
+    return isinstance(body, dict) and body.get("default_branch") == branch

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from analytics.silence import DISABLED, GONE, NOT_FIRING, silent_workflows
 from ciflake.demo import demo_config
-from collector.client import ResourceError
+from collector.client import NotFound, ResourceError
 from collector.triggers import parse_triggers, read_triggers
 from store.engine import make_engine
 from store.triggers import stored_triggers
@@ -130,3 +130,27 @@ def test_an_unchanged_listing_costs_one_304_and_keeps_the_rows_read_from_it(engi
     hub = _hub(NIGHTLY, WEEKLY)  # a file refused: no ETag kept, its row is stale
     hub.answers[f"/repos/{VERL}/contents/{WEEKLY}"] = ResourceError("refused", 403)
     assert read_triggers(engine, hub, VERL, "main", [NIGHTLY, WEEKLY], etag) is None
+
+
+@pytest.mark.sqlite_only
+def test_a_404_on_the_default_branch_listing_is_the_folder_deleted_not_an_unknown_branch(engine):
+    """The folder deleted: every tracked file gone. A 404 for a branch that is not the
+    repository's default (no such branch) or a 403 leaves the rows as they were."""
+    hub = _hub(NIGHTLY, WEEKLY)
+    read_triggers(engine, hub, VERL, "main", [NIGHTLY, WEEKLY], None)
+    repo = f"/repos/{VERL}"
+
+    def present() -> dict[str, bool]:
+        with Session(engine) as session:
+            rows = stored_triggers(session, VERL).values()
+            return {row.path: row.file_present for row in rows}
+
+    hub.answers[LISTING] = ResourceError("refused", 403)
+    assert read_triggers(engine, hub, VERL, "main", [NIGHTLY, WEEKLY], None) is None
+    assert present() == {NIGHTLY: True, WEEKLY: True}
+    hub.answers |= {LISTING: NotFound("404"), repo: (200, {}, {"default_branch": "trunk"})}
+    assert read_triggers(engine, hub, VERL, "main", [NIGHTLY, WEEKLY], None) is None
+    assert present() == {NIGHTLY: True, WEEKLY: True}
+    hub.answers[repo] = (200, {}, {"default_branch": "main"})
+    assert read_triggers(engine, hub, VERL, "main", [NIGHTLY, WEEKLY], None) is None
+    assert present() == {NIGHTLY: False, WEEKLY: False}
