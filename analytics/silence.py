@@ -78,9 +78,10 @@ def retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
 
 def cron_slots(cron: str, timezone: str | None, after: datetime, count: int) -> list[datetime]:
     """The first ``count`` times after ``after`` at which the POSIX ``cron`` line fires in
-    ``timezone`` (None: UTC), as GitHub reads it: day 0 or 7 of the week is Sunday, and with
-    both a day of the month and a day of the week set, either fires. Empty when the line or
-    the timezone cannot be read."""
+    ``timezone`` (None: UTC), as GitHub reads it: day 0 or 7 of the week is Sunday; when
+    neither day field starts with `*`, a day matching either fires (Vixie cron: `*/2` with a
+    weekday is both); `a/n` runs from a to the field's max. Empty when the line or the
+    timezone cannot be read."""
     fields = cron.split()
     try:
         zone = ZoneInfo(timezone or "UTC")
@@ -90,7 +91,7 @@ def cron_slots(cron: str, timezone: str | None, after: datetime, count: int) -> 
         return []
     minute, hour, day, month, weekday = fields
     either = [(day, weekday)]
-    if day != "*" and weekday != "*":  # crontab: either one matches
+    if not day.startswith("*") and not weekday.startswith("*"):  # crontab: either one
         either = [(day, "*"), ("*", weekday)]
     slots: set[datetime] = set()
     try:

@@ -52,6 +52,7 @@ from store.settings import Config
 
 BATCH_RUNS = 25
 REPO_STATE_ID = 0  # sync_state row of the repository itself: the workflow list's ETags
+LISTING_ETAG = "contents"  # and, under this key, the `.github/workflows` listing's ETag
 COST_PER_RUN = 4.0  # requests a run costs before any was measured (jobs, annotations, logs)
 
 
@@ -134,8 +135,6 @@ class Collector:
                 states = bookkeeping.sync_states(session, self.repo)
             workflows = self._resolve_workflows(states.get(REPO_STATE_ID))
             self._tracked = [w["id"] for w in workflows]
-            paths = [w["path"] for w in workflows]
-            read_triggers(self.engine, self.client, self.repo, self.project.default_branch, paths)
             floors = (self._started(states.get(key)) for key in self._tracked)
             self._repo_floor = min((f for f in floors if f is not None), default=None)
             self._extend_backfills(workflows, states)
@@ -180,12 +179,14 @@ class Collector:
                 self.batches.process(tracked[workflow_id], [run], None)
 
     def _resolve_workflows(self, state: SyncState | None) -> list[dict[str, Any]]:
+        """The tracked workflows GitHub knows, and their files' triggers (collector.triggers);
+        the ETags of both listings are saved once both are read."""
         etags = {} if (self.options.full or state is None) else dict(state.etags)
+        listing_etag = etags.pop(LISTING_ETAG, None)
         listed, new_etags = fetch_workflows(self.client, self.repo, etags)
         with self._session() as session, session.begin():
             if listed is not None:
                 save_workflows(session, self.repo, listed)
-            save_state(session, self.repo, REPO_STATE_ID, None, new_etags)
             stored = {wf.path: wf for wf in bookkeeping.stored_workflows(session, self.repo)}
         tracked = []
         for wf_config in self.project.workflows:
@@ -200,6 +201,14 @@ class Collector:
             with self._session() as session, session.begin():
                 save_workflows(session, self.repo, [found])
             tracked.append({"id": found["id"], "path": found["path"]})
+        branch, paths = self.project.default_branch, [w["path"] for w in tracked]
+        listing_etag = read_triggers(
+            self.engine, self.client, self.repo, branch, paths, listing_etag
+        )
+        if listing_etag:
+            new_etags = {**new_etags, LISTING_ETAG: listing_etag}
+        with self._session() as session, session.begin():
+            save_state(session, self.repo, REPO_STATE_ID, None, new_etags)
         return tracked
 
     # ---- one workflow ---------------------------------------------------------------------

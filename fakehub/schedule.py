@@ -1,9 +1,10 @@
 """When a workflow's `on.schedule` cron lines fire, and GitHub's scheduled runs of them.
 
 A cron line is POSIX's five fields (minute, hour, day of month, month, day of week with 0 or 7
-for Sunday), each `*`, a number, a range `a-b`, a step `*/n` or `a-b/n`, or a list of these;
-when both day fields are restricted, a day matching either fires (POSIX). An entry may name its
-own IANA `timezone` (UTC when absent). GitHub queues a scheduled run late, often by minutes and
+for Sunday), each `*`, a number, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (from a to the
+field's max), or a list of these; when neither day field starts with `*`, a day matching either
+fires (Vixie cron, which GitHub follows). An entry may name its own IANA `timezone` (UTC when
+absent). GitHub queues a scheduled run late, often by minutes and
 sometimes by hours (its docs: "delayed during periods of high loads"), so each run is created
 after its slot by a drawn delay.
 """
@@ -27,7 +28,9 @@ def _field(text: str, low: int, high: int) -> frozenset[int]:
     values: set[int] = set()
     for part in text.split(","):
         span, _, step = part.partition("/")
-        first, last = (low, high) if span == "*" else map(int, (span.split("-") * 2)[:2])
+        a, dash, b = span.partition("-")
+        first = low if span == "*" else int(a)
+        last = int(b) if dash else (high if span == "*" or step else first)  # `a/n`: to the max
         values.update(range(first, last + 1, int(step or 1)))
     return frozenset(values)
 
@@ -39,7 +42,7 @@ def fire_times(entry: CronEntry, start: datetime, end: datetime) -> Iterator[dat
         _field(text, low, high) for text, (low, high) in zip(fields, FIELDS, strict=True)
     )
     weekdays = frozenset(d % 7 for d in weekdays)  # 7 is Sunday too
-    either = fields[2] != "*" and fields[4] != "*"
+    either = not fields[2].startswith("*") and not fields[4].startswith("*")
     zone = ZoneInfo(entry.timezone or "UTC")
     day = start.astimezone(zone).date() - timedelta(days=1)
     while (first := datetime(day.year, day.month, day.day, tzinfo=zone)) < end:

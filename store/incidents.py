@@ -34,6 +34,7 @@ INCIDENT_COLUMNS = [
 ]
 MEMBER_COLUMNS = ["run_id", "run_attempt", "job_id", "incident_id"]
 CHUNK = 2_000  # rows per insert: far below SQLite's and psycopg's limits of bound parameters
+SPAN_CHUNK = 200  # spans per query of exposed_jobs, as store.derived's CHUNK of run ids
 
 
 def replace(
@@ -136,13 +137,21 @@ def incident_failures(bind: Bind, repo: str) -> pd.DataFrame:
 
 def exposed_jobs(bind: Bind, repo: str, spans: Sequence[tuple[datetime, datetime]]) -> pd.DataFrame:
     """The job attempts of ``repo`` that started within one of ``spans`` (at least one) and
-    went green or red (not skipped or cancelled), with their facts (``_job_facts``)."""
+    went green or red (not skipped or cancelled), with their facts (``_job_facts``), each
+    once. SPAN_CHUNK spans per query: SQLite refuses an expression of 1,000 terms."""
+    import pandas as pd
+
     at = _started()
     stmt = (
         select(*_job_facts())
         .join(WorkflowRun, WorkflowRun.id == Job.run_id)
         .where(WorkflowRun.repo == repo)
-        .where(or_(*(at.between(start, end) for start, end in spans)))
         .where(conclusion(Job).in_(("success", "failure", "timed_out")))
     )
-    return _frame(bind, stmt)
+    frames = [
+        _frame(bind, stmt.where(or_(*(at.between(a, b) for a, b in spans[i : i + SPAN_CHUNK]))))
+        for i in range(0, len(spans), SPAN_CHUNK)
+    ]
+    found = [frame for frame in frames if not frame.empty] or frames[:1]  # keeps the dtypes
+    jobs = pd.concat(found, ignore_index=True)
+    return jobs.drop_duplicates(["run_id", "run_attempt", "job_id"], ignore_index=True)

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, case, func, select
+from sqlalchemy import Engine, case, func, select, update
 from sqlalchemy.orm import Session
 
 from store.models import Workflow, WorkflowRun, WorkflowTriggers
@@ -38,6 +39,14 @@ def stored_triggers(session: Session, repo: str) -> dict[str, WorkflowTriggers]:
 
 def save_triggers(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     upsert(session, WorkflowTriggers, rows)
+
+
+def mark_checked(session: Session, repo: str, paths: Sequence[str], at: datetime) -> None:
+    """The rows of ``paths`` checked again at ``at`` with nothing changed (a 304)."""
+    file = WorkflowTriggers
+    session.execute(
+        update(file).where(file.repo == repo, file.path.in_(paths)).values(checked_at=at)
+    )
 
 
 def workflow_watch(engine: Engine, repo: str, paths: Sequence[str]) -> pd.DataFrame:

@@ -3,7 +3,7 @@ them, the three reasons, late scheduled runs, and a retired workflow never SILEN
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
@@ -16,6 +16,8 @@ from analytics.silence import (
     cron_slots,
     silences,
 )
+from fakehub.catalog import CronEntry
+from fakehub.schedule import fire_times
 from tests.support.settings import ANALYSIS
 
 SATURDAY = datetime(2026, 11, 7, 12, 0, tzinfo=UTC)
@@ -150,3 +152,26 @@ def test_a_silent_workflow_reads_silent_on_its_tile_and_a_retired_one_never_does
     assert tiles.loc[("workflow", "quiet.yml"), "silent_since"] == T + pd.Timedelta(days=59)
     assert tiles.loc[("lineage", "q"), "status"] == SILENT
     assert tiles.loc[("lineage", "l"), "status"] != SILENT  # new.yml goes on
+
+
+MONDAYS, SUNDAYS = [2, 9, 16, 23, 30], [1, 8, 15, 22, 29]  # of November 2026
+DAY_FIELDS = {
+    "0 0 * * 0": SUNDAYS,
+    "0 0 * * 7": SUNDAYS,
+    "0 0 13 * 1": sorted([13, *MONDAYS]),  # neither field starts with `*`: either day
+    "0 0 */2 * 1": [9, 23],  # one does: the odd days that are Mondays
+    "0 0 1/2 * *": list(range(1, 30, 2)),  # from 1 to the field's max, every other day
+    "0 0 * * 1/2": sorted([*MONDAYS, 4, 6, 11, 13, 18, 20, 25, 27, *SUNDAYS]),  # 1,3,5,7
+}
+
+
+def test_both_cron_readers_read_the_day_fields_as_cron_does():
+    """analytics.silence (what SILENT expects) and fakehub.schedule (when fakehub's schedules
+    fire) agree with Vixie cron: "either day" only when neither day field starts with `*`,
+    Sunday as 0 and 7, and `a/n` from a to the field's max."""
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
+    for cron, days in DAY_FIELDS.items():
+        slots = cron_slots(cron, None, start - timedelta(seconds=1), 31)
+        assert [s.day for s in slots if s < end] == days, cron
+        fired = fire_times(CronEntry(cron), start, end)
+        assert [s.day for s in fired] == days, cron

@@ -227,3 +227,12 @@ def test_the_launcher_passes_the_arrow_pool_to_streamlit(monkeypatch, setting, p
     monkeypatch.setattr(launch.subprocess, "Popen", lambda command, env: started.update(env))
     launch.start_dashboard(db_url="sqlite:///x.db", host="127.0.0.1", port=0)
     assert started["ARROW_DEFAULT_MEMORY_POOL"] == passed
+
+
+@pytest.mark.sqlite_only
+def test_incident_members_give_each_caller_its_own_frame(thin_db):
+    """A small frame, cached as data: a loader that changes its copy changes no other's."""
+    url = thin_db("empty")
+    mine = shared.incident_members(url, RunFilter(repo=REPO))
+    mine["changed"] = True
+    assert "changed" not in shared.incident_members(url, RunFilter(repo=REPO)).columns

@@ -18,6 +18,7 @@ line fails here even when the text still uses it elsewhere.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import tomllib
@@ -261,3 +262,32 @@ def test_nothing_points_outside_the_repository():
         if OUTSIDE in line
     ]
     assert not offenders, f"{OUTSIDE} (outside the repository) named in: {', '.join(offenders)}"
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a module defines at its top level (not those it imports)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_vocabulary_names_each_function_in_the_module_that_defines_it():
+    """A "Module: `m.py` (`name`, ...)" line lists names of m.py: a name another module
+    defines (and m.py only imports, say) is a stale reference."""
+    modules = {
+        path: _defined(path)
+        for package in ("analytics", "collector", "store", "reports")
+        for path in (ROOT / package).rglob("*.py")
+    }
+    everywhere = set().union(*modules.values())
+    text = (ROOT / "docs" / "vocabulary.md").read_text()
+    wrong = []
+    for module, listed in re.findall(r"Module: `([\w/]+\.py)`\s*\(([^)]*)\)", text):
+        names = {span.split()[0] for span in CODE_SPAN.findall(listed)}
+        wrong += [(module, n) for n in names & everywhere - modules[ROOT / module]]
+    assert wrong == []

@@ -1,9 +1,11 @@
 from datetime import UTC, datetime, timedelta, timezone
 
+import pandas as pd
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
+from store import incidents
 from store.engine import absolute_url, holds_password, make_engine
 from store.models import Workflow
 from store.upsert import upsert
@@ -72,3 +74,23 @@ def test_urls_shown_on_a_page_work_anywhere_and_hide_passwords(tmp_path, monkeyp
     assert holds_password("postgresql+psycopg://u:pw@h/d")
     assert holds_password("postgresql+psycopg://u@h/d?password=pw")
     assert not holds_password("postgresql+psycopg://u@h/d?sslmode=require")
+
+
+@pytest.mark.sqlite_only
+def test_exposed_jobs_reads_any_number_of_spans_once_each(thin_db):
+    """Incident detection asks for the jobs of every candidate span: more than SQLite's 1,000
+    terms of one expression, read in chunks; a job in two spans comes back once."""
+    engine = make_engine(thin_db("one run"))
+    repo = "verl-project/verl"
+    everything = (datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+    jobs = incidents.exposed_jobs(engine, repo, [everything])
+    assert len(jobs) > 0
+    far = datetime(1990, 1, 1, tzinfo=UTC)
+    spans = [(far + timedelta(hours=i), far + timedelta(hours=i, minutes=1)) for i in range(1001)]
+    spans[3] = spans[1000] = everything  # in the first chunk and the last
+    many = incidents.exposed_jobs(engine, repo, spans)
+    key = ["run_id", "run_attempt", "job_id"]
+    pd.testing.assert_frame_equal(
+        many.sort_values(key, ignore_index=True), jobs.sort_values(key, ignore_index=True)
+    )
+    engine.dispose()

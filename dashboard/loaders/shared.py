@@ -195,7 +195,7 @@ def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
     return in_range(frame, filters) if dated else frame
 
 
-@st.cache_resource(ttl=TTL)
+@st.cache_data(ttl=TTL)  # small (incident failures only): each caller gets its own copy
 def incident_members(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
     """The failures of ``where``'s runs that belong to an incident (every date), for
     counting each incident once (analytics.once)."""
