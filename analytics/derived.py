@@ -140,7 +140,7 @@ def rebuild(
     with engine.begin() as conn:
         derived.clear_pending(conn, derived.pending(conn, repo))
         refresh_incidents(conn, repo, project.analysis.incidents)
-        derived.mark_current(conn, repo, VERSION, strip)
+        derived.mark_current(conn, repo, VERSION, strip, project.analysis.incidents.rule)
     return len(ids)
 
 
@@ -148,18 +148,28 @@ def is_current(bind: Bind, repo: str | None, strip: str) -> bool:
     return derived.is_current(bind, repo, VERSION, strip)
 
 
+def is_whole(bind: Bind, repo: str, project: Project) -> bool:
+    """Whether ``repo``'s derived tables are current and its incidents were found with the
+    configured incident settings: nothing for a collect to recompute first."""
+    rule = project.analysis.incidents.rule
+    return derived.is_current(bind, repo, VERSION, project.job_name_strip, incident_rule=rule)
+
+
 def ensure_current(engine: Engine, repo: str, project: Project) -> bool:
     """Rebuild ``repo``'s derived tables unless they were made by this version with its
-    job-name rule (then only recompute the runs a stopped collect left pending); True when it
-    rebuilt."""
+    job-name rule (then only recompute the runs a stopped collect left pending, and the
+    incidents if they were found with other settings); True when it rebuilt."""
     strip = project.job_name_strip
-    if derived.is_current(engine, repo, VERSION, strip):
+    if is_whole(engine, repo, project):
         return False
-    with engine.connect() as conn:  # made right, but runs pending: only those
+    with engine.connect() as conn:  # made right, but runs pending or other incident settings
         made_right = derived.is_current(conn, repo, VERSION, strip, ignore_pending=True)
     if made_right:
+        settings = project.analysis.incidents
         with engine.begin() as conn:
-            flush(conn, repo, project)
+            if not flush(conn, repo, project):
+                refresh_incidents(conn, repo, settings)
+            derived.mark_current(conn, repo, VERSION, strip, settings.rule)
         return False
     rebuild(engine, repo, project)
     return True

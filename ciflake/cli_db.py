@@ -90,7 +90,7 @@ def _rebuild(state: State, engine: Engine, *, only_stale: bool) -> None:
 
     for repo in _repositories(engine):
         project = state.config.project_for(repo)
-        if only_stale and derived.is_current(engine, repo, project.job_name_strip):
+        if only_stale and derived.is_whole(engine, repo, project):
             continue
         total = len(run_ids(engine, repo))
         with Progress(transient=True) as progress:

@@ -125,10 +125,15 @@ class Collector:
         return self.report
 
     def _collect(self) -> None:
-        # a new database, a new version of ciflake or a new job-name rule: derived tables
+        # a new database, a new version of ciflake, a new job-name rule or new incident
+        # settings: derived tables
         # computed before any batch adds its rows to them
+        rule = self.project.analysis.incidents.rule
         strip = self.project.job_name_strip
-        if not derived_rows.is_current(self.engine, self.repo, derived_rows.VERSION, strip):
+        current = derived_rows.is_current(
+            self.engine, self.repo, derived_rows.VERSION, strip, incident_rule=rule
+        )
+        if not current:
             lazy.derived().ensure_current(self.engine, self.repo, self.project)
         try:
             with self._session() as session:

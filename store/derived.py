@@ -64,11 +64,14 @@ def clear_pending(conn: Connection, run_ids: Sequence[int]) -> None:
         conn.execute(delete(DerivedPending).where(DerivedPending.run_id.in_(chunk)))
 
 
-def mark_current(conn: Connection, repo: str, version: int, job_name_strip: str) -> None:
+def mark_current(
+    conn: Connection, repo: str, version: int, job_name_strip: str, incident_rule: str
+) -> None:
     row = {
         "repo": repo,
         "version": version,
         "job_name_strip": job_name_strip,
+        "incident_rule": incident_rule,
         "built_at": datetime.now(UTC),
     }
     upsert(conn, DerivedState, [row])
@@ -80,16 +83,23 @@ def is_current(
     version: int,
     job_name_strip: str,
     *,
+    incident_rule: str | None = None,
     ignore_pending: bool = False,
 ) -> bool:
     """Whether the derived rows of ``repo`` (None: every repository with runs) were computed
-    by this version of the derivation with this job-name rule, and (unless
-    ``ignore_pending``) none is pending."""
+    by this version of the derivation with this job-name rule (and, given
+    ``incident_rule``, its incidents with these settings), and (unless ``ignore_pending``)
+    none is pending."""
+    state = DerivedState
     with connected(bind) as conn:
         states = {
-            row.repo: (row.version, row.job_name_strip)
+            row.repo: (
+                row.version,
+                row.job_name_strip,
+                row.incident_rule if incident_rule is not None else None,
+            )
             for row in conn.execute(
-                select(DerivedState.repo, DerivedState.version, DerivedState.job_name_strip)
+                select(state.repo, state.version, state.job_name_strip, state.incident_rule)
             )
         }
         repos = (
@@ -100,7 +110,8 @@ def is_current(
             waiting = waiting.where(DerivedPending.repo == repo)
         if not ignore_pending and conn.scalar(waiting) is not None:
             return False
-    return all(states.get(name) == (version, job_name_strip) for name in repos)
+    wanted = (version, job_name_strip, incident_rule)
+    return all(states.get(name) == wanted for name in repos)
 
 
 def run_ids(bind: Bind, repo: str) -> list[int]:

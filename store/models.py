@@ -424,13 +424,17 @@ class DerivedPending(Base):
 class DerivedState(Base):
     """What a repository's derived tables were computed with: readers use them only while the
     derivation's version and the configured job-name rule are these, and no run of the
-    repository is pending."""
+    repository is pending; the collector finds the incidents again when the configured
+    incident settings differ."""
 
     __tablename__ = "derived_state"
 
     repo: Mapped[str] = mapped_column(String(200), primary_key=True)
     version: Mapped[int] = mapped_column(Integer)
     job_name_strip: Mapped[str] = mapped_column(Text)
+    # the incident settings the incidents were found with (IncidentSettings.rule); None:
+    # before incidents were kept
+    incident_rule: Mapped[str | None] = mapped_column(Text)
     built_at: Mapped[datetime]
 
 

@@ -65,6 +65,16 @@ class IncidentSettings:
     min_workflows: int
     min_share: float
 
+    @property
+    def rule(self) -> str:
+        """The settings in one line, kept with the incidents found with them
+        (``DerivedState.incident_rule``): other settings, other incidents."""
+        return (
+            f"window_hours={self.window_hours:g} min_jobs={self.min_jobs} "
+            f"min_runs={self.min_runs} min_workflows={self.min_workflows} "
+            f"min_share={self.min_share:g}"
+        )
+
 
 @dataclass(frozen=True)
 class Analysis:

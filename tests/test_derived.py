@@ -20,6 +20,7 @@ from analytics.frames import logical_job_frame, logical_run_frame
 from ciflake.cli import cli
 from collector import lazy
 from store.engine import make_engine
+from store.incidents import load_incidents
 from store.models import DerivedState, Failure, LogicalJob, LogicalRun
 from store.project import Project
 from store.runfilter import RunFilter
@@ -181,6 +182,7 @@ LEAN_PROBE = """
 import json, sys
 from collector import lazy
 from store.engine import make_engine
+from store.incidents import load_incidents
 lazy.lean_pandas()  # as ciflake collect does
 derived = lazy.derived()
 engine = make_engine(sys.argv[1], read_only=True)
@@ -273,4 +275,25 @@ def test_rebuild_check_compares_the_incidents_and_rebuild_mends_them(collected_d
     assert runner.invoke(cli, ["--db", db_url, "db", "rebuild"]).exit_code == 0
     assert derived.differences(engine, REPO, _project(db_url)) == {}
     assert len(incidents.load_incidents(engine, REPO)) == len(fresh[0])
+    engine.dispose()
+
+
+def test_other_incident_settings_find_the_incidents_again_without_a_rebuild(collected_db):
+    """The incidents follow the configured settings: a collect (``ensure_current``) finds
+    them again under new ones, and leaves the logical tables as they are."""
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    project = _project(db_url)
+    assert derived.is_whole(engine, REPO, project)
+    loose = replace(
+        project.analysis.incidents, min_jobs=2, min_runs=2, min_workflows=1, min_share=0.0
+    )
+    looser = replace(project, analysis=replace(project.analysis, incidents=loose))
+    assert not derived.is_whole(engine, REPO, looser)
+    assert derived.is_current(engine, REPO, looser.job_name_strip)  # readers keep the tables
+    before = len(load_incidents(engine, REPO))
+    assert derived.ensure_current(engine, REPO, looser) is False  # no rebuild
+    assert derived.is_whole(engine, REPO, looser) and not derived.is_whole(engine, REPO, project)
+    assert len(load_incidents(engine, REPO)) > before
+    assert derived.differences(engine, REPO, looser) == {}
     engine.dispose()

@@ -63,10 +63,14 @@ def _footprints(repo: str) -> dict[IncidentSpec, Span]:
 
 
 def _matches(spec: IncidentSpec, span: Span, found: pd.Series, lines: set[str]) -> bool:
+    """The cause, and a span within an hour of the jobs' and inside the simulated bounds (an
+    hour's slack either side)."""
     return (
         _same_cause(spec, found, lines)
         and abs(found["started_at"] - span[0]) <= WITHIN
         and abs(found["ended_at"] - span[1]) <= WITHIN
+        and found["started_at"] >= spec.start - WITHIN
+        and found["ended_at"] <= spec.end + WITHIN
     )
 
 

@@ -1,6 +1,7 @@
 """incidents and workflow triggers: bursts of failures with one cause (derived, kept by the
 collector like the logical runs) and what each tracked workflow's file on the default branch
-says about when it runs (for SILENT).
+says about when it runs (for SILENT); derived_state.incident_rule, the incident settings the
+incidents were found with.
 
 Revision ID: 0010
 Revises: 0009
@@ -23,6 +24,8 @@ Time = store.models.UTCDateTime
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("derived_state") as batch:
+        batch.add_column(sa.Column("incident_rule", sa.Text(), nullable=True))
     op.create_table(
         "incidents",
         sa.Column("id", sa.String(length=32), nullable=False),
@@ -88,3 +91,5 @@ def downgrade() -> None:
     op.drop_table("incident_failures")
     op.drop_index(op.f("ix_incidents_repo_started_at"), table_name="incidents")
     op.drop_table("incidents")
+    with op.batch_alter_table("derived_state") as batch:
+        batch.drop_column("incident_rule")
