@@ -16,7 +16,7 @@ from collector.time_limits import parse, reached
 from fakehub import steps
 from fakehub.api import RepoApi
 from fakehub.workflow_files import TEST_KINDS, render
-from store.models import Failure, WorkflowFile
+from store.models import Failure, WorkflowFile, WorkflowTriggers
 from tests.support.hubtools import collect_without_waits, migrated
 
 CHANGED = datetime(2026, 8, 17, 6, 10, tzinfo=UTC)  # v1_separate_async: 20 -> 60 minutes
@@ -113,7 +113,9 @@ def test_the_limit_is_read_from_the_version_at_the_runs_commit(verl):
 def test_with_checks_refused_every_time_limit_job_is_a_timeout_from_job_facts(tmp_path):
     """A token without `checks: read`: no annotation says which cancelled job hit its limit.
     Every one the simulation served is a `timeout` with evidence `job`, and each workflow file
-    is read once per commit. About 20 s: a collect at scale 0.1 that no other test shares."""
+    is read once per commit (the contents API's other reads: per repository, SILENT's one
+    `.github/workflows` listing and each tracked file there, collector.triggers). About 20 s:
+    a collect at scale 0.1 that no other test shares."""
     url = f"sqlite:///{tmp_path / 'nochecks.db'}"
     with fakehub.running(seed=1, scale=0.1, rate_limit=100_000) as hub:
         hub.admin("POST", "permissions", {"checks": False})
@@ -126,7 +128,12 @@ def test_with_checks_refused_every_time_limit_job_is_a_timeout_from_job_facts(tm
     with Session(migrated(url)) as session:
         stored = {row.job_id: row for row in session.scalars(select(Failure))}
         files = session.scalars(select(WorkflowFile)).all()
+        triggers = session.scalars(select(WorkflowTriggers)).all()
     for fact in limited:
         row = stored[fact["job_id"]]
         assert (row.category, row.evidence) == ("timeout", "job"), (fact, row.line)
-    assert contents == len(files) and len({(f.path, f.sha) for f in files}) == len(files)
+    listings = len({t.repo for t in triggers})
+    at_head = sum(t.file_present for t in triggers)
+    assert listings == 1 and at_head > 0
+    assert contents == len(files) + listings + at_head
+    assert len({(f.path, f.sha) for f in files}) == len(files)
