@@ -132,7 +132,10 @@ def test_mistakes_are_refused_in_one_line(thin_db, runner, args, words):
 
 def _readers(engine, db_url: str, signature: str) -> dict[str, set[tuple[str, str]]]:
     """(category, evidence or "") of ``signature``'s failures as each reader gives them: the
-    page queries and frames the pages load, every export table that has a category."""
+    page queries and frames the pages load, every export table of failures, jobs, runs or
+    signatures that has a category. Not the incidents: a row is a burst of one cause (its
+    ``signature`` set only for a signature's burst), and the caller's ``derived.differences``
+    checks them recomputed with the correction."""
     project = load_config(env={}, db_url=db_url).project()
     where = RunFilter(repo=REPO)
     details = page_queries.failure_details(engine, where, signature=signature)
@@ -160,7 +163,7 @@ def _readers(engine, db_url: str, signature: str) -> dict[str, set[tuple[str, st
     }
     query = Query(scope="all")
     for name, table in TABLES.items():
-        if table.category_column is None or name == "known-issues":
+        if table.category_column is None or name in ("known-issues", "incidents"):
             continue
         frame = build(engine, project, name, query)
         key = "signature" if "signature" in frame else ("job_id" if "job_id" in frame else None)
