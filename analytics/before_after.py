@@ -354,11 +354,19 @@ def category_shift(
 KNOWN_COLUMNS = [f"{side}_{c}" for side in ("before", "after") for c in ("known", "basis")]
 
 
-def with_basis(table: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
-    """``before_after``'s table with ``<side>_known`` and ``<side>_basis`` of ``basis_mix``
-    (per lineage) joined on each (event, lineage)."""
+def as_exported(table: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
+    """``before_after``'s table as ``ciflake export before-after`` and the Migrations page both
+    show it, one path for the two: ``<side>_known`` and ``<side>_basis`` of ``basis_mix`` (per
+    lineage) joined on each (event, lineage), and the before / after Wilson bounds named
+    ``<side>_ci_<low|high>``, counted once too (``..._once``)."""
     keys = ["event_date", "event_title", "lineage"]
-    return table.merge(known[[*keys, *KNOWN_COLUMNS]], on=keys, how="left")
+    renamed = {
+        f"{side}_success_rate_{bound}{end}": f"{side}_ci_{bound}{end}"
+        for side in ("before", "after")
+        for bound in ("low", "high")
+        for end in ("", ONCE)
+    }
+    return table.merge(known[[*keys, *KNOWN_COLUMNS]], on=keys, how="left").rename(columns=renamed)
 
 
 def basis_mix(

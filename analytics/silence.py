@@ -8,7 +8,10 @@ A tracked workflow is SILENT when, in this order:
   workflow after 60 days without activity in a public repository; a disabled workflow runs on
   nothing, push and pull requests included);
 - **file gone**: its path is no longer in the default branch's ``.github/workflows`` listing
-  (GitHub keeps listing a deleted workflow ``active``: the state alone does not tell);
+  (GitHub keeps listing a deleted workflow ``active``: the state alone does not tell), once
+  all its runs are listed (``listed``: its backfill is complete) and one is stored: until then
+  its last run, and with it whether a declared change retired it, is unknown; one that never
+  ran did not stop;
 - **schedule not firing**: two of its cron slots have passed since its last scheduled run
   (or, never run, since it was created and collected) with no run, each at least ``LATE``
   before the reference moment: GitHub queues scheduled runs late, by hours at busy times, and
@@ -27,6 +30,7 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy import Engine
 
 from analytics.config_tables import event_table
+from store.bookkeeping import workflow_progress
 from store.page_queries import run_span
 from store.project import Project
 from store.triggers import workflow_watch
@@ -142,7 +146,8 @@ def silences(
     watch: pd.DataFrame, retired: set[str], reference: pd.Timestamp | None, start: Any = None
 ) -> pd.DataFrame:
     """The SILENT rows (SILENT_COLUMNS) of ``watch`` (store.triggers.workflow_watch, with
-    lineage), the ``retired`` paths left out: reason (DISABLED, GONE, NOT_FIRING), detail (in
+    lineage and ``listed``: all its runs listed, its backfill complete), the ``retired`` paths
+    left out: reason (DISABLED, GONE, NOT_FIRING), detail (in
     words) and since (when it went silent: the state's change, the last run, the first missed
     slot). ``reference``: the repository's newest run; ``start``: its oldest, where a
     schedule that never fired is counted from when nothing was collected before."""
@@ -164,6 +169,8 @@ def _silence(row: Any, reference: pd.Timestamp | None, start: Any) -> tuple[str,
         since = changed if pd.notna(changed) and (pd.isna(last) or changed >= last) else last
         return DISABLED, STATES.get(row.state, row.state), since
     if pd.notna(row.file_present) and not row.file_present:
+        if not row.listed or pd.isna(last):  # retired or not, unknown; never run: not stopped
+            return None
         where = "its file is gone from the default branch's .github/workflows"
         return GONE, f"{where}, and no declared change retired it", last
     schedule = (row.triggers or {}).get("schedule") or []
@@ -209,5 +216,9 @@ def silent_workflows(engine: Engine, project: Project) -> pd.DataFrame:
     ran = ran.rename(columns={"last_run_at": "created_at"})
     retired = set(retirements(ran, event_table(project.events))["workflow_path"])
     oldest, newest = run_span(engine, project.repo)
+    progress = workflow_progress(engine, project.repo)
+    watch["listed"] = [
+        path in progress and progress[path].complete for path in watch["workflow_path"]
+    ]
     reference = None if newest is None else pd.Timestamp(newest)
     return silences(watch, retired, reference, None if oldest is None else pd.Timestamp(oldest))

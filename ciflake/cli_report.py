@@ -128,7 +128,7 @@ def export(
     downloads for the same filters (docs/commands.md, "ciflake export").
 
     TABLE: runs, jobs, failures, signatures, known-issues, flaky-jobs, verdicts,
-    before-after, coverage-lost, changepoints, runner-pools, health.
+    before-after, coverage-lost, changepoints, runner-pools, incidents, health.
 
     Prints the rows written, and what the database lacks of those dates: no runs collected
     yet, or a backfill still in progress.

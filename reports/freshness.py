@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 
-from store.backfill import Progress, progress_of
-from store.bookkeeping import LastCollect, stored_workflow_paths, workflow_sync_states
+from store.backfill import Progress
+from store.bookkeeping import LastCollect, stored_workflow_paths, workflow_progress
 from store.page_queries import run_span
 from store.project import Project
 
@@ -65,14 +65,6 @@ def not_on_github(engine: Engine, project: Project) -> list[str]:
 def collectable(project: Project, lacking: list[str]) -> list[str]:
     """The configured workflow paths, once each, less those GitHub does not have."""
     return [p for p in dict.fromkeys(w.path for w in project.workflows) if p not in lacking]
-
-
-def workflow_progress(engine: Engine, repo: str) -> dict[str, Progress]:
-    """Each collected workflow's backfill progress, by path."""
-    return {
-        path: progress_of(state.window_start, state.backfill, state.watermark)
-        for path, state in workflow_sync_states(engine, repo).items()
-    }
 
 
 def uncollected(

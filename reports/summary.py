@@ -20,12 +20,12 @@ from analytics.config_tables import EventLike, event_table, job_renames
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
 from analytics.silence import silent_workflows
-from reports.freshness import collectable, not_on_github, uncollected, workflow_progress
+from reports.freshness import collectable, not_on_github, uncollected
 from reports.summary_tables import Backfill, SummaryData, Triage, summarise, triage_lists
 from reports.summary_target import HISTORY_DAYS, pick_event
 from reports.triage_frames import triage_frames
 from store.backfill import Progress, Span, event_spans
-from store.bookkeeping import last_collect
+from store.bookkeeping import last_collect, workflow_progress
 from store.frame_queries import load_failures, load_jobs
 from store.incidents import incidents_hitting, load_members
 from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary

@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 
 from analytics import changepoints as cp
 from analytics import coverage, elsewhere, once, verdicts
-from analytics.before_after import basis_mix, before_after, with_basis
+from analytics.before_after import as_exported, basis_mix, before_after
 from analytics.config_tables import config_lineages, event_table, job_renames, workflow_table
 from analytics.frames import RUN_CONTEXT, failures_frame, logical_job_frame, logical_run_frame
 from analytics.health import HEALTH_COLUMNS, health_table
@@ -314,14 +314,7 @@ def before_after_table(engine: Engine, project: Project, query: Query) -> pd.Dat
         members=load_members(engine, every),
     )
     known = basis_mix(runs, events, analysis, default_branch=branch, scope="all", lineages=lineages)
-    table = with_basis(table, known)
-    renamed = {
-        f"{side}_success_rate_{bound}{end}": f"{side}_ci_{bound}{end}"
-        for side in ("before", "after")
-        for bound in ("low", "high")
-        for end in ("", "_once")
-    }
-    return table.assign(scope=query.scope).rename(columns=renamed)[BEFORE_AFTER_COLUMNS]
+    return as_exported(table, known).assign(scope=query.scope)[BEFORE_AFTER_COLUMNS]
 
 
 def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, and_, or_, select
 from sqlalchemy.orm import Session
 
+from store.backfill import Progress, progress_of
 from store.models import (
     Failure,
     Job,
@@ -180,6 +181,14 @@ def workflow_sync_states(engine: Engine, repo: str) -> dict[str, SyncState]:
             .where(Workflow.repo == repo)
         )
         return {path: state for path, state in session.execute(stmt)}
+
+
+def workflow_progress(engine: Engine, repo: str) -> dict[str, Progress]:
+    """Each collected workflow's backfill progress, by path."""
+    return {
+        path: progress_of(state.window_start, state.backfill, state.watermark)
+        for path, state in workflow_sync_states(engine, repo).items()
+    }
 
 
 # A collect stopped by the request budget (`--max-requests`, `[collect] reserve`) closes its

@@ -60,11 +60,14 @@ def _watch(**rows: dict) -> pd.DataFrame:
         "last_run_at": T + pd.Timedelta(days=10, hours=4, minutes=3),
         "last_schedule_at": T + pd.Timedelta(days=10, hours=4, minutes=3),
         "lineage": "l",
+        "listed": True,
     }
     return pd.DataFrame([{**base, "workflow_path": path, **row} for path, row in rows.items()])
 
 
 def test_disabled_file_gone_and_not_firing_are_silent_with_their_reason_and_since():
+    """A file gone is not SILENT while its runs are not all listed ("unknown", a backfill in
+    progress: nothing tells whether a declared change retired it), nor when it never ran."""
     reference = T + pd.Timedelta(days=20)
     watch = _watch(
         disabled={"state": "disabled_inactivity", "updated_at": T + pd.Timedelta(days=12)},
@@ -73,6 +76,8 @@ def test_disabled_file_gone_and_not_firing_are_silent_with_their_reason_and_sinc
         firing={"last_schedule_at": T + pd.Timedelta(days=19, hours=9)},
         unread={"file_present": None, "triggers": None},
         retired={"file_present": False},
+        unknown={"file_present": False, "listed": False},
+        never={"file_present": False, "last_run_at": pd.NaT, "last_schedule_at": pd.NaT},
     )
     found = silences(watch, {"retired"}, reference).set_index("workflow_path")
     assert set(found.index) == {"disabled", "gone", "stopped"}

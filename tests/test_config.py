@@ -20,6 +20,7 @@ def test_builtin_defaults_track_verl():
         "e2e_fully_async_policy.yml",
         "e2e_one_step_off_policy.yml",
         "e2e_v1_separate_async.yml",
+        "e2e_v1_separate_async_nightly.yml",
         "e2e_fully_async_policy_opd.yml",
         "e2e_v1_separate_async_opd.yml",
         "e2e_fully_async_policy_trtllm.yml",

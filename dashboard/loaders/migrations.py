@@ -113,9 +113,9 @@ def category_shift(db_url: str, filters: Filters) -> pd.DataFrame:
 def before_after_known(db_url: str, filters: Filters) -> pd.DataFrame:
     """The before/after table with how much of each side's category mix is known, for every
     event (the page's windows are the events', whatever the date range): the rows
-    ``ciflake export before-after`` writes with no --since/--until."""
+    ``ciflake export before-after`` writes with no --since/--until, by the same names."""
     known = ba.basis_mix(**_window_mix_args(db_url, filters))
-    return ba.with_basis(before_after(db_url, filters), known)
+    return ba.as_exported(before_after(db_url, filters), known)
 
 
 @st.cache_data(ttl=shared.TTL)
