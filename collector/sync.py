@@ -29,7 +29,15 @@ from sqlalchemy.orm import Session
 
 from collector import lazy
 from collector.classify.rules import with_own_rules
-from collector.client import BudgetSpent, CollectError, GitHubClient, NotFound, ResourceError
+from collector.client import (
+    BudgetSpent,
+    CollectError,
+    GitHubClient,
+    NotFound,
+    ResourceError,
+    RouteDown,
+    ServerError,
+)
 from collector.logs import LogFetcher
 from collector.payloads import parse_time, run_fingerprint
 from collector.progress import CollectProgress
@@ -112,6 +120,8 @@ class Collector:
         except BaseException as exc:
             self._close_sync_log(log_id, started, "error", _reason(exc))
             with contextlib.suppress(Exception):  # what it says matters more; next time then
+                if isinstance(exc, (ServerError, RouteDown)):
+                    self.batches.forget_server_refusals()
                 self.batches.flush_derived()
             raise
         finally:

@@ -72,6 +72,7 @@ class BatchStage:
         self.left_for_next: set[int] = set()
         self._refused_annotations: list[int] = []  # jobs recorded so by this collect
         self._any_refused: bool | None = None  # whether fetch_retries has rows for the repo
+        self._server_refused: list[Refusal] = []  # 5xx refusals recorded by this collect
 
     def _session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
@@ -87,7 +88,16 @@ class BatchStage:
         if not refused:
             return set()
         self._any_refused = True
+        self._server_refused += [r for r in refused if r.status is not None and r.status >= 500]
         return retries.record(session, self.repo, refused, now)
+
+    def forget_server_refusals(self) -> None:
+        """After an outage stopped the collect: the 5xx refusals it recorded were the outage's,
+        not their resources', so the next collect asks them at once rather than a wait later."""
+        with self._session() as session, session.begin():
+            for refusal in self._server_refused:
+                retries.clear(session, refusal.kind, [refusal.item_id])
+        self._server_refused = []
 
     def _waiting(
         self, session: Session, kind: str, item_ids: Sequence[int], now: datetime

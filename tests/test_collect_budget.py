@@ -244,8 +244,9 @@ def test_500_request_nights_at_scale_1_equal_one_full_collect(collected_elsewher
 def test_a_new_token_each_night_pays_for_its_listings_and_nothing_more(hub, collected_db):
     """ETags are specific to the token (fakehub's, as github.com's), and a workflow's
     GITHUB_TOKEN is new every night: a collect with nothing new under a new token gets no 304.
-    It pays for its listings (the workflows, each workflow's trailing window), and for no run,
-    job, annotation or log."""
+    It pays for its listings (the workflows, each workflow's trailing window, the default
+    branch's .github/workflows folder), and for no run, job, annotation, log or workflow file:
+    the folder's listing gives each file's blob sha, unchanged, so no file is read again."""
     url = collected_db().url
     collect(hub, url)  # this hub's ETags (its API URLs carry its port)
     same = collect(hub, url)
@@ -256,5 +257,6 @@ def test_a_new_token_each_night_pays_for_its_listings_and_nothing_more(hub, coll
     report = collect(hub, url)
     routes = hub.admin("GET", "counters")["by_route"]
     assert report.requests_304 == 0 and report.runs_new == report.runs_updated == 0
-    assert set(routes) <= {"workflows", "workflow_runs"}, routes
+    assert set(routes) <= {"workflows", "workflow_runs", "contents"}, routes
+    assert routes["contents"] == 1, routes  # the folder's listing alone
     print(f"no-change collect under a new token: {report.requests} requests, {routes}")

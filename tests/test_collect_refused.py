@@ -14,8 +14,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import fakehub
+import store.retries
 from ciflake.cli import cli
-from collector.client import ROUTE_DOWN, RouteDown
+from collector.client import ROUTE_DOWN, RouteDown, ServerError
 from store.models import Failure, FetchRetry, JobLog, WorkflowRun
 from store.retries import MAX_TRIES
 from tests.support.collected import DEFAULT
@@ -166,6 +167,36 @@ def test_a_run_whose_jobs_page_answers_502_at_every_size_stops_nothing_else(
     with Session(migrated(url)) as session:
         assert session.get(WorkflowRun, run_id) is not None
         assert session.scalar(select(Failure).where(Failure.run_id == run_id)) is None
+
+
+def test_a_refusal_just_before_an_outage_stops_the_collect_is_asked_again_at_once(
+    hub, collected_db, tmp_path, monkeypatch
+):
+    """A run's jobs answer 502, the refusal is recorded, then every answer is a 502 and the
+    collect stops: the outage, not the run, refused them, so nothing waits a night for it and
+    the next collect, GitHub answering again, stores what a clean collect stores."""
+    clean = snapshot(migrated(collected_db().url))
+    run_id = next(row[0] for row in clean["workflow_runs"])
+    jobs = f"/repos/{hub.repos[0]}/actions/runs/{run_id}/jobs"
+    hub.admin("POST", "stuck", {"path": jobs, "status": 502, "message": "Bad Gateway"})
+    real = store.retries.record
+
+    def then_an_outage(*args: Any) -> set[int]:
+        given_up = real(*args)
+        hub.admin("POST", "faults", {"spec": "502=1.0"})
+        return given_up
+
+    monkeypatch.setattr(store.retries, "record", then_an_outage)
+    url = f"sqlite:///{tmp_path / 'outage.db'}"
+    with pytest.raises((ServerError, RouteDown), match="502"):
+        collect_without_waits(hub, url)
+    assert hub.admin("GET", "stuck")[jobs]["hits"] > 0
+    assert _retries(url) == {}
+    monkeypatch.undo()
+    hub.admin("POST", "faults", {"spec": ""})
+    hub.admin("POST", "stuck", {"path": jobs, "status": None})
+    assert not collect_without_waits(hub, url).stopped
+    assert snapshot(migrated(url)) == clean
 
 
 def test_a_whole_route_refused_stops_the_collect(hub, tmp_path):
