@@ -19,13 +19,15 @@ from store.settings import ConfigError
 class Query:
     """Runs created in [since, until) (None: open), of the workflows ``paths`` (empty: every
     one), in ``scope`` (default-branch runs, pull-request runs, or both); ``category``: only
-    the failures of that category, for the tables that have one."""
+    the failures of that category, for the tables that have one; ``period``: "D" or "W", the
+    period of the tables counted per day or week (the stability timeline, the categories)."""
 
     since: datetime | None = None
     until: datetime | None = None
     paths: tuple[str, ...] = ()
     scope: str = "default"
     category: str | None = None
+    period: str = "W"
 
     def where(self, project: Project, *, dated: bool = True) -> RunFilter:
         """The SQL filter of ``project``'s repository: ``dated`` False drops the dates (a

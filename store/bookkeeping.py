@@ -7,20 +7,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy import Engine, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from store.backfill import Progress, progress_of
 from store.models import (
+    ChangeEvent,
+    DerivedState,
     Failure,
     Job,
     JobAnnotations,
     JobLog,
+    KnownIssue,
     SyncLog,
     SyncState,
+    TriageLog,
     Workflow,
     WorkflowRun,
 )
+from store.runfilter import Bind, connected
 
 if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
     pass
@@ -238,3 +243,23 @@ def run_failures(session: Session) -> list[tuple[Failure, str]]:
         .where(Failure.job_id == 0)
     )
     return [(failure, repo) for failure, repo in session.execute(stmt)]
+
+
+def data_stamp(bind: Bind, repo: str) -> str:
+    """A value that changes whenever what the reports of ``repo`` read may have changed: a
+    collect (its sync_log row, the derived tables it recomputed), a reclassification or rebuild
+    (derived_state), a triage action, a change event added or removed, an issue's state read.
+    The dashboard keys its cached tables on it, so a table is computed again after a collect
+    and never before. One statement of six scalar reads."""
+    state, log = DerivedState, TriageLog
+    parts = [
+        select(func.max(SyncLog.id)).where(SyncLog.repo == repo),
+        select(func.max(state.built_at)).where(state.repo == repo),
+        select(func.max(log.id)).where(log.repo == repo),
+        select(func.count()).select_from(ChangeEvent).where(ChangeEvent.repo == repo),
+        select(func.max(ChangeEvent.id)).where(ChangeEvent.repo == repo),
+        select(func.max(KnownIssue.checked_at)).where(KnownIssue.repo == repo),
+    ]
+    with connected(bind) as conn:
+        values = conn.execute(select(*(part.scalar_subquery() for part in parts))).one()
+    return "|".join(str(value) for value in values)

@@ -15,8 +15,8 @@ import pytest
 
 from dashboard.filters import SCOPES, Filters
 from dashboard.loaders import failures, migrations, shared
+from reports.migration_tables import BEFORE_AFTER_COLUMNS, before_after_table
 from reports.query import Query
-from reports.tables import BEFORE_AFTER_COLUMNS, before_after_table
 from store.engine import make_engine
 from store.project import WorkflowConfig
 from store.settings import load_config

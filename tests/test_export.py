@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from analytics.rates import wilson_interval
 from analytics.spreadsheet import csv_bytes, for_spreadsheets
 from ciflake.cli import cli
-from reports.tables import BEFORE_AFTER_COLUMNS, RUNS_COLUMNS
+from reports.migration_tables import BEFORE_AFTER_COLUMNS
+from reports.run_tables import RUNS_COLUMNS
 from store.engine import make_engine
 from store.frame_queries import load_attempts, load_failures, load_jobs, load_runs
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from datetime import UTC, date, datetime
+from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -21,7 +22,7 @@ from analytics import (
     frames,
 )
 from dashboard.filters import Filters
-from reports import freshness
+from reports import freshness, tables
 from reports.query import Query
 from store import bookkeeping, incidents, page_queries, runfilter
 from store.engine import DatabaseURLError, MissingDatabaseError, database_error, make_engine
@@ -132,6 +133,28 @@ def query(filters: Filters) -> Query:
     """The sidebar's selection as a report query (reports.query): the dates, the workflows of
     the selected tags and the scope; ``ciflake export`` builds the same from its options."""
     return filters.query(tagged_paths(project(filters.repo), filters.tags))
+
+
+@st.cache_data(ttl="10s", show_spinner=False)
+def stamp(db_url: str, repo: str) -> str:
+    """What the last collect (or triage, or event) left: store.bookkeeping.data_stamp."""
+    return bookkeeping.data_stamp(engine(db_url), repo)
+
+
+@st.cache_data(ttl="1h", max_entries=256, show_spinner=False)
+def _built(db_url: str, repo: str, name: str, asked: Query, data: str) -> pd.DataFrame:
+    """``data``: the stamp the result is keyed on, so a collect makes it stale at once."""
+    return tables.build(engine(db_url), project(repo), name, asked)
+
+
+def table(db_url: str, filters: Filters, name: str, **changes: Any) -> pd.DataFrame:
+    """The report table ``name`` (reports.tables, the one path of every table a page shows)
+    for the sidebar's filters, with the Query fields of ``changes`` set by the page (a workflow
+    of its own as ``paths``, a ``period``, every date as ``since=None, until=None``). Cached
+    on the filters and the database's last collect: moving between pages or back to a filter
+    already seen reads it from the cache."""
+    asked = replace(query(filters), **changes)
+    return _built(db_url, filters.repo, name, asked, stamp(db_url, filters.repo))
 
 
 def in_range(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
