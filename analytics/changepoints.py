@@ -43,14 +43,23 @@ KNOWN_SHARE = 0.5
 def daily_failures(runs: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     """Per ``by`` and UTC day: ``runs`` (non-excluded) and ``red`` (flaky or fail), with the
     days without runs left out (they carry no evidence)."""
-    counted = runs[runs["logical_outcome"] != "excluded"]
-    counted = counted.assign(
-        day=counted["created_at"].dt.floor("D"),
-        red=counted["logical_outcome"].isin(RED_OUTCOMES),
-    )
-    return (
-        counted.groupby([by, "day"]).agg(runs=("run_id", "size"), red=("red", "sum")).reset_index()
-    )
+    return daily_red(day_outcomes(runs, [by]), by)
+
+
+def day_outcomes(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Logical runs per ``keys``, UTC ``day`` and logical_outcome: ``runs`` (the counts the
+    Overview's statement gives, store.overview_counts)."""
+    day = runs["created_at"].dt.floor("D").rename("day")
+    grouped = runs.groupby([*(runs[k] for k in keys), day, runs["logical_outcome"]])
+    return grouped.size().rename("runs").reset_index()
+
+
+def daily_red(counts: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
+    """daily_failures from ``counts`` (``by``, day, logical_outcome, runs)."""
+    counted = counts[counts["logical_outcome"] != "excluded"]
+    red = counted["runs"].where(counted["logical_outcome"].isin(RED_OUTCOMES), 0)
+    grouped = counted.assign(red=red).groupby([by, "day"])
+    return grouped.agg(runs=("runs", "sum"), red=("red", "sum")).reset_index()
 
 
 def runs_per_day(runs: pd.DataFrame) -> pd.DataFrame:
@@ -206,9 +215,20 @@ def lineage_changepoints(
     job set changes (job_set_changes) of ``every_run`` (the same runs over every date, so that
     the first run in a date range is not taken for a workflow's first) and ``presence`` as
     known days."""
-    lineage_of = every_run.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
-    known = job_set_changes(presence, runs_per_day(every_run), lineage_of)
-    return changepoints(daily_failures(runs), known=known, **search)
+    keys = ["lineage", "workflow_path"]
+    return counted_changepoints(
+        day_outcomes(runs, keys), day_outcomes(every_run, keys), presence, **search
+    )
+
+
+def counted_changepoints(
+    counts: pd.DataFrame, every: pd.DataFrame, presence: pd.DataFrame, **search: Any
+) -> pd.DataFrame:
+    """lineage_changepoints from counts (day_outcomes by lineage and workflow_path) of the
+    range's runs and of ``every`` date's."""
+    lineage_of = every.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
+    known = job_set_changes(presence, every, lineage_of)
+    return changepoints(daily_red(counts), known=known, **search)
 
 
 def _held_flips(present: np.ndarray, hold: int) -> list[tuple[int, bool]]:

@@ -76,8 +76,29 @@ def stability_once(
     """analytics.rates.stability per group of ``by``, as today, with ONCE_COLUMNS beside it
     counted once (``<column>_once``)."""
     today = stability(frame, by, min_runs)
-    once = stability(counted_once(frame, incident, by), by, min_runs)[[*by, *ONCE_COLUMNS]]
-    once = once.rename(columns={c: f"{c}{ONCE}" for c in ONCE_COLUMNS})
+    return _beside(today, stability(counted_once(frame, incident, by), by, min_runs), by)
+
+
+def once_counts(counts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """``counts`` (``by`` columns, logical_outcome, INCIDENT: the incident of a red row, and
+    ``runs``) counted once: within each group of ``by``, an incident's rows become one row,
+    ``fail`` if any of them failed, else ``flaky`` (counted_once's choice, on counts)."""
+    hit = counts[INCIDENT].notna()
+    rows = counts[hit]
+    failed = (rows["logical_outcome"] == "fail").groupby([rows[c] for c in (*by, INCIDENT)]).any()
+    one = failed.map({True: "fail", False: "flaky"}).rename("logical_outcome").reset_index()
+    return pd.concat([counts[~hit], one.assign(runs=1)], ignore_index=True)
+
+
+def stability_once_counts(counts: pd.DataFrame, by: Sequence[str], min_runs: int) -> pd.DataFrame:
+    """stability_once from ``counts`` (once_counts') rather than rows: the same table."""
+    today = stability(counts, by, min_runs, weight="runs")
+    return _beside(today, stability(once_counts(counts, by), by, min_runs, weight="runs"), by)
+
+
+def _beside(today: pd.DataFrame, counted: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """``today``'s table with ONCE_COLUMNS of ``counted`` beside it as ``<column>_once``."""
+    once = counted[[*by, *ONCE_COLUMNS]].rename(columns={c: f"{c}{ONCE}" for c in ONCE_COLUMNS})
     table = today.merge(once, on=list(by), how="left")
     counts = [f"{c}{ONCE}" for c in ("runs", "pass", "flaky", "fail")]
     table[counts] = table[counts].fillna(0).astype(int)

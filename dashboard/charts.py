@@ -208,7 +208,7 @@ def stability_timeline(
     (first attempt) per period with the 95% Wilson band, and dashed the success rate with each
     incident counted once (``success_rate_once``, analytics.once); the events inside the range
     as dotted lines on every row, numbered as event_legend numbers them (the number once, at
-    the top); ``bands`` (dashboard.shaping.incident_bands), the incidents as shaded bands on
+    the top); ``bands`` (the report table incident-lineages), the incidents as shaded bands on
     the rows of the lineages they hit."""
     lineages = sorted(table["lineage"].unique())
     rows = max(1, len(lineages))

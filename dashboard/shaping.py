@@ -1,38 +1,13 @@
 """Page-shaping helpers: what a page needs laid out that is no concept of its own (those live
-in ``analytics``): the job x day grid cells, unknown failures by stage. DataFrames in and
+in ``analytics``): unknown failures by stage, a runner's incidents. DataFrames in and
 out, no Streamlit, so they are tested like the analytics."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from analytics.evidence import KNOWN
 from analytics.text import filled
-
-
-def job_day_cells(jobs: pd.DataFrame, days: int) -> pd.DataFrame:
-    """The worst state per logical job and day over the last ``days`` days of ``jobs``: a red
-    run's category beats retry-green, which beats green; excluded runs leave a cell missing.
-
-    Columns: logical_job, day, state, runs."""
-    counted = jobs[jobs["logical_outcome"] != "excluded"]
-    if counted.empty:
-        return pd.DataFrame(columns=["logical_job", "day", "state", "runs"])
-    day = counted["created_at"].dt.floor("D")
-    counted = counted.assign(day=day)[day > day.max() - pd.Timedelta(days=days)]
-    state = np.select(
-        [counted["logical_outcome"] == "fail", counted["logical_outcome"] == "flaky"],
-        [filled(counted["category"], "unknown"), "retry-green"],
-        default="green",
-    )
-    rank = np.select([counted["logical_outcome"] == "fail", state == "retry-green"], [2, 1], 0)
-    cells = counted.assign(state=state, rank=rank).sort_values(["rank", "created_at"])
-    grouped = cells.groupby(["logical_job", "day"])
-    return grouped.tail(1)[["logical_job", "day", "state"]].merge(
-        grouped.size().rename("runs").reset_index(), on=["logical_job", "day"]
-    )
-
 
 NO_STEP = "(no step)"
 
@@ -64,20 +39,6 @@ def chosen_signatures(signatures: pd.DataFrame, show: str) -> pd.DataFrame:
     linked = signatures["issue_url"].notna()
     keep = {"all": linked | ~linked, "new": signatures["new"], "known": linked, "unlinked": ~linked}
     return signatures[keep[show]].reset_index(drop=True)
-
-
-def incident_bands(
-    incidents: pd.DataFrame, members: pd.DataFrame, runs: pd.DataFrame
-) -> pd.DataFrame:
-    """The Overview timeline's bands: a row per incident (store.incidents.INCIDENT_COLUMNS)
-    and lineage it hit, a lineage being hit when one of the incident's ``members`` failed in a
-    run of it among ``runs`` (logical runs with run_id and lineage). Columns: the incident's,
-    then lineage."""
-    lineages = runs[["run_id", "lineage"]].drop_duplicates()
-    hit = members[["run_id", "incident_id"]].merge(lineages, on="run_id")
-    hit = hit[["incident_id", "lineage"]].drop_duplicates()
-    bands = incidents.merge(hit, left_on="id", right_on="incident_id")
-    return bands.drop(columns="incident_id").sort_values(["started_at", "lineage"], kind="stable")
 
 
 # An incident's cause (store.models.Incident.kind) that names a runner: its host or label.

@@ -1,4 +1,10 @@
-"""Report tables of the Overview page: changepoints of a lineage's red rate."""
+"""Report tables of the Overview page: the status tiles, the stability timeline and its
+incidents, the changepoints of a lineage's red rate, the job x day grid of a workflow.
+
+The timeline, the changepoints and the grid read their counts with one aggregated statement
+over the derived tables while they are current (store.overview_counts); otherwise the same
+counts come from the frames of raw rows (analytics.overview_counts), and the same code makes
+the tables of them."""
 
 from __future__ import annotations
 
@@ -6,13 +12,86 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import changepoints as cp
-from analytics.frames import logical_run_frame
+from analytics import derived, overview_counts, rates, recent, silence
+from analytics.frames import logical_job_frame, logical_run_frame
+from analytics.once import stability_once_counts
 from reports.query import Query
-from reports.table_inputs import events_of
+from reports.table_inputs import events_of, with_lineage
 from reports.table_spec import ReportTable
-from store.page_queries import daily_job_presence
+from store import incidents
+from store import overview_counts as counts_sql
+from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
+from store.page_queries import daily_job_presence, run_span
 from store.project import Project
 
+STATUS_COLUMNS = [
+    "level",
+    "name",
+    "status",
+    "recent_days",
+    "runs",
+    "pass",
+    "success_rate",
+    "success_rate_low",
+    "success_rate_high",
+    "label",
+    "runs_once",
+    "success_rate_once",
+    "success_rate_low_once",
+    "success_rate_high_once",
+    "label_once",
+    "previous_runs",
+    "previous_rate",
+    "previous_rate_low",
+    "previous_rate_high",
+    "trend",
+    "trend_p",
+    "sparkline",
+    "last_run",
+    "last_run_url",
+    "usual_gap_hours",
+    "silent_hours",
+    "silent_reason",
+    "silent_detail",
+    "silent_since",
+    "retired_at",
+    "retired_by",
+    "successors",
+]
+STABILITY_COLUMNS = [
+    "lineage",
+    "period",
+    "runs",
+    "pass",
+    "flaky",
+    "fail",
+    "excluded",
+    "success_rate",
+    "success_rate_low",
+    "success_rate_high",
+    "eventual_success",
+    "eventual_success_low",
+    "eventual_success_high",
+    "flake_rate",
+    "flake_rate_low",
+    "flake_rate_high",
+    "enough_data",
+    "runs_once",
+    "pass_once",
+    "flaky_once",
+    "fail_once",
+    "success_rate_once",
+    "success_rate_low_once",
+    "success_rate_high_once",
+    "eventual_success_once",
+    "eventual_success_low_once",
+    "eventual_success_high_once",
+    "flake_rate_once",
+    "flake_rate_low_once",
+    "flake_rate_high_once",
+]
+INCIDENT_LINEAGE_COLUMNS = [*incidents.INCIDENT_COLUMNS, "lineage"]
+JOB_DAY_COLUMNS = overview_counts.CELL_COLUMNS
 CHANGEPOINTS_COLUMNS = [
     "lineage",
     "date",
@@ -31,21 +110,114 @@ CHANGEPOINTS_COLUMNS = [
 ]
 
 
+def _current(engine: Engine, project: Project) -> bool:
+    return derived.is_current(engine, project.repo, project.job_name_strip)
+
+
+def run_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The query's logical runs over every date per workflow, day, outcome, incident and
+    whether in the query's dates (store.overview_counts.run_counts), with their lineage."""
+    every = query.where(project, dated=False)
+    if _current(engine, project):
+        found = counts_sql.run_counts(engine, every, query.since, query.until)
+        counts = overview_counts.canonical(found, RUN_COUNT_KEYS)
+    else:
+        runs = logical_run_frame(engine, project, every, lean=True)
+        members = incidents.load_members(engine, every)
+        counts = overview_counts.run_counts(runs, members, query.since, query.until)
+    return with_lineage(counts, project)
+
+
+def stability_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """Per lineage and period (the query's: day or week), the logical runs' counts and rates,
+    as they are and with each incident's red runs counted once (analytics.once)."""
+    counts = run_counts(engine, project, query)
+    counts = rates.with_period(counts[counts["in_range"] == 1], query.period, column="day")
+    return stability_once_counts(counts, ["lineage", "period"], project.analysis.min_runs)
+
+
 def changepoints_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """Dates in the range where a lineage's red rate shifted, with what changed in its job set
     that day (read over every date) and the nearest change event touching the lineage."""
-    every = query.where(project, dated=False)
-    every_run = logical_run_frame(engine, project, every)
-    runs = every_run
-    if query.since is not None:
-        runs = runs[runs["created_at"] >= query.since]
-    if query.until is not None:
-        runs = runs[runs["created_at"] < query.until]
-    found = cp.lineage_changepoints(runs, every_run, daily_job_presence(engine, every))
+    every = run_counts(engine, project, query)
+    presence = daily_job_presence(engine, query.where(project, dated=False))
+    found = cp.counted_changepoints(every[every["in_range"] == 1], every, presence)
     return cp.nearest_events(found, events_of(engine, project))[CHANGEPOINTS_COLUMNS]
 
 
+def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """A status tile per lineage, then per workflow (analytics.recent.tile_tables): the last
+    ``recent_days`` before the repository's newest run (or the query's end, if earlier)."""
+    where = query.where(project)
+    runs = logical_run_frame(engine, project, where, lean=True)
+    _, newest = run_span(engine, project.repo)
+    reference = pd.Timestamp(newest) if newest else None
+    if reference is not None and query.until is not None:
+        reference = min(reference, pd.Timestamp(query.until))
+    tiles = recent.tile_tables(
+        runs,
+        reference,
+        events_of(engine, project),
+        project.analysis,
+        recent_days=project.analysis.recent_days,
+        silent=silence.silent_workflows(engine, project),
+        members=incidents.load_members(engine, where),
+    )
+    return tiles.reindex(columns=STATUS_COLUMNS)
+
+
+def incident_lineages_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The incidents with a failure in a run of the query, a row per lineage they hit there."""
+    hits = with_lineage(counts_sql.incident_workflows(engine, query.where(project)), project)
+    found = incidents.load_incidents(engine, project.repo)
+    return overview_counts.incident_lineages(found, hits)
+
+
+def job_days_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The job x day grid of the query's workflows: per logical job and UTC day with counted
+    runs, its worst state and how many runs."""
+    where = query.where(project)
+    if _current(engine, project):
+        windows = [
+            (w.workflow, w.start, w.end)
+            for w in project.invalid_windows
+            if not where.paths or w.workflow in where.paths
+        ]
+        found = counts_sql.job_day_counts(engine, where, windows)
+        counts = overview_counts.canonical(found, JOB_DAY_KEYS)
+    else:
+        runs = logical_run_frame(engine, project, where, lean=True)
+        jobs = logical_job_frame(engine, project, where, runs, lean=True)
+        counts = overview_counts.job_day_counts(jobs)
+    return overview_counts.job_day_cells(counts)
+
+
 TABLES = (
+    ReportTable(
+        "status",
+        "a lineage or workflow: its status tile (docs/vocabulary.md, Tiles)",
+        STATUS_COLUMNS,
+        status_table,
+    ),
+    ReportTable(
+        "stability",
+        "a lineage and period (a week, or a day): success rates, as they are and counted once",
+        STABILITY_COLUMNS,
+        stability_table,
+    ),
+    ReportTable(
+        "incident-lineages",
+        "an incident with a failure in the range and a lineage it hit",
+        INCIDENT_LINEAGE_COLUMNS,
+        incident_lineages_table,
+        category_column="category",
+    ),
+    ReportTable(
+        "job-days",
+        "a logical job and UTC day of the selected workflows: its worst state and runs",
+        JOB_DAY_COLUMNS,
+        job_days_table,
+    ),
     ReportTable(
         "changepoints",
         "a date where a lineage's red rate shifted",

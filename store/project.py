@@ -87,6 +87,7 @@ class Analysis:
     min_runs: int  # fewer runs than this: "not enough data", no verdict
     stale_factor: float  # silent for this many usual gaps: STALE
     incidents: IncidentSettings
+    recent_days: int  # [dashboard] recent_days: the window a status tile reads
 
 
 @dataclass(frozen=True)

@@ -462,7 +462,8 @@ def load_config(
         "[collect] since_days_before_first_event": collect["since_days_before_first_event"],
     }
     _check_counts(spans, source, least=0)
-    defaults = _analysis(analytics, source, "[analytics]")
+    recent_days = dashboard["recent_days"]
+    defaults = _analysis(analytics, source, "[analytics]", recent_days)
     triage = _triage(data["triage"], source, "[triage]")
     _check_regex(analytics["job_name_strip"], f"{source}: [analytics] job_name_strip")
     rules = _rule_tables(data.get(RULES, []), source, None)
@@ -481,7 +482,7 @@ def load_config(
         dashboard_host=dashboard["host"],
         dashboard_port=dashboard["port"],
         dashboard_recent_days=dashboard["recent_days"],
-        projects=_projects(builtin, user, data, source, rules),
+        projects=_projects(builtin, user, data, source, rules, recent_days),
         defaults=defaults,
         triage=triage,
         default_branch=analytics["default_branch"],
@@ -509,6 +510,7 @@ def _projects(
     data: dict[str, Any],
     source: str,
     rules: tuple[RuleTable, ...],
+    recent_days: int,
 ) -> tuple[Project, ...]:
     """The single-repository form ([github] repo and top-level arrays) means one repository;
     ``[[repositories]]`` lists several, each over [analytics]. Only the built-in repository
@@ -524,7 +526,9 @@ def _projects(
         own_pr = summary_pr if builtin_repo else user.get("summary", {}).get("pr")
         only = {"repo": repo, "summary_pr": own_pr}
         only.update({name: lists.get(name, []) for name in _LIST_NAMES})
-        project = _project(only, analytics, triage, source, "[github]", rules, nested=False)
+        project = _project(
+            only, analytics, triage, source, "[github]", rules, recent_days, nested=False
+        )
         if not project.workflows:
             raise ConfigError(f"{source}: repository {repo!r} has no [[workflows]] to track")
         return (project,)
@@ -544,7 +548,7 @@ def _projects(
             }
         elif "workflows" not in entry:
             raise ConfigError(f"{source}: {where}: missing key 'workflows'")
-        project = _project(entry, analytics, triage, source, where, rules, nested=True)
+        project = _project(entry, analytics, triage, source, where, rules, recent_days, nested=True)
         if project.repo.lower() in projects:
             raise ConfigError(f"{source}: {where}: repository {project.repo!r} is listed twice")
         projects[project.repo.lower()] = project
@@ -560,6 +564,7 @@ def _project(
     source: str,
     where: str,
     rules: tuple[RuleTable, ...],
+    recent_days: int,
     *,
     nested: bool,
 ) -> Project:
@@ -577,7 +582,7 @@ def _project(
         repo=repo,
         default_branch=settings["default_branch"],
         job_name_strip=strip,
-        analysis=_analysis(settings, source, where),
+        analysis=_analysis(settings, source, where, recent_days),
         workflows=_workflows(entry.get("workflows", []), source, lists_of),
         lineages=tuple(
             LineageConfig(e["name"], {str(k): str(v) for k, v in e.get("job_renames", {}).items()})
@@ -591,7 +596,7 @@ def _project(
     )
 
 
-def _analysis(settings: dict[str, Any], source: str, where: str) -> Analysis:
+def _analysis(settings: dict[str, Any], source: str, where: str, recent_days: int) -> Analysis:
     counts = {f"{where} {key}": settings[key] for key in ("window_days", "first_runs")}
     _check_counts(counts, source, least=1)
     return Analysis(
@@ -600,6 +605,7 @@ def _analysis(settings: dict[str, Any], source: str, where: str) -> Analysis:
         min_runs=settings["min_runs"],
         stale_factor=float(settings["stale_factor"]),
         incidents=_incidents(settings, source, where),
+        recent_days=recent_days,
     )
 
 

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from analytics.config_tables import event_table
 from analytics.newness import NEW_DAYS
 from dashboard.filters import Filters
-from dashboard.loaders import failures, migrations, overview, runners, shared
+from dashboard.loaders import failures, migrations, runners, shared
 from reports.summary import load_summary
 from reports.summary_tables import SummaryData
 from store.engine import make_engine
@@ -122,7 +122,7 @@ def test_stale_is_the_same_on_the_tiles_and_in_the_summary(history):
         days=history.config.project().analysis.window_days
     )
     data = history.summary(since, datetime(2026, 11, 30, tzinfo=UTC))
-    tiles = overview.tiles(history.url, history.filters(start.date()))
+    tiles = shared.table(history.url, history.filters(start.date()), "status")
     tiles = tiles[(tiles["level"] == "workflow") & tiles["name"].isin(history.paths)]
     tiles = tiles[tiles["last_run"] >= history.event["event_date"]].set_index("name")
     shown_stale = set(tiles.index[tiles["status"] == "STALE"])

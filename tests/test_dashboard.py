@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from analytics import elsewhere
-from dashboard import charts, shaping
+from analytics import elsewhere, overview_counts
+from dashboard import charts
 from dashboard.context import freshness_line
 from store.bookkeeping import LastCollect
 from store.engine import make_engine
@@ -311,20 +311,27 @@ def test_freshness_warns_after_two_intervals() -> None:
 
 
 def test_grid_cells_pick_the_worst_state_per_day() -> None:
-    day = pd.Timestamp("2026-08-01T08:00Z")
-    jobs = pd.DataFrame(
+    """From the counts (store.overview_counts.job_day_counts): a red run's category beats
+    retry-green, the latest red run's when there are two, and a red run in an invalid
+    window is ci_config."""
+    day = pd.Timestamp("2026-08-01", tz="UTC")
+    at = [day + pd.Timedelta(hours=h) for h in (8, 10, 9, 8, 8, 9)]
+    counts = pd.DataFrame(
         {
-            "logical_job": ["a", "a", "b", "c"],
-            "created_at": [day, day + pd.Timedelta(hours=2), day, day],
-            "logical_outcome": ["pass", "fail", "flaky", "excluded"],
-            "category": [None, "oom", None, None],
+            "logical_job": ["a", "a", "a", "b", "c", "c"],
+            "day": day,
+            "logical_outcome": ["pass", "fail", "fail", "flaky", "fail", "pass"],
+            "category": [None, "oom", "network", None, "network", None],
+            "invalid": [0, 0, 0, 0, 1, 0],
+            "runs": [2, 1, 3, 1, 1, 4],
+            "last_at": at,
         }
     )
-    cells = shaping.job_day_cells(jobs, 7).set_index("logical_job")
-    assert cells.at["a", "state"] == "oom" and cells.at["a", "runs"] == 2
+    cells = overview_counts.job_day_cells(counts).set_index("logical_job")
+    assert cells.at["a", "state"] == "oom" and cells.at["a", "runs"] == 6
     assert cells.at["b", "state"] == "retry-green"
-    assert "c" not in cells.index
-    assert charts.job_day_heatmap(cells.reset_index()).data[0].z.shape == (2, 1)
+    assert cells.at["c", "state"] == "ci_config" and cells.at["c", "runs"] == 5
+    assert charts.job_day_heatmap(cells.reset_index()).data[0].z.shape == (3, 1)
 
 
 def test_runner_pools_from_stored_labels() -> None:

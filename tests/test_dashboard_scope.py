@@ -122,16 +122,15 @@ def _differ(counts: dict[str, int]) -> None:
 
 
 def test_the_overview_follows_the_scope(db, monkeypatch):
-    from dashboard.loaders import overview
 
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
 
     def tiles(scope: str) -> int:
-        table = overview.tiles(db, _filters(db, scope))
+        table = shared.table(db, _filters(db, scope), "status")
         return int(table.loc[table["level"] == "workflow", "runs"].fillna(0).sum())
 
     _differ(_by_scope(tiles))
-    _differ(_by_scope(lambda s: int(overview.timeline(db, _filters(db, s), "W")["runs"].sum())))
+    _differ(_by_scope(lambda s: int(shared.table(db, _filters(db, s), "stability")["runs"].sum())))
 
 
 def test_the_migrations_page_follows_the_scope(db, monkeypatch):

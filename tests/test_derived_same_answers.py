@@ -20,7 +20,7 @@ from analytics import derived
 from ciflake.cli import cli
 from ciflake.summary import run_summary
 from dashboard.filters import Filters
-from dashboard.loaders import failures, flaky_jobs, migrations, overview, runners, shared
+from dashboard.loaders import failures, flaky_jobs, migrations, runners, shared
 from reports.tables import TABLES
 from store.engine import make_engine
 from store.events import all_events
@@ -35,11 +35,15 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
     """Every loader of every page, on the filters given; the loaders that take more than the
     filters get what their page passes."""
     workflow = shared.runs(db_url, _filters(db_url))["workflow_path"].mode()[0]
+    since = shared.runs(db_url, _filters(db_url))["created_at"].max() - pd.Timedelta(days=28)
     signature = lambda f: failures.signatures(db_url, f)["signature"].iloc[0]  # noqa: E731
     return {
-        "tiles": lambda f: overview.tiles(db_url, f),
-        "timeline": lambda f: overview.timeline(db_url, f, "W"),
-        "heatmap": lambda f: overview.heatmap(db_url, f, workflow, 28),
+        "status": lambda f: shared.table(db_url, f, "status"),
+        "stability": lambda f: shared.table(db_url, f, "stability"),
+        "stability daily": lambda f: shared.table(db_url, f, "stability", period="D"),
+        "incident-lineages": lambda f: shared.table(db_url, f, "incident-lineages"),
+        "job-days": lambda f: shared.table(db_url, f, "job-days", paths=(workflow,), since=since),
+        "changepoints table": lambda f: shared.table(db_url, f, "changepoints"),
         "before_after": lambda f: migrations.before_after(db_url, f),
         "event_sentences": lambda f: migrations.event_sentences(db_url, f),
         "category_shift": lambda f: migrations.category_shift(db_url, f),

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import delete, insert
 from streamlit.testing.v1 import AppTest
 
+from analytics import overview_counts
 from dashboard import charts, shaping
 from dashboard.loaders import runners
 from reports.markdown import md_text
@@ -228,9 +229,8 @@ BANDS = pd.DataFrame(
 
 
 def test_bands_go_on_the_rows_of_the_lineages_hit():
-    members = pd.DataFrame({"run_id": [1, 2, 3, 4], "incident_id": ["a", "a", "b", "b"]})
-    runs = pd.DataFrame({"run_id": [1, 2, 3, 4, 5], "lineage": ["x", "x", "x", "y", "z"]})
-    bands = shaping.incident_bands(BANDS, members, runs)
+    hits = pd.DataFrame({"incident_id": ["a", "b", "b", "b"], "lineage": ["x", "x", "x", "y"]})
+    bands = overview_counts.incident_lineages(BANDS, hits)
     assert bands[["id", "lineage"]].values.tolist() == [["a", "x"], ["b", "x"], ["b", "y"]]
     table = pd.DataFrame(
         {

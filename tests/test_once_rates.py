@@ -19,7 +19,7 @@ from analytics.derived import refresh
 from analytics.elsewhere import with_runner_pool
 from analytics.frames import logical_job_frame, logical_run_frame
 from dashboard.filters import Filters
-from dashboard.loaders import overview, runners, shared
+from dashboard.loaders import runners, shared
 from reports.query import Query
 from reports.tables import build
 from store.engine import make_engine
@@ -174,7 +174,7 @@ def test_export_runner_pools_gives_the_fail_rate_counted_once(db):
 
 def test_the_overview_tiles_give_the_window_counted_once(db, filters):
     url, members, end = db
-    tiles = overview.tiles(url, filters)
+    tiles = shared.table(url, filters, "status")
     runs, _ = _frames(url, end)
     days = shared.current_config().dashboard_recent_days
     window = runs[runs["created_at"] > end - timedelta(days=days)]
@@ -194,7 +194,7 @@ def test_the_overview_tiles_give_the_window_counted_once(db, filters):
 
 def test_the_overview_timeline_gives_each_period_counted_once(db, filters):
     url, members, end = db
-    weeks = overview.timeline(url, filters, "W")
+    weeks = shared.table(url, filters, "stability")
     runs, _ = _frames(url, end)
     red = runs[runs["logical_outcome"].isin(RED) & runs["run_id"].isin(members["run_id"])]
     start = red["created_at"].dt.tz_convert("UTC").dt.tz_localize(None).dt.to_period("W-SUN")

@@ -22,7 +22,7 @@ from analytics.silence import DISABLED, GONE, NOT_FIRING
 from ciflake.cli import cli
 from ciflake.demo import demo_config
 from dashboard.filters import Filters
-from dashboard.loaders import overview
+from dashboard.loaders import shared
 from reports.markdown import md_text
 from reports.summary import load_summary
 from reports.summary_render import MARKER, render_summary
@@ -78,7 +78,7 @@ def test_the_overview_tiles_read_silent_with_reason_and_since(silenced, monkeypa
     monkeypatch.delenv("CIFLAKE_CONFIG", raising=False)
     newest = run_span(make_engine(silenced), REPO)[1]
     filters = Filters(REPO, datetime(2025, 1, 1).date(), pd.Timestamp(newest).date(), (), "all")
-    tiles = overview.tiles(silenced, filters)
+    tiles = shared.table(silenced, filters, "status")
     workflows = tiles[tiles["level"] == "workflow"].set_index("name")
     silent = workflows[workflows["status"] == "SILENT"]
     assert silent["silent_reason"].to_dict() == EXPECTED

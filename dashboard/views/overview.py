@@ -9,7 +9,7 @@ from analytics.silence import describe_silence
 from analytics.text import filled, formatted
 from dashboard import charts, tables
 from dashboard.context import current_view
-from dashboard.loaders import migrations, overview, shared
+from dashboard.loaders import shared
 
 view = current_view()
 STATUS_COLOURS = {
@@ -54,7 +54,7 @@ def _tile(tile: pd.Series) -> None:
 
 
 st.title("Overview")
-tiles = overview.tiles(view.db_url, view.filters)
+tiles = shared.table(view.db_url, view.filters, "status")
 if tiles.empty:
     st.warning("No runs match the filters.")
     st.stop()
@@ -83,9 +83,9 @@ st.subheader("Stability timeline")
 freq = st.segmented_control(
     "Period", ["D", "W"], default="W", format_func={"D": "daily", "W": "weekly"}.get
 )
-timeline = overview.timeline(view.db_url, view.filters, freq or "W")
+timeline = shared.table(view.db_url, view.filters, "stability", period=freq or "W")
 events = shared.events(view.db_url, view.filters.repo)
-bands = overview.incident_bands(view.db_url, view.filters)
+bands = shared.table(view.db_url, view.filters, "incident-lineages")
 hit = bands["id"].nunique()
 st.plotly_chart(charts.stability_timeline(timeline, events, bands))
 st.caption(
@@ -115,7 +115,7 @@ st.caption(
     "day where the step fits the data about as well (within 1.92 of log-likelihood): wide, the "
     "data alone do not date it. A shift far from any event is a change nobody announced."
 )
-found = migrations.changepoints(view.db_url, view.filters)
+found = shared.table(view.db_url, view.filters, "changepoints")
 tables.show(
     pd.DataFrame(
         {
@@ -145,7 +145,11 @@ st.subheader("Job x day")
 workflows = tiles.loc[tiles["level"] == "workflow"].sort_values("last_run", ascending=False)
 workflow = st.selectbox("Workflow", workflows["name"], key="grid_workflow")
 days = st.slider("Days", 7, 90, 28, key="grid_days")
-cells = overview.heatmap(view.db_url, view.filters, workflow, days)
+# The grid's last day is the workflow's last run in the range: its days before it, only.
+last_run = workflows.loc[workflows["name"] == workflow, "last_run"].iloc[0]
+first_day = last_run.floor("D") - pd.Timedelta(days=days - 1)
+since = max(first_day, pd.Timestamp(view.filters.window()[0])).to_pydatetime()
+cells = shared.table(view.db_url, view.filters, "job-days", paths=(workflow,), since=since)
 if cells.empty:
     st.info("No counted runs of this workflow in the range.")
 else:

@@ -1,0 +1,95 @@
+"""The Overview's counts as store.overview_counts' statements give them, computed here from the
+frames of raw rows when the derived tables are not current (the same frame either way), and
+what the Overview's tables make of them: the job x day grid's cells, the incidents' lineages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from analytics.once import INCIDENT, run_incidents
+from analytics.text import filled
+from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
+from store.vocabulary import RED_OUTCOMES
+
+GRID_KEYS = ["logical_job", "day"]
+CELL_COLUMNS = [*GRID_KEYS, "state", "runs"]
+
+
+def canonical(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``counts`` sorted by ``keys``, text as strings (NaN: missing), days (and ``last_at``)
+    as UTC microseconds and flags as integers, as the frames of logical runs and jobs hold
+    them: SQL's counts and pandas' are then the same frame."""
+    text = [c for c in keys if c not in ("day", "in_range", "invalid")]
+    flags = [c for c in ("runs", "in_range", "invalid") if c in counts]
+    out = counts.astype({**dict.fromkeys(text, "str"), **dict.fromkeys(flags, "int64")})
+    for column in ("day", "last_at"):
+        if column in out:
+            out[column] = pd.to_datetime(out[column], utc=True).astype("datetime64[us, UTC]")
+    return out.sort_values(keys, na_position="first", kind="stable").reset_index(drop=True)
+
+
+def run_counts(
+    runs: pd.DataFrame, members: pd.DataFrame, since: datetime | None, until: datetime | None
+) -> pd.DataFrame:
+    """store.overview_counts.run_counts from logical runs (every date) and ``members``
+    (store.incidents.load_members)."""
+    created = runs["created_at"]
+    inside = pd.Series(True, index=runs.index)
+    if since is not None:
+        inside &= created >= since
+    if until is not None:
+        inside &= created < until
+    keyed = runs.assign(
+        day=created.dt.floor("D"),
+        **{INCIDENT: run_incidents(runs, members)},
+        in_range=inside.astype("int64"),
+    )
+    counts = keyed.groupby(RUN_COUNT_KEYS, dropna=False).size().rename("runs").reset_index()
+    return canonical(counts, RUN_COUNT_KEYS)
+
+
+def job_day_counts(jobs: pd.DataFrame) -> pd.DataFrame:
+    """store.overview_counts.job_day_counts from logical jobs whose invalid windows are marked
+    already (analytics.outcomes.mark_invalid_windows): ``invalid`` is 0."""
+    counted = jobs[jobs["logical_outcome"] != "excluded"]
+    keyed = counted.assign(day=counted["created_at"].dt.floor("D"), invalid=0)
+    counts = (
+        keyed.groupby(JOB_DAY_KEYS, dropna=False)
+        .agg(runs=("created_at", "size"), last_at=("created_at", "max"))
+        .reset_index()
+    )
+    return canonical(counts, JOB_DAY_KEYS)
+
+
+def job_day_cells(counts: pd.DataFrame) -> pd.DataFrame:
+    """The worst state per logical job and day of ``counts`` (job_day_counts): a red run's
+    category (``ci_config`` in an invalid window, "unknown" when none) beats retry-green,
+    which beats green; between red runs, the latest's. Columns CELL_COLUMNS."""
+    if counts.empty:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    outcome = counts["logical_outcome"]
+    marked = outcome.isin(RED_OUTCOMES) & counts["invalid"].eq(1)
+    category = counts["category"].mask(marked, "ci_config")
+    state = np.select(
+        [outcome == "fail", outcome == "flaky"],
+        [filled(category, "unknown"), "retry-green"],
+        default="green",
+    )
+    rank = np.select([outcome == "fail", outcome == "flaky"], [2, 1], 0)
+    cells = counts.assign(state=state, rank=rank).sort_values([*GRID_KEYS, "rank", "last_at"])
+    worst = cells.groupby(GRID_KEYS).tail(1)[[*GRID_KEYS, "state"]]
+    runs = counts.groupby(GRID_KEYS)["runs"].sum().reset_index()
+    return worst.merge(runs, on=GRID_KEYS).reset_index(drop=True)
+
+
+def incident_lineages(incidents: pd.DataFrame, hits: pd.DataFrame) -> pd.DataFrame:
+    """A row per incident (store.incidents.INCIDENT_COLUMNS) and lineage it hit: ``hits``,
+    incident_id and lineage (of the workflows it failed a run of). Columns: the incident's,
+    then lineage; by start, then lineage."""
+    hit = hits[[INCIDENT, "lineage"]].drop_duplicates()
+    bands = incidents.merge(hit, left_on="id", right_on=INCIDENT)
+    bands = bands.drop(columns=INCIDENT).sort_values(["started_at", "lineage"], kind="stable")
+    return bands.reset_index(drop=True)

@@ -1,0 +1,104 @@
+"""The Overview's counts, each one aggregated statement over the derived tables (logical runs
+and jobs, the first incident of each run): a few thousand rows, however many runs there are.
+What depends on the configuration (lineages, invalid windows) is applied by the caller on
+these counts, or passed in as parameters. The same text runs on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, case, func, literal, select
+
+from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
+from store.runfilter import Bind, RunFilter, UTCDay, filtered, raw_frame
+from store.vocabulary import RED_OUTCOMES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUN_COUNT_KEYS = ["workflow_path", "day", "logical_outcome", "incident_id", "in_range"]
+JOB_DAY_KEYS = ["logical_job", "day", "logical_outcome", "category", "invalid"]
+
+
+def _in_range(since: datetime | None, until: datetime | None) -> Any:
+    """1 for a run created in [since, until), else 0."""
+    created = WorkflowRun.created_at
+    terms = [created >= since] if since is not None else []
+    terms += [created < until] if until is not None else []
+    return case((and_(*terms), 1), else_=0) if terms else literal(1)
+
+
+def run_counts(
+    bind: Bind, where: RunFilter, since: datetime | None, until: datetime | None
+) -> pd.DataFrame:
+    """Logical runs of ``where`` (every date) per workflow_path, UTC day, logical_outcome, the
+    incident of a red run (the smallest id among its failures'; None otherwise) and
+    ``in_range`` (1: created in [since, until)): ``runs``. Columns RUN_COUNT_KEYS, runs."""
+    member = IncidentFailure
+    first = (
+        select(member.run_id, func.min(member.incident_id).label("incident_id"))
+        .group_by(member.run_id)
+        .subquery()
+    )
+    run = WorkflowRun
+    keys = [
+        run.workflow_path,
+        UTCDay(run.created_at).label("day"),
+        LogicalRun.logical_outcome,
+        case((LogicalRun.logical_outcome.in_(RED_OUTCOMES), first.c.incident_id)).label(
+            "incident_id"
+        ),
+        _in_range(since, until).label("in_range"),
+    ]
+    stmt = (
+        select(*keys, func.count().label("runs"))
+        .join(LogicalRun, LogicalRun.run_id == run.id)
+        .outerjoin(first, first.c.run_id == run.id)
+        .group_by(*keys)
+        .order_by(*keys)
+    )
+    return raw_frame(bind, filtered(stmt, where), ("day",))
+
+
+def job_day_counts(
+    bind: Bind, where: RunFilter, windows: Sequence[tuple[str, datetime, datetime]]
+) -> pd.DataFrame:
+    """Counted logical jobs of ``where`` (not excluded) per logical_job, UTC day,
+    logical_outcome, category and ``invalid`` (1: created in one of ``windows``, (workflow_path,
+    from, to) spans of an invalid workflow file): ``runs`` and ``last_at``, the latest
+    creation time. Columns JOB_DAY_KEYS, runs, last_at."""
+    run = WorkflowRun
+    spans = [
+        (and_(run.workflow_path == path, run.created_at >= start, run.created_at < end), 1)
+        for path, start, end in windows
+    ]
+    keys = [
+        LogicalJob.logical_job,
+        UTCDay(run.created_at).label("day"),
+        LogicalJob.logical_outcome,
+        LogicalJob.category,
+        (case(*spans, else_=0) if spans else literal(0)).label("invalid"),
+    ]
+    stmt = (
+        select(*keys, func.count().label("runs"), func.max(run.created_at).label("last_at"))
+        .join(LogicalJob, LogicalJob.run_id == run.id)
+        .where(LogicalJob.logical_outcome != "excluded")
+        .group_by(*keys)
+        .order_by(*keys)
+    )
+    return raw_frame(bind, filtered(stmt, where), ("day", "last_at"))
+
+
+def incident_workflows(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """Each incident with a failure in a run of ``where``, and each workflow_path it hit
+    there. Columns incident_id, workflow_path."""
+    member = IncidentFailure
+    stmt = (
+        select(member.incident_id, WorkflowRun.workflow_path)
+        .join(WorkflowRun, WorkflowRun.id == member.run_id)
+        .distinct()
+        .order_by(member.incident_id, WorkflowRun.workflow_path)
+    )
+    return raw_frame(bind, filtered(stmt, where))
