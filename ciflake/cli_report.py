@@ -108,8 +108,8 @@ def schedule(state: State) -> None:
 @click.option(
     "--category",
     metavar="C",
-    help="runs, jobs, failures, signatures, known-issues, verdicts: only this failure category "
-    "(oom, ...).",
+    help="runs, jobs, failures, signatures, known-issues, verdicts, incident-lineages: only this "
+    "failure category (oom, ...).",
 )
 @click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
 @click.pass_obj
@@ -128,7 +128,8 @@ def export(
     downloads for the same filters (docs/commands.md, "ciflake export").
 
     TABLE: runs, jobs, failures, signatures, known-issues, flaky-jobs, verdicts,
-    before-after, coverage-lost, changepoints, runner-pools, incidents, health.
+    before-after, coverage-lost, changepoints, runner-pools, incidents, health, status,
+    stability, incident-lineages, job-days.
 
     Prints the rows written, and what the database lacks of those dates: no runs collected
     yet, or a backfill still in progress.

@@ -57,11 +57,26 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "runner-pools": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
     "incidents": lambda rows: rows == [],  # one failure is no burst
     "health": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
+    "status": lambda rows: (
+        {r["level"] for r in rows} == {"lineage", "workflow"}
+        and all((r["runs"], r["label"]) == ("1", f"{NOT_ENOUGH_DATA} (n=1)") for r in rows)
+    ),
+    "stability": lambda rows: (
+        [(r["runs"], r["fail"], r["enough_data"]) for r in rows] == [("1", "1", "False")]
+    ),
+    "incident-lineages": lambda rows: rows == [],
+    "job-days": lambda rows: len(rows) > 0 and "oom" in {r["state"] for r in rows},
 }
 # Rows an empty database still has: those of the configured events, with no run counted.
 FROM_CONFIG = {"before-after": ("before_runs", "after_runs")}
 # Tables that a first night of verl (its event windows first) leaves empty.
-FIRST_NIGHT_EMPTY = {"coverage-lost", "changepoints", "known-issues", "incidents"}
+FIRST_NIGHT_EMPTY = {
+    "coverage-lost",
+    "changepoints",
+    "known-issues",
+    "incidents",
+    "incident-lineages",
+}
 
 
 def _export(runner, url: str, table: str, out: Path) -> tuple[str, Rows]:
