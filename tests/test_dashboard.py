@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from analytics import elsewhere, overview_counts
 from dashboard import charts
 from dashboard.context import freshness_line
+from reports import tables
 from store.bookkeeping import LastCollect
 from store.engine import make_engine
 from store.models import Failure, JobLog, WorkflowRun
@@ -74,6 +75,27 @@ def test_overview_tiles_timeline_and_grid(app: AppTest) -> None:
     labels = {a["text"] for a in figures[0]["layout"]["annotations"]}
     assert {str(n) for n in legend["number"]} <= labels
     assert "Changepoints" in [header.value for header in app.subheader]
+
+
+def test_overview_grid_is_the_job_days_table(app: AppTest, history_db: str) -> None:
+    """The grid draws the registry's job-days table (what ``ciflake export job-days`` writes)
+    for the chosen workflow, from the 28 days before its last run in the range."""
+    from dataclasses import replace
+
+    from dashboard.filters import Filters
+    from dashboard.loaders import shared
+
+    repo = "verl-project/verl"
+    filters = Filters(repo, *shared.day_span(history_db, repo), (), "default")
+    workflow = app.selectbox(key="grid_workflow").value
+    tiles = shared.table(history_db, filters, "status")
+    last_run = tiles.loc[tiles["name"] == workflow, "last_run"].iloc[0]
+    since = last_run.floor("D") - pd.Timedelta(days=27)
+    asked = replace(shared.query(filters), paths=(workflow,), since=since.to_pydatetime())
+    cells = tables.build(shared.engine(history_db), shared.project(repo), "job-days", asked)
+    grid = _plotted(app)[1]["data"][0]
+    assert sorted(grid["y"]) == sorted(cells["logical_job"].unique())
+    assert len(grid["x"]) == (cells["day"].max() - cells["day"].min()).days + 1
 
 
 def _tiles(app: AppTest) -> set[str]:
