@@ -62,13 +62,6 @@ def daily_red(counts: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     return grouped.agg(runs=("runs", "sum"), red=("red", "sum")).reset_index()
 
 
-def runs_per_day(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per workflow_path and UTC day: ``runs``, every run counted (the ``run_days`` of
-    job_set_changes, from logical runs already loaded rather than another query)."""
-    days = runs["created_at"].dt.floor("D").rename("day")
-    return runs.groupby([runs["workflow_path"], days]).size().rename("runs").reset_index()
-
-
 def _loglik(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Binomial log-likelihood (without the constant) of k reds in n at the MLE rate:
     k log(k/n) + (n-k) log((n-k)/n), with 0 log 0 = 0."""
@@ -156,7 +149,7 @@ def job_set_changes(
 
     ``presence``: workflow_path, day, name, runs (runs whose first attempt has a job of that
     name, store.page_queries.daily_job_presence); ``run_days``: workflow_path, day, runs
-    (runs_per_day; other columns are summed away); ``lineage_of``: workflow_path -> lineage
+    (day_outcomes; other columns are summed away); ``lineage_of``: workflow_path -> lineage
     (workflows left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the
     ``known`` of changepoints(by="lineage")."""
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()

@@ -16,9 +16,9 @@ import pytest
 from analytics.before_after import category_shift
 from analytics.changepoints import (
     daily_failures,
+    day_outcomes,
     job_set_changes,
     lineage_changepoints,
-    runs_per_day,
 )
 from analytics.config_tables import event_table, job_renames
 from analytics.coverage import coverage_diff, lost_jobs
@@ -193,7 +193,7 @@ def found_changepoints(history) -> Found:
     found = _with_expected(found, runs)
     daily = daily_failures(runs)
     _report(found, daily, truth)
-    known = job_set_changes(presence, runs_per_day(runs), lineage_of)
+    known = job_set_changes(presence, day_outcomes(runs, ["workflow_path"]), lineage_of)
     return Found(daily, truth, known, runs, found)
 
 
