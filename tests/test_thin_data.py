@@ -57,11 +57,14 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "runner-pools": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
     "incidents": lambda rows: rows == [],  # one failure is no burst
     "health": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
+    "repair": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
+    "runners": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
+    "environments": lambda rows: rows == [],  # its log prints no version
 }
 # Rows an empty database still has: those of the configured events, with no run counted.
 FROM_CONFIG = {"before-after": ("before_runs", "after_runs")}
 # Tables that a first night of verl (its event windows first) leaves empty.
-FIRST_NIGHT_EMPTY = {"coverage-lost", "changepoints", "known-issues", "incidents"}
+FIRST_NIGHT_EMPTY = {"coverage-lost", "changepoints", "known-issues", "incidents", "environments"}
 
 
 def _export(runner, url: str, table: str, out: Path) -> tuple[str, Rows]:
