@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from analytics.job_counts import incidents_per_place
 from dashboard import charts, shaping
-from dashboard.loaders import runners
+from dashboard.loaders import shared
 from reports.markdown import md_text
 from reports.summary_render import render_summary
 from store import incidents
@@ -136,9 +136,9 @@ def test_the_runners_page_gives_the_host_incident_to_its_runner(app, history):
     # the runner table's column (its page shows the first 50 of many runners); a host name is
     # no pool's label, so no pool gets it
     filters = app.session_state["view"].filters
-    by_name = runners.runner_rates(history[0], filters, "runner_name").set_index("runner_name")
+    by_name = shared.table(history[0], filters, "runners").set_index("runner_name")
     assert by_name.at[host, "incidents"] == 1 and by_name["incidents"].sum() == 1
-    assert runners.runner_rates(history[0], filters, "runner_pool")["incidents"].sum() == 0
+    assert shared.table(history[0], filters, "runner-pools")["incidents"].sum() == 0
 
 
 def test_the_summary_names_the_incidents_since_the_last_summary(history):
