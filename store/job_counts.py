@@ -85,6 +85,9 @@ def job_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
     return frame.assign(labels=label_tuples(frame["labels"]))
 
 
+NEIGHBOURS = ("prev_run_id", "prev_outcome", "next_run_id", "next_outcome", "same_sha_run_id")
+
+
 def failed_jobs(bind: Bind, where: RunFilter) -> pd.DataFrame:
     """The red logical jobs (flaky, fail) of ``where`` with what their verdict reads
     (analytics.verdicts.decide): their neighbours on the branch (``prev_``/``next_run_id`` and
@@ -98,6 +101,25 @@ def failed_jobs(bind: Bind, where: RunFilter) -> pd.DataFrame:
     green_run = case((job.logical_outcome.in_(GREEN_OUTCOMES), run.id))
     same_sha = func.min(green_run).over(partition_by=[run.head_sha, job.logical_job])
     counted = filtered(
+        select(
+            job.run_id,
+            job.logical_job,
+            func.lag(run.id).over(partition_by=branch, order_by=in_time).label("prev_run_id"),
+            func.lag(job.logical_outcome)
+            .over(partition_by=branch, order_by=in_time)
+            .label("prev_outcome"),
+            func.lead(run.id).over(partition_by=branch, order_by=in_time).label("next_run_id"),
+            func.lead(job.logical_outcome)
+            .over(partition_by=branch, order_by=in_time)
+            .label("next_outcome"),
+            case((run.head_sha.is_not(None), same_sha)).label("same_sha_run_id"),
+        )
+        .join(run, run.id == job.run_id)
+        .where(job.logical_outcome != "excluded"),
+        where,
+    ).subquery("counted")
+    # The windows sort narrow rows; the red rows' other columns are joined on afterwards.
+    stmt = (
         select(
             run.workflow_path,
             job.logical_job,
@@ -113,21 +135,13 @@ def failed_jobs(bind: Bind, where: RunFilter) -> pd.DataFrame:
             job.red_attempt,
             job.red_job_id,
             job.category,
-            func.lag(run.id).over(partition_by=branch, order_by=in_time).label("prev_run_id"),
-            func.lag(job.logical_outcome)
-            .over(partition_by=branch, order_by=in_time)
-            .label("prev_outcome"),
-            func.lead(run.id).over(partition_by=branch, order_by=in_time).label("next_run_id"),
-            func.lead(job.logical_outcome)
-            .over(partition_by=branch, order_by=in_time)
-            .label("next_outcome"),
-            case((run.head_sha.is_not(None), same_sha)).label("same_sha_run_id"),
+            *(counted.c[name] for name in NEIGHBOURS),
         )
+        .select_from(counted)
+        .join(job, and_(job.run_id == counted.c.run_id, job.logical_job == counted.c.logical_job))
         .join(run, run.id == job.run_id)
-        .where(job.logical_outcome != "excluded"),
-        where,
-    ).subquery("counted")
-    stmt = select(counted).where(counted.c.logical_outcome.in_(RED_OUTCOMES))
+        .where(job.logical_outcome.in_(RED_OUTCOMES))
+    )
     return raw_frame(bind, stmt, ("created_at",))
 
 
