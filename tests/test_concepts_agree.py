@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from analytics.config_tables import event_table
 from analytics.newness import NEW_DAYS
 from dashboard.filters import Filters
-from dashboard.loaders import failures, migrations, runners, shared
+from dashboard.loaders import failures, migrations, overview, runners, shared
 from reports.summary import load_summary
 from reports.summary_tables import SummaryData
 from store.engine import make_engine
@@ -202,7 +202,7 @@ MONDAY = datetime(2026, 8, 17, tzinfo=UTC)  # weeks start on Mondays: the same w
 
 def test_works_elsewhere_is_the_same_on_the_runners_page_and_in_the_summary(history):
     data = history.summary(MONDAY, datetime(2026, 11, 30, tzinfo=UTC))
-    table = runners.runner_rates(history.url, history.filters(MONDAY.date()), "runner_name")
+    table = shared.table(history.url, history.filters(MONDAY.date()), "runners")
     failed = table.dropna(subset=["works_elsewhere"])
     shown = int((failed["failed_jobs"] * failed["works_elsewhere"]).round().sum())
     summary = int(data.failures["works_elsewhere"].sum())
@@ -212,7 +212,7 @@ def test_works_elsewhere_is_the_same_on_the_runners_page_and_in_the_summary(hist
 
 def test_environment_failures_are_the_same_on_the_runners_page_and_in_the_summary(history):
     data = history.summary(MONDAY, datetime(2026, 11, 30, tzinfo=UTC))
-    shown = runners.environment_failures(history.url, history.filters(MONDAY.date()))
+    shown = shared.table(history.url, history.filters(MONDAY.date()), "environments")
     assert len(data.environments) and data.environments["failures"].sum() > 0
     pd.testing.assert_frame_equal(
         data.environments.reset_index(drop=True), shown.reset_index(drop=True)

@@ -144,20 +144,17 @@ def test_the_migrations_page_follows_the_scope(db, monkeypatch):
 
 
 def test_the_flaky_jobs_page_follows_the_scope(db, monkeypatch):
-    from dashboard.loaders import flaky_jobs
-
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
-    _differ(_by_scope(lambda s: int(flaky_jobs.flaky_jobs(db, _filters(db, s))["runs"].sum())))
-    _differ(_by_scope(lambda s: len(flaky_jobs.job_verdicts(db, _filters(db, s)))))
+    ranked = lambda s: shared.table(db, _filters(db, s), "flaky-jobs")  # noqa: E731
+    _differ(_by_scope(lambda s: int(ranked(s)["runs"].sum())))
+    _differ(_by_scope(lambda s: len(shared.table(db, _filters(db, s), "verdicts"))))
 
 
 def test_the_runners_page_follows_the_scope(db, monkeypatch):
-    from dashboard.loaders import runners
-
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
 
     def pooled(scope: str) -> int:
-        return int(runners.runner_rates(db, _filters(db, scope), "runner_pool")["runs"].sum())
+        return int(shared.table(db, _filters(db, scope), "runner-pools")["runs"].sum())
 
     _differ(_by_scope(pooled))
 

@@ -20,7 +20,7 @@ from analytics import derived
 from ciflake.cli import cli
 from ciflake.summary import run_summary
 from dashboard.filters import Filters
-from dashboard.loaders import failures, flaky_jobs, migrations, runners, shared
+from dashboard.loaders import failures, flaky_jobs, migrations, overview, runners, shared
 from reports.tables import TABLES
 from store.engine import make_engine
 from store.events import all_events
@@ -56,11 +56,11 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
         "failure_bases": lambda f: failures.failure_bases(db_url, f),
         "signatures": lambda f: failures.signatures(db_url, f),
         "signature_failures": lambda f: failures.signature_failures(db_url, f, signature(f)),
-        "flaky_jobs": lambda f: flaky_jobs.flaky_jobs(db_url, f),
-        "job_verdicts": lambda f: flaky_jobs.job_verdicts(db_url, f),
-        "repair_and_cost": lambda f: flaky_jobs.repair_and_cost(db_url, f, with_jobs=True),
-        "runner_pools": lambda f: runners.runner_rates(db_url, f, "runner_pool"),
-        "environment_failures": lambda f: runners.environment_failures(db_url, f),
+        **{
+            name: lambda f, name=name: shared.table(db_url, f, name)
+            for name in ("flaky-jobs", "verdicts", "repair", "health")
+            + ("runner-pools", "runners", "environments")
+        },
     }
 
 

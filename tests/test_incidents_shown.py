@@ -17,8 +17,9 @@ from sqlalchemy import delete, insert
 from streamlit.testing.v1 import AppTest
 
 from analytics import overview_counts
+from analytics.job_counts import incidents_per_place
 from dashboard import charts, shaping
-from dashboard.loaders import runners
+from dashboard.loaders import shared
 from reports.markdown import md_text
 from reports.summary_render import render_summary
 from store import incidents
@@ -136,9 +137,9 @@ def test_the_runners_page_gives_the_host_incident_to_its_runner(app, history):
     # the runner table's column (its page shows the first 50 of many runners); a host name is
     # no pool's label, so no pool gets it
     filters = app.session_state["view"].filters
-    by_name = runners.runner_rates(history[0], filters, "runner_name").set_index("runner_name")
+    by_name = shared.table(history[0], filters, "runners").set_index("runner_name")
     assert by_name.at[host, "incidents"] == 1 and by_name["incidents"].sum() == 1
-    assert runners.runner_rates(history[0], filters, "runner_pool")["incidents"].sum() == 0
+    assert shared.table(history[0], filters, "runner-pools")["incidents"].sum() == 0
 
 
 def test_the_summary_names_the_incidents_since_the_last_summary(history):
@@ -266,8 +267,8 @@ def test_bands_go_on_the_rows_of_the_lineages_hit():
 def test_runner_incidents_count_on_their_runner_and_on_pools_holding_their_label():
     assert shaping.runner_incidents(BANDS)["runner"].tolist() == ["linux-aarch64-a3-8"]
     places = pd.Series(["linux-aarch64-a3-8+self-hosted", "linux-aarch64-a3-8", "gpu+l20x8"])
-    assert shaping.incidents_per_place(places, BANDS).tolist() == [1, 1, 0]
-    assert shaping.incidents_per_place(places, BANDS.iloc[1:]).tolist() == [0, 0, 0]
+    assert incidents_per_place(places, BANDS).tolist() == [1, 1, 0]
+    assert incidents_per_place(places, BANDS.iloc[1:]).tolist() == [0, 0, 0]
 
 
 def test_the_export_pages_incidents_file_is_ciflake_export_incidents(app, history, tmp_path):

@@ -19,7 +19,7 @@ from analytics.derived import refresh
 from analytics.elsewhere import with_runner_pool
 from analytics.frames import logical_job_frame, logical_run_frame
 from dashboard.filters import Filters
-from dashboard.loaders import runners, shared
+from dashboard.loaders import overview, runners, shared
 from reports.query import Query
 from reports.tables import build
 from store.engine import make_engine
@@ -136,7 +136,7 @@ def _hit_jobs(jobs: pd.DataFrame, members: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("by", ["runner_pool", "runner_name"])
 def test_the_runners_tables_give_the_fail_rate_counted_once(db, filters, by):
     url, members, end = db
-    table = runners.runner_rates(url, filters, by)
+    table = shared.table(url, filters, {"runner_pool": "runner-pools"}.get(by, "runners"))
     _, jobs = _frames(url, end)
     hit = _hit_jobs(jobs, members)
     assert hit[by].value_counts().max() >= 3  # one pool (and one host) failed several jobs

@@ -66,6 +66,9 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     ),
     "incident-lineages": lambda rows: rows == [],
     "job-days": lambda rows: len(rows) > 0 and "oom" in {r["state"] for r in rows},
+    "repair": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
+    "runners": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
+    "environments": lambda rows: rows == [],  # its log prints no version
 }
 # Rows an empty database still has: those of the configured events, with no run counted.
 FROM_CONFIG = {"before-after": ("before_runs", "after_runs")}
@@ -76,6 +79,7 @@ FIRST_NIGHT_EMPTY = {
     "known-issues",
     "incidents",
     "incident-lineages",
+    "environments",
 }
 
 

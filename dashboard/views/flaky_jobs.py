@@ -9,12 +9,12 @@ from analytics.rates import short_of_data
 from analytics.text import basename
 from dashboard import charts, tables
 from dashboard.context import current_view
-from dashboard.loaders import flaky_jobs, shared
+from dashboard.loaders import shared
 
 view = current_view()
 
 st.title("Flaky jobs")
-ranked = flaky_jobs.flaky_jobs(view.db_url, view.filters)
+ranked = shared.table(view.db_url, view.filters, "flaky-jobs")
 st.caption(
     "Flake rate = passed on a rerun / (passed first time + passed on a rerun); ranked by the "
     "lower bound of its 95% Wilson interval, jobs with fewer than the minimum runs last. "
@@ -65,7 +65,7 @@ tables.show(
 )
 
 st.subheader("Verdicts and evidence")
-verdicts = flaky_jobs.job_verdicts(view.db_url, view.filters)
+verdicts = shared.table(view.db_url, view.filters, "verdicts")
 job = st.selectbox("Logical job", ranked["logical_job"], key="verdict_job")
 mine = verdicts[verdicts["logical_job"] == job].sort_values("created_at", ascending=False)
 tables.show(
@@ -109,13 +109,13 @@ with_jobs = st.toggle(
     "Add the retry tax and the duration and queue percentiles (reads every job attempt)",
     key="health_jobs",
 )
-health = flaky_jobs.repair_and_cost(view.db_url, view.filters, with_jobs)
+health = shared.table(view.db_url, view.filters, "health" if with_jobs else "repair")
+shown = health.columns.drop(["lineage", "workflow_path", "scope"])  # the columns it has
 tables.show(
-    health.assign(workflow=basename(health["workflow_path"])).drop(columns="workflow_path"),
+    health.assign(workflow=basename(health["workflow_path"]))[["workflow", *shown]],
     "repair-and-cost",
     missing="No run in the range and scope: no streak to repair, no rerun to count.",
     hide_index=True,
-    column_order=["workflow", *health.columns.drop("workflow_path")],  # the columns it has
     column_config={
         "median_repair_hours": st.column_config.NumberColumn(
             "time to repair, median (h)", format="%.1f"

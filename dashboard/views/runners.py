@@ -6,7 +6,7 @@ import streamlit as st
 from analytics.rates import short_of_data
 from dashboard import charts, tables
 from dashboard.context import current_view
-from dashboard.loaders import runners, shared
+from dashboard.loaders import shared
 from dashboard.shaping import runner_incidents
 
 view = current_view()
@@ -39,9 +39,12 @@ st.caption(
     "incidents of the range on that runner or on a label of that pool, listed below. Counted "
     "once: each incident's failed jobs on a pool or runner are one failed job."
 )
-for by, heading in (("runner_pool", "Runner pools"), ("runner_name", "Runners")):
+for by, name, heading in (
+    ("runner_pool", "runner-pools", "Runner pools"),
+    ("runner_name", "runners", "Runners"),
+):
     st.subheader(heading)
-    table = runners.runner_rates(view.db_url, view.filters, by)
+    table = shared.table(view.db_url, view.filters, name)
     short = short_of_data(table, shared.project(view.filters.repo).analysis.min_runs)
     if short is not None:
         st.warning(short)
@@ -80,7 +83,7 @@ st.caption(
     "only, so these are failure counts, not rates; works elsewhere by runner."
 )
 tables.show(
-    runners.environment_failures(view.db_url, view.filters),
+    shared.table(view.db_url, view.filters, "environments"),
     "environments",
     missing="No version found in the logs of the failed jobs of the range (none failed, or "
     "their logs print none or were not archived).",

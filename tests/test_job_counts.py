@@ -1,0 +1,80 @@
+"""The logical-job tables from counts (analytics.job_counts): counted once and works elsewhere
+by hand on a few jobs, as the counts store.job_counts returns and counts_of makes."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analytics.job_counts import counts_of, elsewhere_flags, flaky_table, runner_table
+
+MONDAY = pd.Timestamp("2026-06-01 10:00", tz="UTC")
+
+
+def _jobs(rows: list[tuple[str, str, str | None, int, str | None]]) -> pd.DataFrame:
+    """Logical jobs of workflow w: (logical_job, outcome, runner, days after MONDAY, red job's
+    incident); the red job id is the row number."""
+    return pd.DataFrame(
+        {
+            "workflow_path": "w.yml",
+            "logical_job": [r[0] for r in rows],
+            "logical_outcome": [r[1] for r in rows],
+            "runner_name": [r[2] for r in rows],
+            "labels": [("gpu",)] * len(rows),
+            "created_at": [MONDAY + pd.Timedelta(days=r[3]) for r in rows],
+            "red_job_id": [float(i) for i in range(len(rows))],
+            "incident": [r[4] for r in rows],
+        }
+    )
+
+
+def _members(jobs: pd.DataFrame) -> pd.DataFrame:
+    hit = jobs[jobs["incident"].notna()]
+    return pd.DataFrame({"job_id": hit["red_job_id"].astype(int), "incident_id": hit["incident"]})
+
+
+def test_an_incidents_red_jobs_count_once_a_fail_if_one_failed():
+    jobs = _jobs(
+        [
+            ("a", "flaky", "r1", 0, "i1"),
+            ("a", "flaky", "r1", 1, "i1"),
+            ("a", "fail", "r1", 2, "i1"),  # i1 failed once: it counts as one fail
+            ("a", "flaky", "r1", 3, "i2"),  # i2 only flaky: one flaky
+            ("a", "fail", "r1", 4, None),
+            ("a", "pass", "r1", 5, "i1"),  # green: in no incident whatever members say
+            ("b", "excluded", "r1", 0, None),
+        ]
+    )
+    counts = counts_of(jobs, _members(jobs))
+    assert counts["n"].sum() == len(jobs)
+    table = flaky_table(counts.assign(lineage="w"), min_runs=1).set_index("logical_job")
+    got = table.loc["a", ["runs", "pass", "flaky", "fail"]].tolist()
+    once = table.loc["a", ["runs_once", "pass_once", "flaky_once", "fail_once"]].tolist()
+    assert (got, once) == ([6, 1, 3, 2], [4, 1, 1, 2])
+    assert table.loc["a", "flake_rate_once"] == 0.5  # 1 flaky of 2 green, counted once
+    assert table.loc["b", "runs"] == 0 and table.loc["b", "runs_once"] == 0
+
+
+def test_a_failure_works_elsewhere_when_its_job_went_green_on_another_runner_that_week():
+    jobs = _jobs(
+        [
+            ("a", "fail", "r1", 0, None),
+            ("a", "pass", "r2", 1, None),  # same week, another runner: r1's fail
+            ("a", "fail", "r1", 7, None),
+            ("a", "pass", "r1", 8, None),  # next week only r1 itself went green
+            ("b", "fail", None, 0, None),
+            ("b", "flaky", "r3", 2, None),  # a job that never ran is a place of its own
+        ]
+    )
+    counts = counts_of(jobs, _members(jobs))
+    flags = elsewhere_flags(
+        counts.assign(runner_name=counts["runner_name"].fillna("-")), "runner_name"
+    )
+    found = {(r.logical_job, r.week, r.runner_name): r.works_elsewhere for r in flags.itertuples()}
+    assert found == {
+        ("a", "2026-06-01", "r1"): True,
+        ("a", "2026-06-08", "r1"): False,
+        ("b", "2026-06-01", "-"): True,
+    }
+    table = runner_table(counts, "runner_name", min_runs=1).set_index("runner_name")
+    assert table.loc["r1", ["failed_jobs", "works_elsewhere"]].tolist() == [2, 0.5]
+    assert table.loc["(none)", ["failed_jobs", "works_elsewhere"]].tolist() == [1, 1.0]
