@@ -20,7 +20,7 @@ from analytics import derived
 from ciflake.cli import cli
 from ciflake.summary import run_summary
 from dashboard.filters import Filters
-from dashboard.loaders import failures, flaky_jobs, migrations, overview, runners, shared
+from dashboard.loaders import failures, migrations, shared
 from reports.tables import TABLES
 from store.engine import make_engine
 from store.events import all_events

@@ -19,7 +19,7 @@ from analytics.derived import refresh
 from analytics.elsewhere import with_runner_pool
 from analytics.frames import logical_job_frame, logical_run_frame
 from dashboard.filters import Filters
-from dashboard.loaders import overview, runners, shared
+from dashboard.loaders import shared
 from reports.query import Query
 from reports.tables import build
 from store.engine import make_engine
