@@ -46,12 +46,17 @@ def wilson_interval(
 
 
 def outcome_counts(
-    frame: pd.DataFrame, by: Sequence[str], outcome: str = "logical_outcome"
+    frame: pd.DataFrame,
+    by: Sequence[str],
+    outcome: str = "logical_outcome",
+    weight: str | None = None,
 ) -> pd.DataFrame:
     """Counts of pass, flaky, fail and excluded per group, plus ``runs`` = pass + flaky + fail.
-    An empty frame gives an empty table with these columns."""
+    An empty frame gives an empty table with these columns. ``weight``: the column holding how
+    many rows each row stands for (a frame of counts), else each row is one."""
+    grouped = frame.groupby([*by, outcome])
     counts = (
-        frame.groupby([*by, outcome]).size().unstack(outcome, fill_value=0)
+        (grouped.size() if weight is None else grouped[weight].sum()).unstack(outcome, fill_value=0)
         if len(frame)
         else pd.DataFrame(columns=OUTCOMES, index=pd.MultiIndex.from_tuples([], names=list(by)))
     )
@@ -77,9 +82,12 @@ def add_rates(counts: pd.DataFrame, min_runs: int) -> pd.DataFrame:
     return pd.concat([counts, pd.DataFrame(columns, index=counts.index)], axis=1)
 
 
-def stability(frame: pd.DataFrame, by: Sequence[str], min_runs: int) -> pd.DataFrame:
-    """Counts and rates of logical runs (or logical jobs) per group of ``by`` columns."""
-    return add_rates(outcome_counts(frame, by), min_runs)
+def stability(
+    frame: pd.DataFrame, by: Sequence[str], min_runs: int, weight: str | None = None
+) -> pd.DataFrame:
+    """Counts and rates of logical runs (or logical jobs) per group of ``by`` columns;
+    ``weight`` as in outcome_counts."""
+    return add_rates(outcome_counts(frame, by, weight=weight), min_runs)
 
 
 def with_period(frame: pd.DataFrame, freq: str = "D", column: str = "created_at") -> pd.DataFrame:

@@ -6,19 +6,35 @@ every event); each event's windows are its own, read over every date."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics import coverage, successors
-from analytics.before_after import as_exported, basis_mix, before_after, category_shift, headline
-from analytics.config_tables import config_lineages, job_renames
+from analytics import coverage, derived, successors
+from analytics.before_after import (
+    as_exported,
+    as_tally,
+    basis_mix_of,
+    before_after_of,
+    category_shift_of,
+    headline,
+    tally,
+    windows_of,
+)
+from analytics.config_tables import (
+    config_lineages,
+    invalid_window_table,
+    job_renames,
+    workflow_table,
+)
+from analytics.evidence import CONFIG_BASIS
 from analytics.frames import logical_run_frame
+from analytics.once import run_incidents
+from analytics.outcomes import attach_lineage
 from reports.query import Query
 from reports.table_inputs import events_of, logical_jobs_of
 from reports.table_spec import ReportTable
 from store.incidents import load_incidents, load_members
+from store.migration_counts import window_tally
 from store.project import Project
 
 EVENT_COLUMNS = ["event_date", "event_pr", "event_title", "event_kind"]
@@ -70,27 +86,56 @@ def _events(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     return events.reset_index(drop=True)
 
 
-def _window_args(engine: Engine, project: Project, query: Query) -> dict[str, Any]:
-    """What the window tables read: the query's logical runs over every date (its scope, in
-    SQL: every one of them counts), the events and the settings."""
-    runs = logical_run_frame(engine, project, query.where(project, dated=False))
-    return {
-        "runs": runs,
-        "events": _events(engine, project, query),
-        "analysis": project.analysis,
-        "default_branch": project.default_branch,
-        "scope": "all",
-        "lineages": config_lineages(project.workflows),
-    }
+def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(pairs, tagged) of analytics.before_after.windows_of: the runs of the query's scope
+    around each event (every date), counted by one statement when the derived tables are
+    current, else from the raw rows' frames: the same counts either way."""
+    events, every = _events(engine, project, query), query.where(project, dated=False)
+    analysis, lineages = project.analysis, config_lineages(project.workflows)
+    if derived.is_current(engine, project.repo, project.job_name_strip):
+        window = pd.Timedelta(days=analysis.window_days)
+        dates = [date.to_pydatetime() for date in events["event_date"]]
+        windows = [
+            (event, side, start, end)
+            for event, date in enumerate(dates)
+            for side, start, end in (
+                ("before", date - window, date),
+                ("after", date, date + window),
+            )
+        ]
+        invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
+        counts = as_tally(
+            window_tally(
+                engine,
+                every,
+                windows,
+                list(enumerate(dates)),
+                analysis.first_runs,
+                [
+                    (path, start.to_pydatetime(), end.to_pydatetime())
+                    for path, start, end, _ in invalid
+                ],
+                CONFIG_BASIS,
+            )
+        )
+        paths = attach_lineage(
+            counts[["workflow_path"]].drop_duplicates(), workflow_table(project.workflows)
+        )
+        lineage_of = paths.set_index("workflow_path")["lineage"]
+    else:
+        runs = logical_run_frame(engine, project, every)
+        incident = run_incidents(runs, load_members(engine, every))
+        counts = tally(runs, events, analysis.window_days, analysis.first_runs, incident)
+        lineage_of = runs.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
+    return windows_of(counts, events, lineage_of, lineages, analysis.first_runs)
 
 
 def before_after_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    args = _window_args(engine, project, query)
-    members = load_members(engine, query.where(project, dated=False))
-    table = before_after(**args, members=members)
+    pairs, tagged = _windows(engine, project, query)
+    table = before_after_of(pairs, tagged, project.analysis, query.scope)
     renamed = {f"first_success_rate_{bound}": f"first_ci_{bound}" for bound in ("low", "high")}
-    table = as_exported(table, basis_mix(**args)).rename(columns=renamed)
-    return table.assign(scope=query.scope)[BEFORE_AFTER_COLUMNS]
+    table = as_exported(table, basis_mix_of(pairs, tagged, per_lineage=True))
+    return table.rename(columns=renamed)[BEFORE_AFTER_COLUMNS]
 
 
 def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -112,11 +157,11 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
 
 
 def category_shift_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    return category_shift(**_window_args(engine, project, query))[SHIFT_COLUMNS]
+    return category_shift_of(*_windows(engine, project, query))[SHIFT_COLUMNS]
 
 
 def basis_mix_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    return basis_mix(**_window_args(engine, project, query), per_lineage=False)[BASIS_COLUMNS]
+    return basis_mix_of(*_windows(engine, project, query), per_lineage=False)[BASIS_COLUMNS]
 
 
 def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
