@@ -145,6 +145,29 @@ def tally(
     return as_tally(pd.concat([p for p in parts if len(p)] or parts, ignore_index=True))
 
 
+def from_segments(
+    segments: pd.DataFrame, cuts: Sequence[pd.Timestamp], events: pd.DataFrame, window_days: int
+) -> pd.DataFrame:
+    """The window counts (TALLY_COLUMNS) from the database's counts per segment between the
+    sorted ``cuts`` (store.migration_counts.segment_tally; ``cuts`` hold each event's date and
+    the ends of its windows): a window is the sum of its segments, an event's first runs are
+    the first runs of the segments after its date."""
+    position = {cut: index for index, cut in enumerate(cuts)}
+    keys = TALLY_COLUMNS[2:7]
+    counts = segments[segments["side"] == "count"]
+    firsts = segments[segments["side"] == "first"]
+    parts = [pd.DataFrame(columns=TALLY_COLUMNS)]
+    window = pd.Timedelta(days=window_days)
+    for event, date in enumerate(events["event_date"]):
+        for side, start, end in (("before", date - window, date), ("after", date, date + window)):
+            inside = counts["segment"].between(position[start] + 1, position[end])
+            found = counts[inside].groupby(keys, dropna=False)["n"].sum().reset_index()
+            parts.append(found.assign(event=event, side=side))
+        later = firsts[firsts["segment"] > position[date]]
+        parts.append(later.drop(columns="segment").assign(event=event, side="first"))
+    return as_tally(pd.concat([p for p in parts if len(p)] or parts, ignore_index=True))
+
+
 def windows_of(
     counts: pd.DataFrame,
     events: pd.DataFrame,

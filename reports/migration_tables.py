@@ -12,10 +12,10 @@ from sqlalchemy import Engine
 from analytics import coverage, derived, successors
 from analytics.before_after import (
     as_exported,
-    as_tally,
     basis_mix_of,
     before_after_of,
     category_shift_of,
+    from_segments,
     headline,
     tally,
     windows_of,
@@ -34,7 +34,7 @@ from reports.query import Query
 from reports.table_inputs import events_of, logical_jobs_of
 from reports.table_spec import ReportTable
 from store.incidents import load_incidents, load_members
-from store.migration_counts import window_tally
+from store.migration_counts import segment_tally
 from store.project import Project
 
 EVENT_COLUMNS = ["event_date", "event_pr", "event_title", "event_kind"]
@@ -94,33 +94,20 @@ def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFra
     analysis, lineages = project.analysis, config_lineages(project.workflows)
     if derived.is_current(engine, project.repo, project.job_name_strip):
         window = pd.Timedelta(days=analysis.window_days)
-        dates = [date.to_pydatetime() for date in events["event_date"]]
-        windows = [
-            (event, side, start, end)
-            for event, date in enumerate(dates)
-            for side, start, end in (
-                ("before", date - window, date),
-                ("after", date, date + window),
-            )
-        ]
+        dates = events["event_date"]
+        cuts = sorted({*dates, *(dates - window), *(dates + window)})
         invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
-        counts = as_tally(
-            window_tally(
-                engine,
-                every,
-                windows,
-                list(enumerate(dates)),
-                analysis.first_runs,
-                [
-                    (path, start.to_pydatetime(), end.to_pydatetime())
-                    for path, start, end, _ in invalid
-                ],
-                CONFIG_BASIS,
-            )
+        segments = segment_tally(
+            engine,
+            every,
+            [cut.to_pydatetime() for cut in cuts],
+            analysis.first_runs,
+            [(path, start.to_pydatetime(), end.to_pydatetime()) for path, start, end, _ in invalid],
+            CONFIG_BASIS,
         )
-        paths = attach_lineage(
-            counts[["workflow_path"]].drop_duplicates(), workflow_table(project.workflows)
-        )
+        counts = from_segments(segments, cuts, events, analysis.window_days)
+        workflows = workflow_table(project.workflows)
+        paths = attach_lineage(counts[["workflow_path"]].drop_duplicates(), workflows)
         lineage_of = paths.set_index("workflow_path")["lineage"]
     else:
         runs = logical_run_frame(engine, project, every)
