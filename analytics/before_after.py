@@ -95,21 +95,97 @@ def rows_around(
     )
 
 
-def event_windows(
-    runs: pd.DataFrame, pairs: pd.DataFrame, window_days: int, first_runs: int
+# The counts every window table starts from (store.migration_counts.window_tally computes the
+# same in the database): per event (its position in the events), side and group, ``n`` runs.
+TALLY_COLUMNS = [
+    "event",
+    "side",
+    "workflow_path",
+    "logical_outcome",
+    "failure_category",
+    "failure_basis",
+    INCIDENT,
+    "created_at",
+    "run_id",
+    "n",
+]
+
+
+def as_tally(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with TALLY_COLUMNS' dtypes, whichever path computed it."""
+    out = frame.reindex(columns=TALLY_COLUMNS)
+    out = out.astype({"event": "int64", "n": "int64", "run_id": "float64"})
+    return out.assign(created_at=pd.to_datetime(out["created_at"], utc=True))
+
+
+def tally(
+    runs: pd.DataFrame,
+    events: pd.DataFrame,
+    window_days: int,
+    first_runs: int,
+    incident: pd.Series,
 ) -> pd.DataFrame:
-    """Runs tagged with each (event, lineage) ``pair`` they fall around, one row per run and
-    side: before = [date - W, date), after = [date, date + W), first = the first N
-    non-excluded runs at or after the date, however late. ``runs`` need lineage, created_at,
-    logical_outcome."""
-    counted = runs[runs["logical_outcome"] != "excluded"]
-    return pd.concat(
-        [
-            rows_around(runs, pairs, either_side(window_days)),
-            rows_around(counted, pairs, {"first": (pd.Timedelta(0), None, first_runs)}),
-        ],
-        ignore_index=True,
-    )
+    """The window counts from the runs themselves (the raw path): per event and side (before,
+    after), the runs of each group of TALLY_COLUMNS; and the first ``first_runs`` counted runs
+    of each workflow at or after the event, one row each (side ``first``, with created_at and
+    run_id). ``incident``: each red run's incident (run_incidents), aligned on ``runs``."""
+    frame = runs.assign(**{INCIDENT: incident})
+    keys = [c for c in TALLY_COLUMNS[2:7] if c in frame]  # a frame without categories: none
+    counted = frame[frame["logical_outcome"] != "excluded"]
+    counted = counted.sort_values(["created_at", "run_id"], kind="stable")
+    parts = [pd.DataFrame(columns=TALLY_COLUMNS)]
+    window = pd.Timedelta(days=window_days)
+    for event, date in enumerate(events["event_date"]):
+        for side, start, end in (("before", date - window, date), ("after", date, date + window)):
+            rows = frame[(frame["created_at"] >= start) & (frame["created_at"] < end)]
+            found = rows.groupby(keys, dropna=False).size().rename("n").reset_index()
+            parts.append(found.assign(event=event, side=side))
+        first = counted[counted["created_at"] >= date].groupby("workflow_path").head(first_runs)
+        parts.append(first[[*keys, "created_at", "run_id"]].assign(event=event, side="first", n=1))
+    return as_tally(pd.concat([p for p in parts if len(p)] or parts, ignore_index=True))
+
+
+def from_segments(
+    segments: pd.DataFrame, cuts: Sequence[pd.Timestamp], events: pd.DataFrame, window_days: int
+) -> pd.DataFrame:
+    """The window counts (TALLY_COLUMNS) from the database's counts per segment between the
+    sorted ``cuts`` (store.migration_counts.segment_tally; ``cuts`` hold each event's date and
+    the ends of its windows): a window is the sum of its segments, an event's first runs are
+    the first runs of the segments after its date."""
+    position = {cut: index for index, cut in enumerate(cuts)}
+    keys = TALLY_COLUMNS[2:7]
+    counts = segments[segments["side"] == "count"]
+    firsts = segments[segments["side"] == "first"]
+    parts = [pd.DataFrame(columns=TALLY_COLUMNS)]
+    window = pd.Timedelta(days=window_days)
+    for event, date in enumerate(events["event_date"]):
+        for side, start, end in (("before", date - window, date), ("after", date, date + window)):
+            inside = counts["segment"].between(position[start] + 1, position[end])
+            found = counts[inside].groupby(keys, dropna=False)["n"].sum().reset_index()
+            parts.append(found.assign(event=event, side=side))
+        later = firsts[firsts["segment"] > position[date]]
+        parts.append(later.drop(columns="segment").assign(event=event, side="first"))
+    return as_tally(pd.concat([p for p in parts if len(p)] or parts, ignore_index=True))
+
+
+def windows_of(
+    counts: pd.DataFrame,
+    events: pd.DataFrame,
+    lineage_of: pd.Series,
+    lineages: Sequence[str],
+    first_runs: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(pairs, tagged): the (event, lineage) pairs (event_pairs), and the window counts
+    (``counts``: TALLY_COLUMNS) of each pair with its ``pair`` and ``lineage`` (``lineage_of``:
+    workflow_path -> lineage); the first side keeps a lineage's first ``first_runs`` runs."""
+    pairs = event_pairs(events.assign(event=range(len(events))), lineages)
+    frame = counts.assign(lineage=counts["workflow_path"].map(lineage_of))
+    first = (frame["side"] == "first").to_numpy()
+    firsts = frame[first].sort_values(["created_at", "run_id"], kind="stable")
+    firsts = firsts.groupby(["event", "lineage"]).head(first_runs)
+    frame = pd.concat([frame[~first], firsts], ignore_index=True)
+    tagged = frame.merge(pairs[["pair", "event", "lineage"]], on=["event", "lineage"])
+    return pairs.drop(columns="event"), tagged
 
 
 def _scoped_windows(
@@ -118,13 +194,17 @@ def _scoped_windows(
     lineages: Sequence[str] | None,
     scope: str,
     default_branch: str,
-    window_days: int,
-    first_runs: int,
+    analysis: Analysis,
+    members: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """windows_of the runs of ``scope`` (``members``: the incidents' failures; None: none)."""
     known = lineages if lineages is not None else sorted(runs["lineage"].dropna().unique())
-    pairs = event_pairs(events, known)
     scoped = runs[in_scope(runs, scope, default_branch)]
-    return pairs, event_windows(scoped, pairs, window_days, first_runs)
+    no_members = pd.DataFrame({"run_id": [], INCIDENT: []})
+    incident = run_incidents(scoped, no_members if members is None else members)
+    counts = tally(scoped, events, analysis.window_days, analysis.first_runs, incident)
+    lineage_of = scoped.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
+    return windows_of(counts, events, lineage_of, known, analysis.first_runs)
 
 
 def before_after(
@@ -147,18 +227,23 @@ def before_after(
     runs (``<side>_incident_red``). W, N and the runs a side needs for a verdict are
     ``analysis``'s window_days, first_runs and min_runs. ``members``: the incidents' failures
     (store.incidents.load_members); None: no incident, so once equals today."""
-    window_days, first_runs = analysis.window_days, analysis.first_runs
-    min_runs = analysis.min_runs
     pairs, tagged = _scoped_windows(
-        runs, events, lineages, scope, default_branch, window_days, first_runs
+        runs, events, lineages, scope, default_branch, analysis, members
     )
+    return before_after_of(pairs, tagged, analysis, scope)
+
+
+def before_after_of(
+    pairs: pd.DataFrame, tagged: pd.DataFrame, analysis: Analysis, scope: str
+) -> pd.DataFrame:
+    """before_after's table from the window counts of ``windows_of``."""
+    window_days, min_runs = analysis.window_days, analysis.min_runs
     tagged = tagged.reset_index(drop=True)
-    no_members = pd.DataFrame({"run_id": [], INCIDENT: []})
-    incident = run_incidents(tagged, no_members if members is None else members)
+    incident = tagged[INCIDENT]
     table = pairs.assign(scope=scope, window_days=window_days)
     for side in SIDES:
         chosen = (tagged["side"] == side).to_numpy()
-        rates = stability_once(tagged[chosen], incident[chosen], ["pair"], min_runs)
+        rates = stability_once(tagged[chosen], incident[chosen], ["pair"], min_runs, "n")
         table = table.merge(
             rates.add_prefix(f"{side}_"), left_on="pair", right_on=f"{side}_pair", how="left"
         )
@@ -170,7 +255,7 @@ def before_after(
     table["p_value"] = fisher_p_values(table, "before", "after")
     table["first_p_value"] = fisher_p_values(table, "before", "first")
     table["p_value_once"] = fisher_p_values(table, "before", "after", ONCE)
-    largest = largest_incident(tagged, incident, ["pair", "side"])
+    largest = largest_incident(tagged, incident, ["pair", "side"], "n")
     for side in ("before", "after"):
         mine = largest[largest["side"] == side].set_index("pair")
         table[f"{side}_{INCIDENT}"] = table["pair"].map(mine[INCIDENT])
@@ -328,17 +413,23 @@ def category_shift(
     columns, lineage, failure_category, ``<side>_count``, ``<side>_share`` (of the side's red
     runs), ``<side>_per_run`` (of its non-excluded runs), ``shift`` = after - before share.
     ``runs`` need failure_category (a red run without one counts as ``unknown``)."""
-    window_days = analysis.window_days
-    pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, window_days, 0)
-    tagged = tagged[tagged["logical_outcome"] != "excluded"]
-    tagged = tagged.assign(red=tagged["logical_outcome"].isin(RED_OUTCOMES))
-    totals = tagged.groupby(["pair", "side"]).agg(runs=("run_id", "size"), red=("red", "sum"))
+    pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, analysis)
+    return category_shift_of(pairs, tagged)
+
+
+def category_shift_of(pairs: pd.DataFrame, tagged: pd.DataFrame) -> pd.DataFrame:
+    """category_shift's table from the window counts of ``windows_of``."""
+    sides = tagged["side"].isin(["before", "after"]) & (tagged["logical_outcome"] != "excluded")
+    tagged = tagged[sides]
+    red_rows = tagged["logical_outcome"].isin(RED_OUTCOMES)
+    tagged = tagged.assign(red=red_rows, red_n=tagged["n"].where(red_rows, 0))
+    totals = tagged.groupby(["pair", "side"]).agg(runs=("n", "sum"), red=("red_n", "sum"))
     # a MultiIndex frame unstacks to a frame (pandas-stubs: frame or series)
     totals = cast(pd.DataFrame, totals.unstack("side")).reindex(
         columns=pd.MultiIndex.from_product([["runs", "red"], ["before", "after"]])
     )
     red = tagged[tagged["red"]].fillna({"failure_category": "unknown"})
-    counts = red.groupby(["pair", "failure_category", "side"]).size().unstack("side")
+    counts = red.groupby(["pair", "failure_category", "side"])["n"].sum().unstack("side")
     counts = counts.reindex(columns=["before", "after"]).fillna(0).astype(int).reset_index()
     out = pairs.merge(counts, on="pair")
     for side in ("before", "after"):
@@ -386,11 +477,16 @@ def basis_mix(
     without red runs) and ``<side>_basis`` (analytics.evidence.describe). ``runs`` need
     failure_basis; a red run without one counts as "unknown: no log", as category_shift
     counts it ``unknown``."""
-    window_days = analysis.window_days
-    pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, window_days, 0)
+    pairs, tagged = _scoped_windows(runs, events, lineages, scope, default_branch, analysis)
+    return basis_mix_of(pairs, tagged, per_lineage)
+
+
+def basis_mix_of(pairs: pd.DataFrame, tagged: pd.DataFrame, per_lineage: bool) -> pd.DataFrame:
+    """basis_mix's table from the window counts of ``windows_of``."""
     by_event = pairs.groupby(["event_date", "event_title"], sort=False).ngroup()
     pairs = pairs.assign(group=pairs["pair"] if per_lineage else by_event)
-    red = tagged[tagged["logical_outcome"].isin(RED_OUTCOMES)]
+    red = tagged[tagged["logical_outcome"].isin(RED_OUTCOMES) & (tagged["side"] != "first")]
+    red = red.loc[red.index.repeat(red["n"])]  # a basis per red run: describe's shares
     red = pd.DataFrame(
         {
             "group": red["pair"].map(pairs.set_index("pair")["group"]).to_numpy(),

@@ -71,12 +71,21 @@ def counted_once(frame: pd.DataFrame, incident: pd.Series, by: Sequence[str]) ->
 
 
 def stability_once(
-    frame: pd.DataFrame, incident: pd.Series, by: Sequence[str], min_runs: int
+    frame: pd.DataFrame,
+    incident: pd.Series,
+    by: Sequence[str],
+    min_runs: int,
+    weight: str | None = None,
 ) -> pd.DataFrame:
     """analytics.rates.stability per group of ``by``, as today, with ONCE_COLUMNS beside it
-    counted once (``<column>_once``)."""
-    today = stability(frame, by, min_runs)
-    return _beside(today, stability(counted_once(frame, incident, by), by, min_runs), by)
+    counted once (``<column>_once``). ``weight``: a frame of counts (analytics.rates
+    .outcome_counts); an incident's rows in a group are then one row of weight 1."""
+    today = stability(frame, by, min_runs, weight)
+    kept = counted_once(frame, incident, by)
+    if weight is not None:
+        hit = kept.index.isin(frame.index[incident.notna().to_numpy()])
+        kept = kept.assign(**{weight: kept[weight].mask(hit, 1)})
+    return _beside(today, stability(kept, by, min_runs, weight), by)
 
 
 def once_counts(counts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
@@ -114,15 +123,16 @@ def label_once(table: pd.DataFrame, min_runs: int, rate: str = "success_rate") -
     return verdict_label(once.assign(enough_data=once["runs"] >= min_runs), rate)
 
 
-def largest_incident(frame: pd.DataFrame, incident: pd.Series, by: Sequence[str]) -> pd.DataFrame:
+def largest_incident(
+    frame: pd.DataFrame, incident: pd.Series, by: Sequence[str], weight: str | None = None
+) -> pd.DataFrame:
     """Per group of ``by`` that an incident hit: its largest incident (``incident_id``, ties:
-    the smallest id) and how many red rows it has there (``incident_red``)."""
+    the smallest id) and how many red rows it has there (``incident_red``); ``weight`` as in
+    stability_once."""
     hit = incident.notna().to_numpy()
+    grouped = frame[hit].assign(**{INCIDENT: incident.to_numpy()[hit]}).groupby([*by, INCIDENT])
     counts = (
-        frame[hit]
-        .assign(**{INCIDENT: incident.to_numpy()[hit]})
-        .groupby([*by, INCIDENT])
-        .size()
+        (grouped.size() if weight is None else grouped[weight].sum())
         .rename("incident_red")
         .reset_index()
     )

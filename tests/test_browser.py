@@ -189,7 +189,7 @@ def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -
 
     first, last = shared.day_span(demo_db, "verl-project/verl")
     filters = Filters("verl-project/verl", first, last, (), "default")
-    table = migrations.before_after(demo_db, filters)
+    table = shared.table(demo_db, filters, "before-after", since=None, until=None)
     for pr in (6568, 7357):
         rows = table[(table["event_pr"] == pr) & table["lineage"].isin(MAIN_LINEAGES)]
         assert set(rows["lineage"]) == MAIN_LINEAGES, (pr, sorted(rows["lineage"]))

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from analytics.config_tables import event_table
 from analytics.newness import NEW_DAYS
 from dashboard.filters import Filters
-from dashboard.loaders import failures, migrations, shared
+from dashboard.loaders import failures, migrations, overview, runners, shared
 from reports.summary import load_summary
 from reports.summary_tables import SummaryData
 from store.engine import make_engine
@@ -187,7 +187,9 @@ def test_a_successors_first_runs_are_the_same_on_the_page_and_in_the_summary(his
         )
     data = history.summary(datetime(2026, 8, 15, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC))
     first_day, _ = shared.day_span(history.url, REPO)
-    strips = migrations.successor_first_runs(history.url, history.filters(first_day))
+    strips = shared.table(
+        history.url, history.filters(first_day), "first-runs", since=None, until=None
+    )
     strips = strips[(strips["event_pr"] == PR) & strips["workflow_path"].isin(history.paths)]
     columns = ["workflow_path", "html_url", "logical_outcome"]
     ordered = ["workflow_path", "created_at"]

@@ -106,7 +106,7 @@ def test_migrations_basis_lines_equal_those_of_the_full_loads(db, reference):
     """The Migrations page's evidence lines come from the same red runs as the full loads."""
     runs, _, config = reference
     filters = Filters(REPO, *shared.day_span(db, REPO), (), "default")
-    shown = migrations.basis_mix(db, filters)
+    shown = shared.table(db, filters, "basis-mix", since=None, until=None)
     expected = basis_mix(
         runs,
         event_table(all_events(config.project(), make_engine(db, read_only=True))),
@@ -124,8 +124,7 @@ def test_export_page_before_after_says_how_much_is_known(db, reference):
     `ciflake export before-after`, one per (event, lineage) row of the table."""
     runs, _, config = reference
     filters = Filters(REPO, *shared.day_span(db, REPO), (), "default")
-    table = migrations.before_after_known(db, filters)
-    assert len(table) == len(migrations.before_after(db, filters))
+    table = shared.table(db, filters, "before-after", since=None, until=None)
     assert set(KNOWN_COLUMNS) <= set(table.columns)
     red = table["before_flaky"] + table["before_fail"]
     with_red = table[red > 0]

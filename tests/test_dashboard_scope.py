@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from dashboard.filters import SCOPES, Filters
-from dashboard.loaders import failures, migrations, shared
+from dashboard.loaders import failures, shared
 from reports.migration_tables import BEFORE_AFTER_COLUMNS, before_after_table
 from reports.query import Query
 from store.engine import make_engine
@@ -95,13 +95,8 @@ def test_the_migrations_table_is_the_before_after_export(db, monkeypatch):
     project = base.project()
     config = replace(base, projects=(replace(project, workflows=(*project.workflows, ghost)),))
     monkeypatch.setattr(shared, "current_config", lambda: config)
-    page = migrations.before_after_known(db, _filters(db, "default"))
-    renamed = {
-        f"{side}_success_rate_{bound}": f"{side}_ci_{bound}"
-        for side in ("before", "after")
-        for bound in ("low", "high")
-    }
-    shown = page.rename(columns=renamed)[BEFORE_AFTER_COLUMNS].reset_index(drop=True)
+    page = shared.table(db, _filters(db, "default"), "before-after", since=None, until=None)
+    shown = page[BEFORE_AFTER_COLUMNS]
     engine = make_engine(db, read_only=True)
     exported = before_after_table(engine, config.project(), Query())
     engine.dispose()
@@ -137,7 +132,7 @@ def test_the_migrations_page_follows_the_scope(db, monkeypatch):
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
 
     def windows(scope: str) -> int:
-        table = migrations.before_after(db, _filters(db, scope))
+        table = shared.table(db, _filters(db, scope), "before-after", since=None, until=None)
         return int((table["before_runs"] + table["after_runs"]).sum())
 
     _differ(_by_scope(windows))

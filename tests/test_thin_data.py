@@ -52,6 +52,10 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "before-after": lambda rows: (
         len(rows) > 0 and _runs(rows, "before_runs") + _runs(rows, "after_runs") <= 1
     ),
+    "migration-answers": lambda rows: _runs(rows, "before_runs") + _runs(rows, "after_runs") <= 1,
+    "category-shift": lambda rows: rows == [],  # its failure is before every event's windows
+    "basis-mix": lambda rows: _runs(rows, "before_red") + _runs(rows, "after_red") == 0,
+    "first-runs": lambda rows: rows == [],
     "coverage-lost": lambda rows: rows == [],
     "changepoints": lambda rows: rows == [],
     "runner-pools": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
@@ -71,7 +75,11 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "environments": lambda rows: rows == [],  # its log prints no version
 }
 # Rows an empty database still has: those of the configured events, with no run counted.
-FROM_CONFIG = {"before-after": ("before_runs", "after_runs")}
+FROM_CONFIG = {
+    "before-after": ("before_runs", "after_runs"),
+    "migration-answers": ("before_runs", "after_runs"),
+    "basis-mix": ("before_red", "after_red"),
+}
 # Tables that a first night of verl (its event windows first) leaves empty.
 FIRST_NIGHT_EMPTY = {
     "coverage-lost",
@@ -80,6 +88,7 @@ FIRST_NIGHT_EMPTY = {
     "incidents",
     "incident-lineages",
     "environments",
+    "first-runs",
 }
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 from analytics.text import formatted
 from dashboard import charts, tables
 from dashboard.context import current_view
-from dashboard.loaders import migrations, shared
+from dashboard.loaders import shared
 
 view = current_view()
 
@@ -22,12 +22,18 @@ def interval(table: pd.DataFrame, side: str, once: str = "") -> pd.Series:
     text = (
         formatted(rate, "{:.0%}")
         + " ["
-        + formatted(table[f"{side}_success_rate_low{once}"], "{:.0%}")
+        + formatted(table[f"{side}_ci_low{once}"], "{:.0%}")
         + ", "
-        + formatted(table[f"{side}_success_rate_high{once}"], "{:.0%}")
+        + formatted(table[f"{side}_ci_high{once}"], "{:.0%}")
         + "]"
     )
     return text.where(rate.notna(), "–") + " n=" + table[f"{side}_runs{once}"].astype(str)
+
+
+def _table(name: str) -> pd.DataFrame:
+    """The registry table ``name`` around every event: an event's windows are its own, so the
+    date range does not apply."""
+    return shared.table(view.db_url, view.filters, name, since=None, until=None)
 
 
 st.title("Migrations")
@@ -36,14 +42,8 @@ st.caption(
     "success = passed on the first attempt; p: two-sided Fisher exact test, before vs after; "
     "counted once: each incident's red runs in a window are one red run."
 )
-table = migrations.before_after(view.db_url, view.filters)
-sentences = migrations.event_sentences(view.db_url, view.filters)
-shift = migrations.category_shift(view.db_url, view.filters)
-known = migrations.basis_mix(view.db_url, view.filters)
-known_by_lineage = migrations.before_after_known(view.db_url, view.filters)
+table = _table("before-after")
 analysis = shared.project(view.filters.repo).analysis
-strips = migrations.successor_first_runs(view.db_url, view.filters)
-lost = migrations.coverage_lost(view.db_url, view.filters)
 events = table.drop_duplicates("event_date").sort_values("event_date", ascending=False)
 if events.empty:
     st.info(
@@ -79,10 +79,19 @@ chosen = st.selectbox(
     key="migration-event",
 )
 event = events.iloc[labels.index(chosen)]
-rows = table[table["event_date"] == event["event_date"]]
+
+
+def _of_event(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frame`` (a table of change events) of the event chosen."""
+    same = frame["event_date"] == event["event_date"]
+    return frame[same & (frame["event_title"] == event["event_title"])]
+
+
+rows = _of_event(table)
 rows = rows[rows["before_runs"] + rows["after_runs"] > 0]
-st.markdown(sentences[event["event_date"]])
-for row in known[known["event_title"] == event["event_title"]].head(1).to_dict("records"):
+for answer in _of_event(_table("migration-answers"))["answer"]:
+    st.markdown(answer)
+for row in _of_event(_table("basis-mix")).head(1).to_dict("records"):
     st.caption(f"Failure causes before: {row['before_basis']}")
     st.caption(f"Failure causes after: {row['after_basis']}")
 if rows.empty:  # an event outside the collected dates: nothing more to show
@@ -106,7 +115,7 @@ tables.show(
     missing="No lineage has a counted run around this event.",
     hide_index=True,
 )
-strip = strips[strips["event_title"] == event["event_title"]]
+strip = _of_event(_table("first-runs"))
 if len(strip):
     st.markdown("**First runs of the workflows it created**")
     st.caption(
@@ -114,10 +123,10 @@ if len(strip):
         "their first counted runs in order (docs/vocabulary.md)."
     )
     st.plotly_chart(charts.first_runs_strip(strip), key="strip")
-gone = lost[lost["event_title"] == event["event_title"]]
+gone = _of_event(_table("coverage-lost"))
 st.markdown("**Coverage lost**")
 tables.show(
-    gone.drop(columns=["event_pr", "event_title"]),
+    gone.drop(columns=["event_date", "event_pr", "event_title"]),
     "coverage-lost",
     missing=(
         "Every logical job of the window before ran again after it."
@@ -135,7 +144,7 @@ tables.show(
         "last_run_url": st.column_config.LinkColumn("last run", display_text=r"/runs/(\d+)"),
     },
 )
-mix = shift[shift["event_title"] == event["event_title"]]
+mix = _of_event(_table("category-shift"))
 if len(mix):
     lineage = st.selectbox(
         "Failure-category mix of lineage",
@@ -143,11 +152,7 @@ if len(mix):
         key="mix",
     )
     st.plotly_chart(charts.category_mix(mix[mix["lineage"] == lineage]), key="mix-chart")
-    basis = known_by_lineage[
-        (known_by_lineage["event_title"] == event["event_title"])
-        & (known_by_lineage["lineage"] == lineage)
-    ]
-    for row in basis.head(1).to_dict("records"):
+    for row in rows[rows["lineage"] == lineage].head(1).to_dict("records"):
         st.caption(
             f"How much of this mix is known: before, {row['before_basis']}; "
             f"after, {row['after_basis']}"
