@@ -178,7 +178,17 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
         as_frame(engine, ever.group_by(Failure.signature)), on="signature", how="left"
     )
     frame = frame.merge(as_frame(engine, latest), on="signature", how="left")
-    decided = decisions(where.repo).subquery()
+    frame = frame.merge(signature_triage(engine, where.repo), on="signature", how="left")
+    frame["issue_number"] = frame["issue_number"].astype("Int64")
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def signature_triage(engine: Engine, repo: str | None) -> pd.DataFrame:
+    """The signatures of ``repo`` linked to a known issue or corrected: signature, issue_url,
+    issue_number, issue_state (GitHub's as last read), correction_note."""
+    decided = decisions(repo).subquery()
     triage = select(
         decided.c.signature,
         decided.c.url.label("issue_url"),
@@ -186,11 +196,7 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
         decided.c.state.label("issue_state"),
         decided.c.correction_note,
     )
-    frame = frame.merge(as_frame(engine, triage), on="signature", how="left")
-    frame["issue_number"] = frame["issue_number"].astype("Int64")
-    for column in times:
-        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
-    return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)
+    return as_frame(engine, triage)
 
 
 def signature_failures(

@@ -4,12 +4,12 @@ drill-down into one failure's log."""
 import pandas as pd
 import streamlit as st
 
-from analytics.evidence import MAINTAINER, PHRASES, corrected, describe, unknown_reason
+from analytics.evidence import MAINTAINER, PHRASES, corrected, described, unknown_reason
 from analytics.newness import NEW_DAYS
 from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import failures, shared
-from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures, unknown_by_stage
+from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures
 
 # The incidents' columns the page lists, the cause first after the span.
 INCIDENT_LIST = [
@@ -35,13 +35,13 @@ freq = st.segmented_control(
     format_func={"D": "daily", "W": "weekly"}.get,
     key="fail_freq",
 )
-counts = failures.failure_periods(view.db_url, view.filters, freq or "W")
+counts = shared.table(view.db_url, view.filters, "categories", period=freq or "W")
 events = shared.events(view.db_url, view.filters.repo)
 if len(counts):
     st.plotly_chart(charts.categories_over_time(counts, events))
-bases = failures.failure_bases(view.db_url, view.filters)
-st.caption(f"How much of this is known: {describe(bases['basis'])}")
-by_stage = unknown_by_stage(bases)
+bases = shared.table(view.db_url, view.filters, "failure-bases")
+st.caption(f"How much of this is known: {described(bases)}")
+by_stage = shared.table(view.db_url, view.filters, "unknown-stages")
 st.markdown("**Unknown failures by stage** (where the job stopped, from its failed step)")
 tables.show(
     by_stage, "by-stage", missing="No failure of unknown cause in the range.", hide_index=True
@@ -88,14 +88,14 @@ st.caption(
     "(`ciflake triage link`) or ciflake filed, with its state on GitHub as last read."
 )
 tables.show(
-    signatures[
+    signatures.rename(columns={"last_seen_in_range": "last_seen"})[
         [
             "signature",
             "new",
             "category",
             "failures",
             "first_seen",
-            "last_seen_in_range",
+            "last_seen",
             "issue_url",
             "issue_state",
             "line",
@@ -117,7 +117,7 @@ tables.show(
         "line": st.column_config.TextColumn("example line", width="large"),
         "html_url": st.column_config.LinkColumn("job", display_text="open"),
         "first_seen": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
-        "last_seen_in_range": st.column_config.DatetimeColumn("last_seen", format="YYYY-MM-DD"),
+        "last_seen": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
     },
 )
 
