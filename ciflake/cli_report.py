@@ -108,8 +108,8 @@ def schedule(state: State) -> None:
 @click.option(
     "--category",
     metavar="C",
-    help="runs, jobs, failures, signatures, known-issues, verdicts: only this failure category "
-    "(oom, ...).",
+    help="runs, jobs, failures, categories, signatures, known-issues, verdicts: only this "
+    "failure category (oom, ...).",
 )
 @click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
 @click.pass_obj
@@ -127,8 +127,9 @@ def export(
     """Write TABLE as CSV with a fixed column order, the file the dashboard's Export page
     downloads for the same filters (docs/commands.md, "ciflake export").
 
-    TABLE: runs, jobs, failures, signatures, known-issues, flaky-jobs, verdicts,
-    before-after, coverage-lost, changepoints, runner-pools, incidents, health.
+    TABLE: runs, jobs, failures, categories, unknown-stages, failure-bases, signatures,
+    known-issues, incidents, flaky-jobs, verdicts, runner-pools, health, before-after,
+    coverage-lost, changepoints.
 
     Prints the rows written, and what the database lacks of those dates: no runs collected
     yet, or a backfill still in progress.

@@ -234,6 +234,13 @@ def incidents_table(engine: Engine, project: Project, query: Query) -> pd.DataFr
 
 TABLES = (
     ReportTable(
+        "failures",
+        "a classified failure, with the evidence that decided it",
+        FAILURES_COLUMNS,
+        failures_table,
+        "category",
+    ),
+    ReportTable(
         "categories",
         "failures (job attempts) of one category in a week (on the Failures page: or a day)",
         CATEGORIES_COLUMNS,
@@ -252,13 +259,6 @@ TABLES = (
         "why nothing did), and their share",
         BASES_COLUMNS,
         bases_table,
-    ),
-    ReportTable(
-        "failures",
-        "a classified failure, with the evidence that decided it",
-        FAILURES_COLUMNS,
-        failures_table,
-        "category",
     ),
     ReportTable(
         "signatures",

@@ -22,14 +22,15 @@ COUNT_COLUMNS = [*COUNT_KEYS, "failures", "run_failures", "first_at", "last_at"]
 
 
 def failure_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
-    """Every failure of ``where.repo`` counted once, in one statement: those of the runs
-    ``where`` selects (``chosen``) per signature, UTC day of the run, category, evidence, stage
-    and log status (of the job's log; empty for a run without jobs); the others per signature
-    only, for its first sighting in the whole history. Columns COUNT_COLUMNS: ``failures``,
-    ``run_failures`` (those of a run without jobs, job_id 0), the first and last run's time."""
+    """Every failure of ``where.repo`` (None: of every repository) counted once, in one
+    statement: those of the runs ``where`` selects (``chosen``) per signature, UTC day of the
+    run, category, evidence, stage and log status (of the job's log; empty for a run without
+    jobs); the others per signature only, for its first sighting in the whole history.
+    Columns COUNT_COLUMNS: ``failures``, ``run_failures`` (those of a run without jobs, job_id
+    0), the first and last run's time."""
     run = WorkflowRun
     chosen = and_(true(), *conditions(replace(where, repo=None)))
-    rows = (
+    every = (
         select(
             case((chosen, 1), else_=0).label("chosen"),
             Failure.signature,
@@ -42,9 +43,8 @@ def failure_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
         )
         .join(run, run.id == Failure.run_id)
         .outerjoin(JobLog, JobLog.job_id == Failure.job_id)
-        .where(run.repo == where.repo)
-        .subquery()
     )
+    rows = filtered(every, RunFilter(repo=where.repo)).subquery()
     picked = rows.c.chosen == 1
     keys = [
         rows.c.chosen,

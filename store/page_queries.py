@@ -94,20 +94,6 @@ def latest_run_url(engine: Engine, repo: str) -> str | None:
         return conn.scalar(stmt)
 
 
-def daily_failure_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
-    """Classified failures per day and category, counted in SQL.
-
-    Columns: day (tz-aware UTC midnight), category, failures."""
-    day = UTCDay(WorkflowRun.created_at).label("day")
-    stmt = (
-        select(day, Failure.category, func.count().label("failures"))
-        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
-        .group_by(day, Failure.category)
-        .order_by(day)
-    )
-    return as_frame(engine, filtered(stmt, where), ("day",))
-
-
 def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """One row per failure signature seen in the selected runs, aggregated in SQL.
 
