@@ -55,7 +55,12 @@ def failure_basis(failures: pd.DataFrame) -> pd.Series:
 
 def shares(bases: pd.Series) -> pd.DataFrame:
     """basis, failures, share (of all), in the order of ``BASES``; empty bases are left out."""
-    counts = bases.value_counts().reindex(list(BASES)).dropna().astype(int)
+    return counted_shares(bases.value_counts())
+
+
+def counted_shares(failures: pd.Series) -> pd.DataFrame:
+    """``shares`` of the failures counted per basis (the index, repeated or not)."""
+    counts = failures.groupby(level=0).sum().reindex(list(BASES)).dropna().astype(int)
     total = int(counts.sum())
     return pd.DataFrame(
         {
@@ -70,7 +75,11 @@ def describe(bases: pd.Series) -> str:
     """One sentence on how much of a category mix is known, e.g. "category from the log 12%,
     from annotations 35%, from job facts 10%, unknown 43% (logs expired 40%, log read, no
     rule matched 3%); n=739 failures". Every basis present is named; none are invented."""
-    table = shares(bases.dropna())
+    return described(shares(bases.dropna()))
+
+
+def described(table: pd.DataFrame) -> str:
+    """``describe`` of the ``shares`` table."""
     n = int(table["failures"].sum())
     if n == 0:
         return "no failures"

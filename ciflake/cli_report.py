@@ -108,7 +108,8 @@ def schedule(state: State) -> None:
 @click.option(
     "--category",
     metavar="C",
-    help="runs, jobs, failures, signatures, known-issues, verdicts, incident-lineages: only this "
+    help="runs, jobs, failures, categories, signatures, known-issues, "
+    "incidents, verdicts, category-shift, incident-lineages: only this "
     "failure category (oom, ...).",
 )
 @click.option("--repo", metavar="OWNER/NAME", help=REPO_HELP)
@@ -127,9 +128,10 @@ def export(
     """Write TABLE as CSV with a fixed column order, the file the dashboard's Export page
     downloads for the same filters (docs/commands.md, "ciflake export").
 
-    TABLE: runs, jobs, failures, signatures, known-issues, flaky-jobs, verdicts,
-    before-after, coverage-lost, changepoints, runner-pools, incidents, health, status,
-    stability, incident-lineages, job-days.
+    TABLE: runs, jobs, failures, categories, unknown-stages, failure-bases, signatures,
+    known-issues, incidents, flaky-jobs, verdicts, runner-pools, runners, environments,
+    repair, health, before-after, migration-answers, category-shift, basis-mix, first-runs,
+    coverage-lost, status, stability, incident-lineages, job-days, changepoints.
 
     Prints the rows written, and what the database lacks of those dates: no runs collected
     yet, or a backfill still in progress.

@@ -1,31 +1,13 @@
 """Page-shaping helpers: what a page needs laid out that is no concept of its own (those live
-in ``analytics``): unknown failures by stage, a runner's incidents. DataFrames in and
+in ``analytics``): the chosen signatures, a runner's incidents. DataFrames in and
 out, no Streamlit, so they are tested like the analytics."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analytics.evidence import KNOWN
 from analytics.text import filled
 
-NO_STEP = "(no step)"
-
-
-def unknown_by_stage(failures: pd.DataFrame) -> pd.DataFrame:
-    """The unknown failures (``basis`` not in analytics.evidence.KNOWN) per stage and basis,
-    most first; stage NO_STEP where the job stopped in no known step. Columns: stage, basis,
-    failures."""
-    unknown = failures[failures["basis"].notna() & ~failures["basis"].isin(KNOWN)]
-    table = (
-        unknown.assign(stage=filled(unknown["stage"], NO_STEP))
-        .groupby(["stage", "basis"])
-        .size()
-        .rename("failures")
-        .reset_index()
-    )
-    order = table.sort_values(["failures", "stage", "basis"], ascending=[False, True, True])
-    return order.reset_index(drop=True)
 
 
 # The Failures page's choice of signatures: every one, the NEW ones (analytics.newness), those

@@ -1,18 +1,40 @@
-"""Report tables of failures: each classified failure, its signature, the known issues, the
-incidents."""
+"""Report tables of failures: each classified failure, the categories per period, the unknown
+ones by stage, the evidence they rest on, the signatures, the known issues, the incidents.
+
+The categories, the stages, the bases and the signatures are computed from one counts frame
+(store.failure_counts, one statement; from the raw rows by pandas when the derived tables are
+not current), read once per query and data stamp for all four: the Failures page asks for them
+together."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import lru_cache
 
 import pandas as pd
 from sqlalchemy import Engine
 
+from analytics import derived
+from analytics.evidence import KNOWN, counted_shares, failure_basis
+from analytics.newness import is_new
+from analytics.rates import with_period
+from analytics.text import filled
 from reports.query import Query
 from reports.table_inputs import with_lineage
 from reports.table_spec import ReportTable
+from store.bookkeeping import data_stamp
+from store.failure_counts import COUNT_KEYS, failure_counts, failures_at
+from store.frame_queries import load_failures, run_outcomes
 from store.incidents import incidents_hitting
-from store.page_queries import failure_details, signature_summary
+from store.page_queries import failure_details, signature_triage
 from store.project import Project
+from store.runfilter import RunFilter
 from store.triage import TRIAGE_COLUMNS, triage_signatures
+
+CATEGORIES_COLUMNS = ["period", "category", "failures"]
+UNKNOWN_STAGES_COLUMNS = ["stage", "basis", "failures"]
+BASES_COLUMNS = ["basis", "failures", "share"]
+NO_STEP = "(no step)"  # the stage of a job that stopped in no known step
 
 FAILURES_COLUMNS = [
     "run_id",
@@ -53,6 +75,7 @@ SIGNATURES_COLUMNS = [
     "issue_url",
     "issue_state",
     "correction_note",
+    "new",
 ]
 
 
@@ -74,15 +97,127 @@ INCIDENTS_COLUMNS = [
 ]
 
 
+def raw_failure_counts(engine: Engine, where: RunFilter) -> pd.DataFrame:
+    """store.failure_counts.failure_counts from the failures and runs as stored, by pandas."""
+    every = RunFilter(repo=where.repo)
+    failures = load_failures(engine, every, detail=("signature",))
+    runs = run_outcomes(engine, every)[["run_id", "created_at"]]
+    rows = failures.merge(runs, on="run_id")
+    chosen = rows["run_id"].isin(run_outcomes(engine, where)["run_id"])
+    rows = rows.assign(
+        chosen=chosen,
+        day=rows["created_at"].dt.floor("D").where(chosen),
+        run_failures=rows["job_id"].eq(0).astype(int),
+    )
+    for column in COUNT_KEYS[3:]:
+        rows[column] = rows[column].where(chosen)
+    counted = rows.groupby(COUNT_KEYS, dropna=False).agg(
+        failures=("run_id", "size"),
+        run_failures=("run_failures", "sum"),
+        first_at=("created_at", "min"),
+        last_at=("created_at", "max"),
+    )
+    return counted.reset_index()
+
+
+@lru_cache(maxsize=4)
+def _counted(engine: Engine, where: RunFilter, current: bool, stamp: str) -> pd.DataFrame:
+    """Keyed on ``stamp`` (store.bookkeeping.data_stamp), so a collect is read at once."""
+    return failure_counts(engine, where) if current else raw_failure_counts(engine, where)
+
+
+def counts_of(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The failure counts of ``query`` (store.failure_counts.COUNT_COLUMNS), each failure with
+    its ``basis`` (analytics.evidence). Shared by the tables of one query: do not modify."""
+    current = derived.is_current(engine, project.repo, project.job_name_strip)
+    stamp = data_stamp(engine, project.repo)
+    return _counted(engine, query.where(project), current, stamp)
+
+
+def _chosen(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The counts of the query's runs, with each group's basis (analytics.evidence)."""
+    counts = counts_of(engine, project, query)
+    chosen = counts[counts["chosen"]]
+    return chosen.assign(basis=failure_basis(chosen))
+
+
+def categories_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """Failures per category and day or week (``query.period``), oldest first."""
+    chosen = _chosen(engine, project, query)
+    days = chosen.groupby(["day", "category"])["failures"].sum().reset_index()
+    periods = with_period(days, query.period, "day")
+    return periods.groupby(["period", "category"])["failures"].sum().reset_index()
+
+
+def unknown_by_stage(counts: pd.DataFrame) -> pd.DataFrame:
+    """The unknown failures (``basis`` not in analytics.evidence.KNOWN) of ``counts`` (stage,
+    basis, failures) per stage and basis, most first; stage NO_STEP where the job stopped in no
+    known step. Columns: stage, basis, failures."""
+    unknown = counts[counts["basis"].notna() & ~counts["basis"].isin(KNOWN)]
+    table = (
+        unknown.assign(stage=filled(unknown["stage"], NO_STEP))
+        .groupby(["stage", "basis"])["failures"]
+        .sum()
+        .reset_index()
+    )
+    order = table.sort_values(["failures", "stage", "basis"], ascending=[False, True, True])
+    return order.reset_index(drop=True)
+
+
+def unknown_stages_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    return unknown_by_stage(_chosen(engine, project, query))
+
+
+def bases_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The failures per basis and their share, in the order of analytics.evidence.BASES: the
+    Failures page's "How much of this is known" (analytics.evidence.described)."""
+    chosen = _chosen(engine, project, query)
+    return counted_shares(chosen.set_index("basis")["failures"])
+
+
 def failures_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     failures = failure_details(engine, query.where(project)).iloc[::-1].reset_index(drop=True)
     return with_lineage(failures, project)[FAILURES_COLUMNS]
 
 
 def signatures_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    renamed = {"first_seen_here": "first_seen_in_range", "last_seen": "last_seen_in_range"}
-    table = signature_summary(engine, query.where(project))
-    return table.rename(columns=renamed)[SIGNATURES_COLUMNS]
+    """``new`` (analytics.newness): first seen within NEW_DAYS of the range's end, now for a
+    range left open."""
+    where = query.where(project)
+    table = signature_rows(engine, where, counts_of(engine, project, query))
+    end = pd.Timestamp(query.until or datetime.now(UTC))
+    return table.assign(new=is_new(table["first_seen"], end))[SIGNATURES_COLUMNS]
+
+
+def signature_rows(engine: Engine, where: RunFilter, counts: pd.DataFrame) -> pd.DataFrame:
+    """Per signature of ``where``'s runs, most failures first, from their ``counts``
+    (store.failure_counts): its counts, its first sighting in the whole history and in the
+    range, its newest failure's job_id, category, rule, line, runner and link, its known issue
+    or correction. ``jobs``: distinct job ids, a run's own failures (job 0) one job."""
+    chosen = counts[counts["chosen"]].assign(
+        job_failures=lambda c: c["failures"] - c["run_failures"]
+    )
+    table = chosen.groupby("signature").agg(
+        failures=("failures", "sum"),
+        job_failures=("job_failures", "sum"),
+        run_failures=("run_failures", "sum"),
+        first_seen_in_range=("first_at", "min"),
+        last_seen_in_range=("last_at", "max"),
+    )
+    table = table.assign(
+        jobs=table["job_failures"] + table["run_failures"].gt(0).astype(int),
+        first_seen=counts.groupby("signature")["first_at"].min().reindex(table.index),
+    ).reset_index()
+    newest = failures_at(engine, where, sorted(set(table["last_seen_in_range"])))
+    newest = newest.merge(table[["signature", "last_seen_in_range"]], on="signature")
+    newest = newest[newest["created_at"] == newest["last_seen_in_range"]].sort_values(
+        ["created_at", "job_id", "run_attempt", "run_id"], ascending=False
+    )
+    example = ["signature", "job_id", "category", "rule", "line", "runner_name", "html_url"]
+    table = table.merge(newest.drop_duplicates("signature")[example], on="signature", how="left")
+    table = table.merge(signature_triage(engine, where.repo), on="signature", how="left")
+    order = table.sort_values(["failures", "signature"], ascending=[False, True])
+    return order.reset_index(drop=True)
 
 
 def known_issues_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -104,6 +239,26 @@ TABLES = (
         FAILURES_COLUMNS,
         failures_table,
         "category",
+    ),
+    ReportTable(
+        "categories",
+        "failures (job attempts) of one category in a week (on the Failures page: or a day)",
+        CATEGORIES_COLUMNS,
+        categories_table,
+        "category",
+    ),
+    ReportTable(
+        "unknown-stages",
+        "the failures of unknown category that stopped in one stage, for one reason",
+        UNKNOWN_STAGES_COLUMNS,
+        unknown_stages_table,
+    ),
+    ReportTable(
+        "failure-bases",
+        "the failures whose category rests on one basis (the evidence that decided it, or "
+        "why nothing did), and their share",
+        BASES_COLUMNS,
+        bases_table,
     ),
     ReportTable(
         "signatures",

@@ -94,20 +94,6 @@ def latest_run_url(engine: Engine, repo: str) -> str | None:
         return conn.scalar(stmt)
 
 
-def daily_failure_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
-    """Classified failures per day and category, counted in SQL.
-
-    Columns: day (tz-aware UTC midnight), category, failures."""
-    day = UTCDay(WorkflowRun.created_at).label("day")
-    stmt = (
-        select(day, Failure.category, func.count().label("failures"))
-        .join(WorkflowRun, WorkflowRun.id == Failure.run_id)
-        .group_by(day, Failure.category)
-        .order_by(day)
-    )
-    return as_frame(engine, filtered(stmt, where), ("day",))
-
-
 def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """One row per failure signature seen in the selected runs, aggregated in SQL.
 
@@ -178,7 +164,17 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
         as_frame(engine, ever.group_by(Failure.signature)), on="signature", how="left"
     )
     frame = frame.merge(as_frame(engine, latest), on="signature", how="left")
-    decided = decisions(where.repo).subquery()
+    frame = frame.merge(signature_triage(engine, where.repo), on="signature", how="left")
+    frame["issue_number"] = frame["issue_number"].astype("Int64")
+    for column in times:
+        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+    return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def signature_triage(engine: Engine, repo: str | None) -> pd.DataFrame:
+    """The signatures of ``repo`` linked to a known issue or corrected: signature, issue_url,
+    issue_number, issue_state (GitHub's as last read), correction_note."""
+    decided = decisions(repo).subquery()
     triage = select(
         decided.c.signature,
         decided.c.url.label("issue_url"),
@@ -186,11 +182,7 @@ def signature_summary(engine: Engine, where: RunFilter = RunFilter()) -> pd.Data
         decided.c.state.label("issue_state"),
         decided.c.correction_note,
     )
-    frame = frame.merge(as_frame(engine, triage), on="signature", how="left")
-    frame["issue_number"] = frame["issue_number"].astype("Int64")
-    for column in times:
-        frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
-    return frame.sort_values("failures", ascending=False, kind="stable").reset_index(drop=True)
+    return as_frame(engine, triage)
 
 
 def signature_failures(

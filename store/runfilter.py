@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVarTuple
 
-from sqlalchemy import Connection, Engine, Select, case
+from sqlalchemy import ColumnElement, Connection, Engine, Select, case
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
@@ -66,22 +66,28 @@ _Columns = TypeVarTuple("_Columns")
 
 
 def filtered(stmt: Select[*_Columns], where: RunFilter) -> Select[*_Columns]:
+    return stmt.where(*conditions(where))
+
+
+def conditions(where: RunFilter) -> list[ColumnElement[bool]]:
+    """What ``where`` asks of a run (``workflow_runs``), as terms to AND; none: every run."""
     run = WorkflowRun
+    terms: list[ColumnElement[bool]] = []
     if where.repo is not None:
-        stmt = stmt.where(run.repo == where.repo)
+        terms.append(run.repo == where.repo)
     if where.since is not None:
-        stmt = stmt.where(run.created_at >= where.since)
+        terms.append(run.created_at >= where.since)
     if where.until is not None:
-        stmt = stmt.where(run.created_at < where.until)
+        terms.append(run.created_at < where.until)
     if where.paths:
-        stmt = stmt.where(run.workflow_path.in_(where.paths))
+        terms.append(run.workflow_path.in_(where.paths))
     if where.events:
-        stmt = stmt.where(run.event.in_(where.events))
+        terms.append(run.event.in_(where.events))
     if where.branch is not None:
-        stmt = stmt.where(run.head_branch == where.branch)
+        terms.append(run.head_branch == where.branch)
     if where.run_ids:
-        stmt = stmt.where(run.id.in_(where.run_ids))
-    return stmt
+        terms.append(run.id.in_(where.run_ids))
+    return terms
 
 
 Bind = Engine | Connection

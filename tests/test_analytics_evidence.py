@@ -1,5 +1,5 @@
 """How much of a category mix is known (analytics.evidence), per event side
-(analytics.before_after.basis_mix) and per stage (dashboard.shaping.unknown_by_stage)."""
+(analytics.before_after.basis_mix) and per stage (reports.failure_tables.unknown_by_stage)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from analytics.evidence import (
     shares,
     unknown_reason,
 )
-from dashboard.shaping import NO_STEP, unknown_by_stage
+from reports.failure_tables import NO_STEP, unknown_by_stage
 from tests.support.analytics_frames import day, runs_frame
 from tests.support.settings import ANALYSIS
 
@@ -112,6 +112,7 @@ def test_unknown_by_stage():
         {
             "stage": ["installing", "installing", None, "testing", "testing", "testing"],
             "basis": [LOG_EXPIRED, LOG_EXPIRED, NO_LOG, NO_RULE, "log", None],
+            "failures": [1, 1, 1, 1, 1, 1],
         }
     )
     table = unknown_by_stage(failures)

@@ -37,7 +37,7 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
     filters get what their page passes."""
     workflow = shared.runs(db_url, _filters(db_url))["workflow_path"].mode()[0]
     since = shared.runs(db_url, _filters(db_url))["created_at"].max() - pd.Timedelta(days=28)
-    signature = lambda f: failures.signatures(db_url, f)["signature"].iloc[0]  # noqa: E731
+    signature = lambda f: shared.table(db_url, f, "signatures")["signature"].iloc[0]  # noqa: E731
     return {
         "status": lambda f: shared.table(db_url, f, "status"),
         "stability": lambda f: shared.table(db_url, f, "stability"),
@@ -49,9 +49,11 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
             name: lambda f, name=name: shared.table(db_url, f, name, since=None, until=None)
             for name in MIGRATIONS
         },
-        "failure_periods": lambda f: failures.failure_periods(db_url, f, "W"),
-        "failure_bases": lambda f: failures.failure_bases(db_url, f),
-        "signatures": lambda f: failures.signatures(db_url, f),
+        "categories": lambda f: shared.table(db_url, f, "categories", period="D"),
+        "unknown_stages": lambda f: shared.table(db_url, f, "unknown-stages"),
+        "failure_bases": lambda f: shared.table(db_url, f, "failure-bases"),
+        "signatures": lambda f: shared.table(db_url, f, "signatures"),
+        "incidents": lambda f: shared.table(db_url, f, "incidents"),
         "signature_failures": lambda f: failures.signature_failures(db_url, f, signature(f)),
         **{
             name: lambda f, name=name: shared.table(db_url, f, name)

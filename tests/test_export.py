@@ -18,9 +18,10 @@ from ciflake.cli import cli
 from reports.migration_tables import BEFORE_AFTER_COLUMNS
 from reports.run_tables import RUNS_COLUMNS
 from store.engine import make_engine
+from store.failure_counts import failure_counts
 from store.frame_queries import load_attempts, load_failures, load_jobs, load_runs
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
-from store.page_queries import daily_failure_counts, daily_job_presence, daily_run_counts
+from store.page_queries import daily_job_presence, daily_run_counts
 from store.runfilter import RunFilter
 from store.upsert import upsert
 
@@ -154,7 +155,7 @@ def test_days_are_utc_days_whatever_the_session_time_zone(filled, db_url, monkey
     runs_per_day = load_runs(far_east)["created_at"].dt.floor("D").value_counts().sort_index()
     for daily in (daily_run_counts(far_east), daily_job_presence(far_east)):
         assert daily.groupby("day")["runs"].sum().to_dict() == runs_per_day.to_dict()
-    failures = daily_failure_counts(far_east)
+    failures = failure_counts(far_east, RunFilter())
     assert set(failures["day"]) <= set(runs_per_day.index) and failures["failures"].sum() == 7
     far_east.dispose()
 

@@ -1,12 +1,17 @@
-"""store.page_queries.signature_summary on both backends: the counts of each signature and its
-newest failure (line, job, runner, link), worked out by hand."""
+"""store.page_queries.signature_summary and the signatures report table (from one counts
+statement, store.failure_counts, or from the raw rows) on both backends: the counts of each
+signature and its newest failure (line, job, runner, link), worked out by hand."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pandas as pd
+import pytest
 from sqlalchemy.orm import Session
 
+from reports.failure_tables import raw_failure_counts, signature_rows
+from store.failure_counts import failure_counts
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
 from store.page_queries import signature_summary
 from store.runfilter import RunFilter
@@ -106,7 +111,29 @@ def _seed(engine) -> None:
         upsert(session, Failure, failures)
 
 
-def test_each_signature_counts_and_its_newest_failure(engine):
+def _from_counts(engine, where: RunFilter) -> pd.DataFrame:
+    """reports.failure_tables' signatures from the one counts statement, as signature_summary
+    names its columns."""
+    rows = signature_rows(engine, where, failure_counts(engine, where))
+    return rows.rename(
+        columns={"first_seen_in_range": "first_seen_here", "last_seen_in_range": "last_seen"}
+    )
+
+
+def _from_raw_rows(engine, where: RunFilter) -> pd.DataFrame:
+    rows = signature_rows(engine, where, raw_failure_counts(engine, where))
+    return rows.rename(
+        columns={"first_seen_in_range": "first_seen_here", "last_seen_in_range": "last_seen"}
+    )
+
+
+SUMMARIES = pytest.mark.parametrize(
+    "signature_summary", [signature_summary, _from_counts, _from_raw_rows]
+)
+
+
+@SUMMARIES
+def test_each_signature_counts_and_its_newest_failure(engine, signature_summary):
     _seed(engine)
     table = signature_summary(engine, RunFilter(repo=REPO)).set_index("signature")
     assert sorted(table.index) == ["net", "oom"] and table.index.is_unique
@@ -136,7 +163,8 @@ def test_each_signature_counts_and_its_newest_failure(engine):
     assert earlier.loc["oom", "line"] == "line of 1/1/12"
 
 
-def test_ties_are_broken_by_attempt_then_run(engine):
+@SUMMARIES
+def test_ties_are_broken_by_attempt_then_run(engine, signature_summary):
     """Run 1's own failures in attempts 1 and 2 share its time and job id 0: the later attempt
     speaks for "tie". Run 4, created in the same second as run 1, and run 1 both fail on their
     own with "twin": the higher run id. Each example links to its run."""
@@ -160,3 +188,32 @@ def test_ties_are_broken_by_attempt_then_run(engine):
     assert table.loc["tie", "html_url"] == f"https://github.com/{REPO}/actions/runs/1"
     assert table.loc["twin", "line"] == "run 4"
     assert table.loc["twin", "html_url"] == f"https://github.com/{REPO}/actions/runs/4"
+
+
+@pytest.mark.parametrize("counted", [failure_counts, raw_failure_counts])
+def test_failures_are_counted_in_the_range_and_signed_over_the_whole_history(engine, counted):
+    """store.failure_counts (one statement) and its raw-row twin: the range's failures per
+    day, category, evidence, stage and log status; the repository's others per signature
+    only, for first sightings; another repository's none."""
+    _seed(engine)
+    counts = counted(engine, RunFilter(repo=REPO, since=START + timedelta(hours=12)))
+    rows = {
+        (
+            r.chosen,
+            r.signature,
+            r.category if pd.notna(r.category) else None,
+            r.failures,
+            r.run_failures,
+            r.first_at,
+        )
+        for r in counts.itertuples()
+    }
+    assert rows == {
+        (True, "oom", "oom", 1, 0, START + timedelta(days=1)),  # run 2, day 1
+        (False, "oom", None, 2, 0, START),  # run 1's two jobs
+        (False, "net", None, 2, 1, START),  # run 1's job 13 and its own failure
+    }
+    chosen = counts[counts["chosen"]]
+    assert chosen["day"].tolist() == [START.replace(hour=0) + timedelta(days=1)]
+    assert chosen["evidence"].tolist() == ["none"] and chosen["log_status"].isna().all()
+    assert counts.loc[~counts["chosen"], ["day", "evidence", "stage"]].isna().all().all()

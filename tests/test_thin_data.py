@@ -43,6 +43,9 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     ),
     "failures": lambda rows: [(r["run_id"], r["category"]) for r in rows] == [(ONE_RUN_ID, "oom")],
     "signatures": lambda rows: [(r["category"], r["failures"]) for r in rows] == [("oom", "1")],
+    "categories": lambda rows: [(r["category"], r["failures"]) for r in rows] == [("oom", "1")],
+    "unknown-stages": lambda rows: rows == [],  # the OOM is known
+    "failure-bases": lambda rows: [(r["failures"], r["share"]) for r in rows] == [("1", "1.0")],
     "known-issues": lambda rows: rows == [],  # nobody linked or corrected a signature yet
     "flaky-jobs": lambda rows: (
         len(rows) == 4 and {(r["runs"], r["enough_data"]) for r in rows} == {("1", "False")}

@@ -135,7 +135,8 @@ def _readers(engine, db_url: str, signature: str) -> dict[str, set[tuple[str, st
     page queries and frames the pages load, every export table of failures, jobs, runs or
     signatures that has a category. Not the incidents: a row is a burst of one cause (its
     ``signature`` set only for a signature's burst), and the caller's ``derived.differences``
-    checks them recomputed with the correction."""
+    checks them recomputed with the correction; nor the categories, a row of which counts
+    failures of every signature."""
     project = load_config(env={}, db_url=db_url).project()
     where = RunFilter(repo=REPO)
     details = page_queries.failure_details(engine, where, signature=signature)
@@ -163,7 +164,7 @@ def _readers(engine, db_url: str, signature: str) -> dict[str, set[tuple[str, st
     }
     query = Query(scope="all")
     for name, table in TABLES.items():
-        if table.category_column is None or name in ("known-issues", "incidents"):
+        if table.category_column is None or name in ("known-issues", "incidents", "categories"):
             continue
         frame = build(engine, project, name, query)
         key = "signature" if "signature" in frame else ("job_id" if "job_id" in frame else None)

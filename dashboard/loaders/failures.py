@@ -1,53 +1,18 @@
-"""The Failures page's data: categories over time and on what evidence, signatures and NEW,
-a signature's failures and the log lines around one."""
+"""The Failures page's drill-down: a signature's failures and the log lines around one (its
+tables come from the registry, reports.failure_tables)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from analytics import (
-    evidence,
-    newness,
-    rates,
-)
+from analytics import evidence
 from dashboard.filters import Filters
 from dashboard.loaders import shared
-from store import frame_queries, page_queries
+from store import page_queries
 from store.compression import decompress
 
 EXCERPT_BEFORE, EXCERPT_AFTER = 30, 10  # log lines shown around a matched line
-
-
-@st.cache_data(ttl=shared.TTL)
-def failure_periods(db_url: str, filters: Filters, freq: str) -> pd.DataFrame:
-    """Failures per category and day or week. Columns: period, category, failures."""
-    where = shared.sql_filter(filters, dated=True)
-    days = page_queries.daily_failure_counts(shared.engine(db_url), where)
-    periods = rates.with_period(days, freq, "day")
-    return periods.groupby(["period", "category"], as_index=False)["failures"].sum()
-
-
-FAILURE_KEYS = ["run_id", "run_attempt", "job_id"]
-
-
-@st.cache_data(ttl=shared.TTL)
-def failure_bases(db_url: str, filters: Filters) -> pd.DataFrame:
-    """The failures the categories chart counts, each with its stage and basis
-    (analytics.evidence). Columns: run_id, run_attempt, job_id, category, stage, basis."""
-    failures = frame_queries.load_failures(
-        shared.engine(db_url), shared.sql_filter(filters, dated=True), detail=()
-    )
-    failures = failures.assign(basis=evidence.failure_basis(failures))
-    return failures[[*FAILURE_KEYS, "category", "stage", "basis"]]
-
-
-@st.cache_data(ttl=shared.TTL)
-def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
-    where = shared.sql_filter(filters, dated=True)
-    table = page_queries.signature_summary(shared.engine(db_url), where)
-    # NEW (analytics.newness): first seen in the whole history within NEW_DAYS of the range's end
-    return table.assign(new=newness.is_new(table["first_seen"], pd.Timestamp(where.until)))
 
 
 @st.cache_data(ttl=shared.TTL)

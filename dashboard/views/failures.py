@@ -4,12 +4,12 @@ drill-down into one failure's log."""
 import pandas as pd
 import streamlit as st
 
-from analytics.evidence import MAINTAINER, PHRASES, corrected, describe, unknown_reason
+from analytics.evidence import MAINTAINER, PHRASES, corrected, described, unknown_reason
 from analytics.newness import NEW_DAYS
 from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import failures, shared
-from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures, unknown_by_stage
+from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures
 
 # The incidents' columns the page lists, the cause first after the span.
 INCIDENT_LIST = [
@@ -35,13 +35,13 @@ freq = st.segmented_control(
     format_func={"D": "daily", "W": "weekly"}.get,
     key="fail_freq",
 )
-counts = failures.failure_periods(view.db_url, view.filters, freq or "W")
+counts = shared.table(view.db_url, view.filters, "categories", period=freq or "W")
 events = shared.events(view.db_url, view.filters.repo)
 if len(counts):
     st.plotly_chart(charts.categories_over_time(counts, events))
-bases = failures.failure_bases(view.db_url, view.filters)
-st.caption(f"How much of this is known: {describe(bases['basis'])}")
-by_stage = unknown_by_stage(bases)
+bases = shared.table(view.db_url, view.filters, "failure-bases")
+st.caption(f"How much of this is known: {described(bases)}")
+by_stage = shared.table(view.db_url, view.filters, "unknown-stages")
 st.markdown("**Unknown failures by stage** (where the job stopped, from its failed step)")
 tables.show(
     by_stage, "by-stage", missing="No failure of unknown cause in the range.", hide_index=True
@@ -55,7 +55,7 @@ st.caption(
     "scope; jobs, runs and workflows count everything each one hit."
 )
 tables.show(
-    shared.hit_incidents(view.db_url, view.filters)[INCIDENT_LIST],
+    shared.table(view.db_url, view.filters, "incidents")[INCIDENT_LIST],
     "incidents",
     missing="No incident in the range and scope: no burst of failures shared a cause.",
     hide_index=True,
@@ -81,14 +81,14 @@ show = st.segmented_control(
     }.get,
     key="fail_show",
 )
-signatures = chosen_signatures(failures.signatures(view.db_url, view.filters), show or "all")
+signatures = chosen_signatures(shared.table(view.db_url, view.filters, "signatures"), show or "all")
 st.caption(
     f"NEW: first seen (in the whole history) within the {NEW_DAYS} days that end with the "
     "range (docs/vocabulary.md). Issue: the known issue a maintainer linked "
     "(`ciflake triage link`) or ciflake filed, with its state on GitHub as last read."
 )
 tables.show(
-    signatures[
+    signatures.rename(columns={"last_seen_in_range": "last_seen"})[
         [
             "signature",
             "new",
