@@ -57,11 +57,27 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "runner-pools": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
     "incidents": lambda rows: rows == [],  # one failure is no burst
     "health": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
+    # the nightly summary's: without an event, one side, the runs since --since
+    "night-headline": lambda rows: (
+        {(r["side"], r["runs"]) for r in rows} == {("since", "1")} and len(rows) == 2
+    ),
+    "night-health": lambda rows: [(r["side"], r["open"]) for r in rows] == [("since", "1")],
+    "night-failures": lambda rows: [r["category"] for r in rows] == ["oom"],
+    "stale": lambda rows: rows == [],  # one run has no rhythm to miss
+    "silent": lambda rows: rows == [],
 }
 # Rows an empty database still has: those of the configured events, with no run counted.
 FROM_CONFIG = {"before-after": ("before_runs", "after_runs")}
-# Tables that a first night of verl (its event windows first) leaves empty.
-FIRST_NIGHT_EMPTY = {"coverage-lost", "changepoints", "known-issues", "incidents"}
+# Tables that a first night of verl (its event windows first) leaves empty: no workflow has
+# missed its rhythm yet.
+FIRST_NIGHT_EMPTY = {
+    "coverage-lost",
+    "changepoints",
+    "known-issues",
+    "incidents",
+    "stale",
+    "silent",
+}
 
 
 def _export(runner, url: str, table: str, out: Path) -> tuple[str, Rows]:
