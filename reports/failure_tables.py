@@ -3,9 +3,12 @@ incidents."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pandas as pd
 from sqlalchemy import Engine
 
+from analytics.newness import is_new
 from reports.query import Query
 from reports.table_inputs import with_lineage
 from reports.table_spec import ReportTable
@@ -53,6 +56,7 @@ SIGNATURES_COLUMNS = [
     "issue_url",
     "issue_state",
     "correction_note",
+    "new",
 ]
 
 
@@ -80,9 +84,12 @@ def failures_table(engine: Engine, project: Project, query: Query) -> pd.DataFra
 
 
 def signatures_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """``new`` (analytics.newness): first seen in the whole history within NEW_DAYS of the
+    range's end, now for a range left open."""
     renamed = {"first_seen_here": "first_seen_in_range", "last_seen": "last_seen_in_range"}
-    table = signature_summary(engine, query.where(project))
-    return table.rename(columns=renamed)[SIGNATURES_COLUMNS]
+    table = signature_summary(engine, query.where(project)).rename(columns=renamed)
+    end = pd.Timestamp(query.until or datetime.now(UTC))
+    return table.assign(new=is_new(table["first_seen"], end))[SIGNATURES_COLUMNS]
 
 
 def known_issues_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

@@ -91,9 +91,10 @@ def incidents_hitting(bind: Bind, where: RunFilter) -> pd.DataFrame:
     """The incidents with a failure in a run ``where`` selects (the pages' and the summary's
     dates, workflows and scope), oldest first; columns INCIDENT_COLUMNS, times UTC."""
     member = IncidentFailure
-    hit = filtered(
-        select(member.incident_id).join(WorkflowRun, WorkflowRun.id == member.run_id), where
-    )
+    # Each member's run checked by its key (EXISTS): a join let SQLite walk every run of the
+    # repository first, 0.17 s on the 16x benchmark database against 1 ms.
+    chosen = filtered(select(WorkflowRun.id).where(WorkflowRun.id == member.run_id), where)
+    hit = select(member.incident_id).where(chosen.exists())
     return as_frame(bind, _incidents().where(Incident.id.in_(hit)), ("started_at", "ended_at"))
 
 

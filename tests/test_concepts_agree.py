@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from analytics.config_tables import event_table
 from analytics.newness import NEW_DAYS
 from dashboard.filters import Filters
-from dashboard.loaders import failures, migrations, overview, runners, shared
+from dashboard.loaders import migrations, overview, runners, shared
 from reports.summary import load_summary
 from reports.summary_tables import SummaryData
 from store.engine import make_engine
@@ -160,8 +160,8 @@ def test_new_is_the_same_in_the_signature_table_and_in_the_summary(history):
     end = _midnight(_utc(newest.created_at).date() + timedelta(days=2))
     since = end - timedelta(days=30)
     data = history.summary(since, end)
-    table = failures.signatures(
-        history.url, history.filters(since.date(), end.date() - timedelta(1))
+    table = shared.table(
+        history.url, history.filters(since.date(), end.date() - timedelta(1)), "signatures"
     )
     shown = table.set_index("signature")["new"]
     rows = data.failures.dropna(subset=["signature"])

@@ -45,7 +45,7 @@ def test_the_failures_page_counts_follow_the_scope(db, monkeypatch):
         weekly = failures.failure_periods(db, filters, "W")
         periods[scope] = Counter(weekly.groupby("category")["failures"].sum().to_dict())
         bases[scope] = Counter(failures.failure_bases(db, filters)["category"])
-        signed[scope] = int(failures.signatures(db, filters)["failures"].sum())
+        signed[scope] = int(shared.table(db, filters, "signatures")["failures"].sum())
     for counts in (periods, bases):
         assert counts["default"].total() > 0 and counts["pr"].total() > 0
         assert counts["default"].total() + counts["pr"].total() <= counts["all"].total()
@@ -60,7 +60,7 @@ def test_the_failures_page_counts_follow_the_scope(db, monkeypatch):
 
 def test_a_signatures_drill_down_follows_the_scope(db, monkeypatch):
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
-    table = failures.signatures(db, _filters(db, "all"))
+    table = shared.table(db, _filters(db, "all"), "signatures")
     signature = table.sort_values("failures", ascending=False)["signature"].iloc[0]
     shown = {
         scope: set(failures.signature_failures(db, _filters(db, scope), signature)["run_id"])

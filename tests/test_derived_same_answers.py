@@ -35,7 +35,7 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
     """Every loader of every page, on the filters given; the loaders that take more than the
     filters get what their page passes."""
     workflow = shared.runs(db_url, _filters(db_url))["workflow_path"].mode()[0]
-    signature = lambda f: failures.signatures(db_url, f)["signature"].iloc[0]  # noqa: E731
+    signature = lambda f: shared.table(db_url, f, "signatures")["signature"].iloc[0]  # noqa: E731
     return {
         "tiles": lambda f: overview.tiles(db_url, f),
         "timeline": lambda f: overview.timeline(db_url, f, "W"),
@@ -50,7 +50,8 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
         "coverage_lost": lambda f: migrations.coverage_lost(db_url, f),
         "failure_periods": lambda f: failures.failure_periods(db_url, f, "W"),
         "failure_bases": lambda f: failures.failure_bases(db_url, f),
-        "signatures": lambda f: failures.signatures(db_url, f),
+        "signatures": lambda f: shared.table(db_url, f, "signatures"),
+        "incidents": lambda f: shared.table(db_url, f, "incidents"),
         "signature_failures": lambda f: failures.signature_failures(db_url, f, signature(f)),
         "flaky_jobs": lambda f: flaky_jobs.flaky_jobs(db_url, f),
         "job_verdicts": lambda f: flaky_jobs.job_verdicts(db_url, f),

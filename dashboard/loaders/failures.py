@@ -8,7 +8,6 @@ import streamlit as st
 
 from analytics import (
     evidence,
-    newness,
     rates,
 )
 from dashboard.filters import Filters
@@ -40,14 +39,6 @@ def failure_bases(db_url: str, filters: Filters) -> pd.DataFrame:
     )
     failures = failures.assign(basis=evidence.failure_basis(failures))
     return failures[[*FAILURE_KEYS, "category", "stage", "basis"]]
-
-
-@st.cache_data(ttl=shared.TTL)
-def signatures(db_url: str, filters: Filters) -> pd.DataFrame:
-    where = shared.sql_filter(filters, dated=True)
-    table = page_queries.signature_summary(shared.engine(db_url), where)
-    # NEW (analytics.newness): first seen in the whole history within NEW_DAYS of the range's end
-    return table.assign(new=newness.is_new(table["first_seen"], pd.Timestamp(where.until)))
 
 
 @st.cache_data(ttl=shared.TTL)

@@ -62,5 +62,5 @@ def incident_bands(db_url: str, filters: Filters) -> pd.DataFrame:
     """The incidents of the range and scope, a row per lineage they hit
     (dashboard.shaping.incident_bands)."""
     members = incidents.load_members(shared.engine(db_url), shared.sql_filter(filters, dated=True))
-    hit = shared.hit_incidents(db_url, filters)
+    hit = shared.table(db_url, filters, "incidents").rename(columns={"incident_id": "id"})
     return shaping.incident_bands(hit, members, shared.runs(db_url, filters))

@@ -41,7 +41,7 @@ def runner_rates(db_url: str, filters: Filters, by: str) -> pd.DataFrame:
     members = shared.incident_members(db_url, shared.sql_filter(filters))
     placed = _placed_jobs(db_url, filters)
     table = elsewhere.runner_rates(placed, flagged, by, min_runs, members)
-    hit = shared.hit_incidents(db_url, filters)
+    hit = shared.table(db_url, filters, "incidents")
     return table.assign(incidents=incidents_per_place(table[by], hit))
 
 

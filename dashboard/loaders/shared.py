@@ -235,10 +235,3 @@ def events(db_url: str, repo: str) -> pd.DataFrame:
     """Change events of ``repo``, the config's and the database's
     (analytics.config_tables.event_table)."""
     return config_tables.event_table(all_events(project(repo), engine(db_url)))
-
-
-@st.cache_data(ttl=TTL)
-def hit_incidents(db_url: str, filters: Filters) -> pd.DataFrame:
-    """The incidents with a failure in a run of the range and scope
-    (store.incidents.incidents_hitting): what the Overview, Failures and Runners pages show."""
-    return incidents.incidents_hitting(engine(db_url), sql_filter(filters, dated=True))

@@ -55,7 +55,7 @@ st.caption(
     "scope; jobs, runs and workflows count everything each one hit."
 )
 tables.show(
-    shared.hit_incidents(view.db_url, view.filters)[INCIDENT_LIST],
+    shared.table(view.db_url, view.filters, "incidents")[INCIDENT_LIST],
     "incidents",
     missing="No incident in the range and scope: no burst of failures shared a cause.",
     hide_index=True,
@@ -81,7 +81,7 @@ show = st.segmented_control(
     }.get,
     key="fail_show",
 )
-signatures = chosen_signatures(failures.signatures(view.db_url, view.filters), show or "all")
+signatures = chosen_signatures(shared.table(view.db_url, view.filters, "signatures"), show or "all")
 st.caption(
     f"NEW: first seen (in the whole history) within the {NEW_DAYS} days that end with the "
     "range (docs/vocabulary.md). Issue: the known issue a maintainer linked "
@@ -95,7 +95,7 @@ tables.show(
             "category",
             "failures",
             "first_seen",
-            "last_seen",
+            "last_seen_in_range",
             "issue_url",
             "issue_state",
             "line",
@@ -117,7 +117,7 @@ tables.show(
         "line": st.column_config.TextColumn("example line", width="large"),
         "html_url": st.column_config.LinkColumn("job", display_text="open"),
         "first_seen": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
-        "last_seen": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
+        "last_seen_in_range": st.column_config.DatetimeColumn("last_seen", format="YYYY-MM-DD"),
     },
 )
 

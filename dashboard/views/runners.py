@@ -62,7 +62,7 @@ st.caption(
     "one per job."
 )
 tables.show(
-    runner_incidents(shared.hit_incidents(view.db_url, view.filters)),
+    runner_incidents(shared.table(view.db_url, view.filters, "incidents")),
     "runner-incidents",
     missing="No runner incident in the range and scope: no host or label failed its jobs at once.",
     hide_index=True,
