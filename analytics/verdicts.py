@@ -62,8 +62,17 @@ def job_verdicts(jobs: pd.DataFrame, failures: pd.DataFrame) -> pd.DataFrame:
     failed["category"] = job_categories(failed, failures)
     same_sha = _green_on_same_commit(jobs, rows, outcomes, run_ids)[red]
     failed["same_sha_run_id"] = np.where(same_sha != run_ids[red], same_sha, np.nan)
-    failed["verdict"], failed["evidence"] = _decide(failed)
-    return failed.drop(columns=["prev_outcome", "next_outcome"])
+    return decided(failed)
+
+
+def decided(failed: pd.DataFrame) -> pd.DataFrame:
+    """``failed`` (red logical jobs with ``prev_``/``next_run_id`` and ``_outcome``,
+    ``same_sha_run_id``, category, red_attempt, last_attempt) with ``verdict`` and
+    ``evidence``, without the neighbours' outcomes: what job_verdicts and the derived tables'
+    statement (store.job_counts.failed_jobs) both end with."""
+    verdict, evidence = _decide(failed)
+    out = failed.assign(verdict=verdict, evidence=evidence)
+    return out.drop(columns=["prev_outcome", "next_outcome"])
 
 
 def _green_on_same_commit(

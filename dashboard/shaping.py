@@ -102,14 +102,3 @@ def runner_incidents(incidents: pd.DataFrame) -> pd.DataFrame:
     hosts = incidents[incidents["kind"] == RUNNER_KIND]
     table = hosts.sort_values(["runner", "started_at"], kind="stable")[RUNNER_INCIDENT_COLUMNS]
     return table.reset_index(drop=True)
-
-
-def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series:
-    """How many runner incidents each of ``places`` had: a runner name, or a runner pool (its
-    labels joined by "+", analytics.elsewhere.with_runner_pool) when the incident names one of
-    its labels."""
-    runners = incidents.loc[incidents["kind"] == RUNNER_KIND, "runner"]
-    counts = runners.value_counts()
-    return places.astype(str).map(
-        lambda place: int(sum(counts.get(part, 0) for part in set(place.split("+"))))
-    )

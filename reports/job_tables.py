@@ -1,18 +1,37 @@
-"""Report tables of logical jobs: flake rates, verdicts, runner pools, repair time and cost."""
+"""Report tables of logical jobs: flake rates, verdicts, runner pools and runners, environments,
+repair time and cost. While the derived tables are current (analytics.derived), each table's
+counts come from one statement of store.job_counts (the flaky-jobs, runner and environment
+tables share one GROUP BY, read once per filter and collect); otherwise the same counts come
+from the logical jobs computed from the raw rows (analytics.frames). The statistics then run on
+the counts alike (analytics.job_counts, analytics.verdicts)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics import elsewhere, once, verdicts
+from analytics import derived, elsewhere, verdicts
+from analytics.environments import COLUMNS as ENVIRONMENT_COLUMNS
+from analytics.environments import environment_failures
 from analytics.frames import failures_frame
-from analytics.health import HEALTH_COLUMNS, health_table
+from analytics.health import HEALTH_COLUMNS, REPAIR_COLUMNS, health_table
+from analytics.job_counts import (
+    counts_of,
+    flaky_table,
+    incidents_per_place,
+    runner_table,
+    works_elsewhere_of,
+)
+from analytics.once import verdicts_once
 from reports.query import Query
-from reports.table_inputs import logical_jobs_of, logical_runs_of
+from reports.table_inputs import logical_jobs_of, logical_runs_of, with_lineage
 from reports.table_spec import ReportTable
-from store.frame_queries import load_jobs
-from store.incidents import load_members
+from store.bookkeeping import data_stamp
+from store.frame_queries import json_dicts, load_failures, load_jobs
+from store.incidents import incidents_hitting, load_members
+from store.job_counts import failed_job_environments, failed_jobs, job_counts
 from store.project import Project
 
 FLAKY_COLUMNS = [
@@ -75,34 +94,99 @@ RUNNER_POOLS_COLUMNS = [
     "enough_data",
     *(f"{c}_once" for c in ("runs", "pass", "flaky", "fail")),
     *(f"fail_rate{end}_once" for end in ("", "_low", "_high")),
+    "incidents",
 ]
+RUNNERS_COLUMNS = ["runner_name", *RUNNER_POOLS_COLUMNS[1:]]
 
 
 HEALTH_EXPORT_COLUMNS = ["lineage", "workflow_path", "scope", *HEALTH_COLUMNS]
+REPAIR_EXPORT_COLUMNS = ["lineage", "workflow_path", "scope", *REPAIR_COLUMNS]
+
+
+def _current(engine: Engine, project: Project) -> bool:
+    return derived.is_current(engine, project.repo, project.job_name_strip)
+
+
+_COUNTS: dict[tuple[Any, ...], pd.DataFrame] = {}
+COUNTS_KEPT = 8  # filters whose job counts are kept, newest last
+
+
+def _job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The logical jobs of ``query`` counted (analytics.job_counts.COUNT_KEYS, n): from the
+    derived tables, one statement kept per filter and data stamp (store.bookkeeping) so that the
+    tables of a page share it; else from the raw rows. Shared: do not modify it."""
+    where = query.where(project)
+    if not _current(engine, project):
+        return counts_of(logical_jobs_of(engine, project, query), load_members(engine, where))
+    key = (str(engine.url), where, data_stamp(engine, project.repo))
+    if key not in _COUNTS:
+        while len(_COUNTS) >= COUNTS_KEPT:
+            _COUNTS.pop(next(iter(_COUNTS)))
+        _COUNTS[key] = job_counts(engine, where)
+    return _COUNTS[key]
 
 
 def flaky_jobs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    members = load_members(engine, query.where(project))
-    table = once.flaky_table(
-        logical_jobs_of(engine, project, query), project.analysis.min_runs, members
-    )
+    counts = _job_counts(engine, project, query)
+    keys = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
+    per_job = counts.groupby(keys, dropna=False, sort=False)["n"].sum().reset_index()
+    table = flaky_table(with_lineage(per_job, project), project.analysis.min_runs)
     return table.assign(scope=query.scope)[FLAKY_COLUMNS]
 
 
 def verdicts_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    failures = failures_frame(engine, query.where(project, dated=False))
-    table = verdicts.job_verdicts(logical_jobs_of(engine, project, query), failures)
+    if _current(engine, project):
+        failed = _neighboured(failed_jobs(engine, query.where(project)))
+        table = verdicts.decided(with_lineage(failed, project))
+    else:
+        failures = failures_frame(engine, query.where(project, dated=False))
+        table = verdicts.job_verdicts(logical_jobs_of(engine, project, query), failures)
     members = load_members(engine, query.where(project))
-    return once.verdicts_once(table, members)[VERDICTS_COLUMNS]
+    return verdicts_once(table, members)[VERDICTS_COLUMNS]
 
 
-def runner_pools_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    placed = elsewhere.with_runner_pool(logical_jobs_of(engine, project, query))
-    flagged = elsewhere.failed_elsewhere(placed, "runner_pool")
-    members = load_members(engine, query.where(project))
-    min_runs = project.analysis.min_runs
-    table = elsewhere.runner_rates(placed, flagged, "runner_pool", min_runs, members)
-    return table[RUNNER_POOLS_COLUMNS]
+def _neighboured(failed: pd.DataFrame) -> pd.DataFrame:
+    """store.job_counts.failed_jobs' rows as analytics.verdicts.job_verdicts orders and types
+    them: by workflow, logical job and branch (missing last), then time and run; run ids and
+    attempts that may be missing as floats; a green run of the same commit that is the job's
+    own run is none."""
+    order = ["workflow_path", "logical_job", "head_branch", "created_at", "run_id"]
+    failed = failed.sort_values(order, na_position="last", kind="stable").reset_index(drop=True)
+    floats = ["prev_run_id", "next_run_id", "same_sha_run_id", "red_attempt", "red_job_id"]
+    failed = failed.astype({column: float for column in floats} | {"logical_outcome": object})
+    own = failed["same_sha_run_id"] == failed["run_id"]
+    return failed.assign(same_sha_run_id=failed["same_sha_run_id"].mask(own))
+
+
+def _runner_table(by: str, columns: list[str]) -> Any:
+    """The builder of the runner table per ``by`` (runner_pool or runner_name): with the runner
+    incidents of the range on each (analytics.job_counts.incidents_per_place)."""
+
+    def build(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+        counts = _job_counts(engine, project, query)
+        table = runner_table(counts, by, project.analysis.min_runs)
+        hit = incidents_hitting(engine, query.where(project))
+        return table.assign(incidents=incidents_per_place(table[by], hit))[columns]
+
+    return build
+
+
+def environments_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    where = query.where(project)
+    if _current(engine, project):
+        rows = failed_job_environments(engine, where)
+        rows = rows.assign(env=json_dicts(rows["env"]), red_job_id=rows["job_id"])
+        elsewhere_now = works_elsewhere_of(rows, _job_counts(engine, project, query))
+        return environment_failures(rows, rows.assign(works_elsewhere=elsewhere_now))
+    failures = load_failures(engine, where, detail=("env",))
+    jobs = logical_jobs_of(engine, project, query)
+    return environment_failures(failures, elsewhere.failed_elsewhere(jobs, "runner_name"))
+
+
+def repair_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    runs = logical_runs_of(engine, project, query)
+    table = health_table(runs, None, ["lineage", "workflow_path"])
+    return table.assign(scope=query.scope)[REPAIR_EXPORT_COLUMNS]
 
 
 def health_export(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -128,9 +212,27 @@ TABLES = (
     ),
     ReportTable(
         "runner-pools",
-        "a runner pool (label set): stability and works-elsewhere",
+        "a runner pool (label set): stability, works-elsewhere and runner incidents",
         RUNNER_POOLS_COLUMNS,
-        runner_pools_table,
+        _runner_table("runner_pool", RUNNER_POOLS_COLUMNS),
+    ),
+    ReportTable(
+        "runners",
+        "a runner (host name): stability, works-elsewhere and runner incidents",
+        RUNNERS_COLUMNS,
+        _runner_table("runner_name", RUNNERS_COLUMNS),
+    ),
+    ReportTable(
+        "environments",
+        "an environment version (CANN, driver, torch...) printed in failed jobs' logs",
+        ENVIRONMENT_COLUMNS,
+        environments_table,
+    ),
+    ReportTable(
+        "repair",
+        "a lineage and workflow: time to repair (the health table without job times)",
+        REPAIR_EXPORT_COLUMNS,
+        repair_table,
     ),
     ReportTable(
         "health",

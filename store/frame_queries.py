@@ -191,6 +191,11 @@ def label_tuples(column: pd.Series) -> pd.Series:
     return _json_values(column, tuple)
 
 
+def json_dicts(column: pd.Series) -> pd.Series:
+    """JSON objects (a failure's ``env``) fetched as text or parsed by the driver, as dicts."""
+    return _json_values(column)
+
+
 def job_times(engine: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """Every job of every attempt of the selected runs, only what repair time, retry tax and
     percentiles read (analytics.health.health_table), in no particular order: run_id,

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import delete, insert
 from streamlit.testing.v1 import AppTest
 
+from analytics.job_counts import incidents_per_place
 from dashboard import charts, shaping
 from dashboard.loaders import runners
 from reports.markdown import md_text
@@ -266,8 +267,8 @@ def test_bands_go_on_the_rows_of_the_lineages_hit():
 def test_runner_incidents_count_on_their_runner_and_on_pools_holding_their_label():
     assert shaping.runner_incidents(BANDS)["runner"].tolist() == ["linux-aarch64-a3-8"]
     places = pd.Series(["linux-aarch64-a3-8+self-hosted", "linux-aarch64-a3-8", "gpu+l20x8"])
-    assert shaping.incidents_per_place(places, BANDS).tolist() == [1, 1, 0]
-    assert shaping.incidents_per_place(places, BANDS.iloc[1:]).tolist() == [0, 0, 0]
+    assert incidents_per_place(places, BANDS).tolist() == [1, 1, 0]
+    assert incidents_per_place(places, BANDS.iloc[1:]).tolist() == [0, 0, 0]
 
 
 def test_the_export_pages_incidents_file_is_ciflake_export_incidents(app, history, tmp_path):

@@ -57,6 +57,9 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "runner-pools": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
     "incidents": lambda rows: rows == [],  # one failure is no burst
     "health": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
+    "repair": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
+    "runners": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
+    "environments": lambda rows: rows == [],  # its log prints no version
     # the nightly summary's: without an event, one side, the runs since --since
     "night-headline": lambda rows: (
         {(r["side"], r["runs"]) for r in rows} == {("since", "1")} and len(rows) == 2
@@ -75,6 +78,7 @@ FIRST_NIGHT_EMPTY = {
     "changepoints",
     "known-issues",
     "incidents",
+    "environments",
     "stale",
     "silent",
 }

@@ -1,0 +1,167 @@
+"""Stability of logical jobs from their counts: the flaky-jobs and runner tables, counted as they
+are and once (analytics.once), and works elsewhere (analytics.elsewhere), computed from
+logical jobs counted per workflow, logical job, ISO week, runner, labels, outcome and incident
+(store.job_counts.job_counts; ``counts_of`` gives the same from a frame of logical jobs). The
+database does the counting; the rates and intervals work on a few thousand rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from analytics.elsewhere import NO_RUNNER_NAME, with_runner_pool
+from analytics.incidents import KIND
+from analytics.once import ONCE, ONCE_COLUMNS
+from analytics.rates import OUTCOMES, add_rates, rank_by_lower_bound
+from analytics.text import filled
+from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
+
+COUNT_KEYS = [
+    "workflow_path",
+    "logical_job",
+    "week",
+    "runner_name",
+    "labels",
+    "logical_outcome",
+    "incident_id",
+]
+PLACE_KEYS = ["workflow_path", "logical_job", "week"]  # where works elsewhere looks for a green
+
+
+def week_of(created_at: pd.Series) -> pd.Series:
+    """The Monday (UTC) starting the ISO week of each time, as ``YYYY-MM-DD`` text: the week
+    store.job_counts groups by."""
+    days = created_at.dt.tz_convert("UTC").dt.tz_localize(None).dt.normalize()
+    mondays = days - pd.to_timedelta(days.dt.day_of_week, unit="D")
+    return pd.Series(mondays.dt.strftime("%Y-%m-%d"), index=created_at.index)
+
+
+def job_incident(jobs: pd.DataFrame, members: pd.DataFrame) -> pd.Series:
+    """The incident of each red logical job of ``jobs``: its last red shard's, the smallest id
+    when several (store.incidents.load_members); NaN for the others."""
+    by_job = members.groupby("job_id")["incident_id"].min()
+    red = jobs["logical_outcome"].isin(RED_OUTCOMES)
+    return jobs["red_job_id"].map(by_job).where(red)
+
+
+def counts_of(jobs: pd.DataFrame, members: pd.DataFrame) -> pd.DataFrame:
+    """store.job_counts.job_counts from a frame of logical jobs (analytics.frames): COUNT_KEYS,
+    n, in no particular order."""
+    keyed = jobs.assign(week=week_of(jobs["created_at"]), incident_id=job_incident(jobs, members))
+    grouped = keyed.groupby(COUNT_KEYS, dropna=False, sort=False).size()
+    return grouped.rename("n").reset_index()
+
+
+def _placed(counts: pd.DataFrame) -> pd.DataFrame:
+    """``counts`` with ``runner_pool`` and a ``runner_name`` for every row (analytics.elsewhere
+    .with_runner_pool)."""
+    return with_runner_pool(counts)
+
+
+def _outcomes(counts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """analytics.rates.outcome_counts of the rows ``counts`` counts (``n``): per group of
+    ``by``, sorted, runs then pass, flaky, fail, excluded."""
+    keys = list(by)
+    if counts.empty:
+        table = pd.DataFrame(
+            columns=OUTCOMES, index=pd.MultiIndex.from_tuples([], names=keys), dtype=int
+        )
+    else:
+        table = counts.groupby([*keys, "logical_outcome"])["n"].sum().unstack(fill_value=0)
+    table = table.reindex(columns=OUTCOMES, fill_value=0).astype(int)
+    table.columns.name = None
+    table.insert(0, "runs", table["pass"] + table["flaky"] + table["fail"])
+    return table.reset_index()
+
+
+def _once(counts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """``counts`` counted once within each group of ``by`` (analytics.once.counted_once): the
+    red rows of an incident become one row, ``fail`` if any of them failed, else ``flaky``."""
+    keys = list(by)
+    hit = counts["incident_id"].notna()
+    if not hit.any():
+        return counts
+    red = counts[hit].assign(failed=counts["logical_outcome"] == "fail")
+    failed = red.groupby([*keys, "incident_id"])["failed"].any()
+    kept = failed.map({True: "fail", False: "flaky"}).rename("logical_outcome").reset_index()
+    return pd.concat([counts[~hit], kept.assign(n=1)], ignore_index=True)
+
+
+def stability_once(counts: pd.DataFrame, by: Sequence[str], min_runs: int) -> pd.DataFrame:
+    """analytics.once.stability_once from counts: analytics.rates.stability per group of
+    ``by``, with ONCE_COLUMNS beside it counted once (``<column>_once``)."""
+    keys = list(by)
+    today = add_rates(_outcomes(counts, keys), min_runs)
+    once = add_rates(_outcomes(_once(counts, keys), keys), min_runs)[[*keys, *ONCE_COLUMNS]]
+    once = once.rename(columns={c: f"{c}{ONCE}" for c in ONCE_COLUMNS})
+    table = today.merge(once, on=keys, how="left")
+    totals = [f"{c}{ONCE}" for c in ("runs", "pass", "flaky", "fail")]
+    table[totals] = table[totals].fillna(0).astype(int)
+    return table
+
+
+FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames
+
+
+def flaky_table(counts: pd.DataFrame, min_runs: int) -> pd.DataFrame:
+    """analytics.once.flaky_table from counts with ``lineage``: logical jobs per lineage
+    ranked by the Wilson lower bound of their flake rate, rates counted once beside."""
+    table = stability_once(counts, FLAKY_KEYS, min_runs)
+    return rank_by_lower_bound(table, "flake_rate")
+
+
+def elsewhere_flags(counts: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Per workflow, logical job, week and ``where`` (runner_pool or runner_name of
+    ``_placed``) with a hard failure: ``fail`` (how many) and ``works_elsewhere``: the same
+    logical job went green (pass or flaky) that week under another ``where``
+    (analytics.elsewhere.failed_elsewhere)."""
+    keys = [*PLACE_KEYS, where]
+    green = counts["logical_outcome"].isin(GREEN_OUTCOMES)
+    places = counts.assign(
+        green=green, fail=counts["n"].where(counts["logical_outcome"] == "fail", 0)
+    )
+    places = places.groupby(keys, sort=False).agg(green=("green", "any"), fail=("fail", "sum"))
+    greens = places.groupby(level=PLACE_KEYS, sort=False)["green"].transform("sum")
+    places["works_elsewhere"] = (greens - places["green"]) > 0
+    return places.loc[places["fail"] > 0, ["fail", "works_elsewhere"]].reset_index()
+
+
+def runner_table(counts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
+    """analytics.elsewhere.runner_rates from counts: stability of logical jobs per ``by``
+    (runner_pool or runner_name), as they are and counted once, with failed_jobs and
+    works_elsewhere, ranked by the Wilson lower bound of the fail rate."""
+    placed = _placed(counts)
+    table = stability_once(placed, [by], min_runs)
+    flags = elsewhere_flags(placed, by)
+    weighed = flags.assign(works=flags["fail"] * flags["works_elsewhere"])
+    failed = weighed.groupby(by).agg(failed_jobs=("fail", "sum"), works=("works", "sum"))
+    failed["works_elsewhere"] = failed.pop("works") / failed["failed_jobs"]
+    table = table.merge(failed.reset_index(), on=by, how="left")
+    table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
+    for end in ("", ONCE):
+        table[f"fail_rate{end}"] = 1 - table[f"success_rate{end}"]
+        table[f"fail_rate_low{end}"] = 1 - table[f"success_rate_high{end}"]
+        table[f"fail_rate_high{end}"] = 1 - table[f"success_rate_low{end}"]
+    return rank_by_lower_bound(table, "fail_rate")
+
+
+def works_elsewhere_of(jobs: pd.DataFrame, counts: pd.DataFrame) -> pd.Series:
+    """Whether each hard-failed logical job of ``jobs`` (workflow_path, logical_job, week,
+    runner_name) works elsewhere by runner, from the ``counts`` of its range; aligned on
+    ``jobs``."""
+    flags = elsewhere_flags(_placed(counts), "runner_name")
+    keyed = jobs[PLACE_KEYS].assign(runner_name=filled(jobs["runner_name"], NO_RUNNER_NAME))
+    found = keyed.merge(flags, on=[*PLACE_KEYS, "runner_name"], how="left")
+    return pd.Series(found["works_elsewhere"].fillna(False).to_numpy(dtype=bool), jobs.index)
+
+
+def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series:
+    """How many runner incidents (store.incidents.INCIDENT_COLUMNS) each of ``places`` had: a
+    runner name, or a runner pool (its labels joined by "+", analytics.elsewhere
+    .with_runner_pool) when the incident names one of its labels."""
+    runners = incidents.loc[incidents["kind"] == KIND["host"], "runner"]
+    counts = runners.value_counts()
+    return places.astype(str).map(
+        lambda place: int(sum(counts.get(part, 0) for part in set(place.split("+"))))
+    )

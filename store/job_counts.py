@@ -1,0 +1,159 @@
+"""SQL of the logical-job report tables (reports.job_tables) over the derived tables: each read
+is one statement, aggregated or cut down in the database, the same text on SQLite and
+PostgreSQL. What depends on the configuration (lineages, runner pools, invalid windows) is
+applied by the caller on what these return."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Text, and_, case, cast, func, literal_column, select, type_coerce
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import FunctionElement
+
+from store.frame_queries import label_tuples
+from store.models import Failure, IncidentFailure, LogicalJob, WorkflowRun
+from store.runfilter import Bind, RunFilter, filtered, raw_frame
+from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class UTCWeek(FunctionElement[Any]):
+    """The Monday (UTC) that starts the ISO week of a stored time, as ``YYYY-MM-DD`` text."""
+
+    name = "utc_week"
+    inherit_cache = True
+
+
+@compiles(UTCWeek)
+def _utc_week_text(element: UTCWeek, compiler: Any, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)}, 'weekday 0', '-6 days')"
+
+
+@compiles(UTCWeek, "postgresql")
+def _utc_week_postgresql(element: UTCWeek, compiler: Any, **kw: Any) -> str:
+    time = f"timezone('UTC', {compiler.process(element.clauses, **kw)})"
+    return f"to_char(date_trunc('week', {time}), 'YYYY-MM-DD')"
+
+
+COUNT_KEYS = [
+    "workflow_path",
+    "logical_job",
+    "week",
+    "runner_name",
+    "labels",
+    "logical_outcome",
+    "incident_id",
+]
+
+
+def _job_incident() -> Any:
+    """Each red logical job's incident: its last red shard's (the smallest id when several)."""
+    member = IncidentFailure
+    return (
+        select(member.job_id, func.min(member.incident_id).label("incident_id"))
+        .group_by(member.job_id)
+        .subquery("job_incident")
+    )
+
+
+def job_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """Logical jobs of ``where`` counted (``n``) per workflow, logical job, ISO week, runner,
+    runner labels, outcome and incident (red jobs only; None: none): COUNT_KEYS, n. Labels as
+    tuples of str. One GROUP BY over the logical jobs: what the flaky-jobs and runner tables
+    and works-elsewhere all count from."""
+    job, run, hit = LogicalJob, WorkflowRun, _job_incident()
+    red = job.logical_outcome.in_(RED_OUTCOMES)
+    keys = [
+        run.workflow_path,
+        job.logical_job,
+        UTCWeek(run.created_at).label("week"),
+        job.runner_name,
+        cast(job.labels, Text).label("labels"),
+        job.logical_outcome,
+        hit.c.incident_id,
+    ]
+    stmt = (
+        select(*keys, func.count().label("n"))
+        .join(run, run.id == job.run_id)
+        .outerjoin(hit, and_(hit.c.job_id == job.red_job_id, red))
+        .group_by(*(literal_column(str(i)) for i in range(1, len(keys) + 1)))
+    )
+    frame = raw_frame(bind, filtered(stmt, where))
+    return frame.assign(labels=label_tuples(frame["labels"]))
+
+
+def failed_jobs(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """The red logical jobs (flaky, fail) of ``where`` with what their verdict reads
+    (analytics.verdicts.decide): their neighbours on the branch (``prev_``/``next_run_id`` and
+    ``_outcome``: the job's previous and next non-excluded run of the same workflow and branch)
+    and ``same_sha_run_id``, the smallest run where the same logical job went green on the same
+    commit (any workflow; None when it is the job's own run or there is none). One statement:
+    window functions over the selected logical jobs, only the red rows returned."""
+    job, run = LogicalJob, WorkflowRun
+    branch = [run.workflow_path, job.logical_job, run.head_branch]
+    in_time = [run.created_at, run.id]
+    green_run = case((job.logical_outcome.in_(GREEN_OUTCOMES), run.id))
+    same_sha = func.min(green_run).over(partition_by=[run.head_sha, job.logical_job])
+    counted = filtered(
+        select(
+            run.workflow_path,
+            job.logical_job,
+            run.id.label("run_id"),
+            run.head_branch,
+            run.head_sha,
+            run.created_at,
+            run.html_url,
+            job.attempts,
+            job.last_attempt,
+            job.logical_outcome,
+            job.runner_name,
+            job.red_attempt,
+            job.red_job_id,
+            job.category,
+            func.lag(run.id).over(partition_by=branch, order_by=in_time).label("prev_run_id"),
+            func.lag(job.logical_outcome)
+            .over(partition_by=branch, order_by=in_time)
+            .label("prev_outcome"),
+            func.lead(run.id).over(partition_by=branch, order_by=in_time).label("next_run_id"),
+            func.lead(job.logical_outcome)
+            .over(partition_by=branch, order_by=in_time)
+            .label("next_outcome"),
+            case((run.head_sha.is_not(None), same_sha)).label("same_sha_run_id"),
+        )
+        .join(run, run.id == job.run_id)
+        .where(job.logical_outcome != "excluded"),
+        where,
+    ).subquery("counted")
+    stmt = select(counted).where(counted.c.logical_outcome.in_(RED_OUTCOMES))
+    return raw_frame(bind, stmt, ("created_at",))
+
+
+def failed_job_environments(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """The failure (with its environment, ``env``, as JSON text) of every hard-failed logical
+    job of ``where`` whose last red shard's log printed one, with the job's facts: run_id,
+    run_attempt, job_id, category, env, workflow_path, logical_job, runner_name, created_at,
+    week; in failure order (run, attempt, job)."""
+    job, run, fail = LogicalJob, WorkflowRun, Failure
+    env = type_coerce(fail.env, Text)
+    stmt = (
+        select(
+            fail.run_id,
+            fail.run_attempt,
+            fail.job_id,
+            fail.category,
+            env.label("env"),
+            run.workflow_path,
+            job.logical_job,
+            job.runner_name,
+            run.created_at,
+            UTCWeek(run.created_at).label("week"),
+        )
+        .join(job, and_(job.red_job_id == fail.job_id, job.run_id == fail.run_id))
+        .join(run, run.id == job.run_id)
+        .where(job.logical_outcome == "fail")
+        .order_by(fail.run_id, fail.run_attempt, fail.job_id)
+    )
+    return raw_frame(bind, filtered(stmt, where), ("created_at",))
