@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analytics.text import filled
-
-
-
 # The Failures page's choice of signatures: every one, the NEW ones (analytics.newness), those
 # linked to a known issue, and those not linked.
 SIGNATURE_SHOWS = ("all", "new", "known", "unlinked")

@@ -20,7 +20,10 @@ class Query:
     """Runs created in [since, until) (None: open), of the workflows ``paths`` (empty: every
     one), in ``scope`` (default-branch runs, pull-request runs, or both); ``category``: only
     the failures of that category, for the tables that have one; ``period``: "D" or "W", the
-    period of the tables counted per day or week (the stability timeline, the categories)."""
+    period of the tables counted per day or week (the stability timeline, the categories).
+    The nightly summary's tables (reports.night_tables) also read ``event_date``: the change
+    event of that moment they compare around (None: no event, the runs since ``since``), and
+    ``as_of``: the moment they are reported at (NEW's end; None: the clock)."""
 
     since: datetime | None = None
     until: datetime | None = None
@@ -28,6 +31,8 @@ class Query:
     scope: str = "default"
     category: str | None = None
     period: str = "W"
+    event_date: datetime | None = None
+    as_of: datetime | None = None
 
     def where(self, project: Project, *, dated: bool = True) -> RunFilter:
         """The SQL filter of ``project``'s repository: ``dated`` False drops the dates (a

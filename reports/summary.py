@@ -11,27 +11,30 @@ reads the store for them (``load_summary``).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics.config_tables import EventLike, event_table, job_renames
+from analytics.config_tables import EventLike, event_table
+from analytics.elsewhere import failed_elsewhere
+from analytics.environments import environment_failures
 from analytics.frames import logical_job_frame, logical_run_frame
-from analytics.outcomes import in_scope, scope_terms
-from analytics.silence import silent_workflows
+from analytics.successors import successor_first_runs
+from reports import tables
 from reports.freshness import collectable, not_on_github, uncollected
-from reports.summary_tables import Backfill, SummaryData, Triage, summarise, triage_lists
+from reports.query import Query
+from reports.summary_tables import Backfill, SummaryData, Triage, triage_lists
 from reports.summary_target import HISTORY_DAYS, pick_event
 from reports.triage_frames import triage_frames
 from store.backfill import Progress, Span, event_spans
 from store.bookkeeping import last_collect, workflow_progress
-from store.frame_queries import load_failures, load_jobs
-from store.incidents import incidents_hitting, load_members
-from store.page_queries import daily_run_counts, failure_details, run_span, signature_summary
+from store.frame_queries import load_failures
+from store.page_queries import daily_run_counts
 from store.project import Project
 from store.runfilter import RunFilter
-from store.triage import last_summary_at, posted_actions, triage_signatures
+from store.triage import last_summary_at, posted_actions
 
 
 def load_summary(
@@ -45,59 +48,86 @@ def load_summary(
 ) -> SummaryData:
     """The summary of the event made by ``pr`` (default: the latest migration), failures since
     ``since``; default-branch scope, the lineages the event touches. Without such an event:
-    what happened since ``since`` over every tracked workflow."""
+    what happened since ``since`` over every tracked workflow. Every table is the registry's
+    (reports.tables: reports.night_tables, and the others' by name)."""
     event = pick_event(event_table(events), pr)
+    lineages = () if event is None else event["event_lineages"]
+    touched = lineages or tuple(w.lineage for w in project.workflows)
+    paths = [w.path for w in project.workflows if w.lineage in touched]
+    event_date = None if event is None else event["event_date"].to_pydatetime()
+    query = Query(since, None, tuple(paths), "default", event_date=event_date, as_of=now)
+    # new since the last summary counts from its post, else from ``since``
+    previous = last_summary_at(engine, project.repo)
+    new_from = pd.Timestamp(since if previous is None else previous)
+
+    def table(name: str, **changes: object) -> pd.DataFrame:
+        return tables.build(engine, project, name, replace(query, **changes))  # type: ignore[arg-type]
+
+    # NEW, and new since the last summary: each signature's first sighting in the whole
+    # history, not only what was read
+    signatures = table(
+        "signatures",
+        since=min(new_from, pd.Timestamp(since)).to_pydatetime(),
+        paths=(),
+        scope="all",
+    )
+    lost = table("coverage-lost")
+    if event is None or event["event_kind"] != "migration":
+        lost = lost.iloc[0:0]
+    else:
+        lost = lost[lost["event_date"] == event["event_date"]].reset_index(drop=True)
+    runs, strips, environments = _pending(engine, project, query, event, since)
+    return SummaryData(
+        repo=project.repo,
+        event=event,
+        since=pd.Timestamp(since),
+        now=pd.Timestamp(now),
+        window_days=project.analysis.window_days,
+        headline=table("night-headline"),
+        strips=strips,
+        failures=table("night-failures"),
+        coverage_lost=lost,
+        stale=table("stale"),
+        health=table("night-health"),
+        environments=environments,
+        last_collect=last_collect(engine, project.repo),
+        triage=load_triage(engine, project, signatures, since, now, new_from, previous is not None),
+        # the incidents since the last summary: those with a failure in a default-branch run
+        # of the lineages shown, created after its post (else after ``since``)
+        incidents=table("incidents", since=new_from.to_pydatetime()),
+        runs_since=int((runs["created_at"] >= since).sum()),
+        backfill=backfill_progress(engine, project, paths, _start(project, event, since), now),
+        silent=table("silent"),
+    )
+
+
+def _start(project: Project, event: pd.Series | None, since: datetime) -> datetime:
     start = pd.Timestamp(since) - pd.Timedelta(days=HISTORY_DAYS)
     if event is not None:
         start = min(start, event["event_date"] - pd.Timedelta(days=project.analysis.window_days))
-    repo, branch = project.repo, project.default_branch
-    where = RunFilter(repo, start.to_pydatetime(), None)
+    return start.to_pydatetime()
+
+
+def _pending(
+    engine: Engine, project: Project, query: Query, event: pd.Series | None, since: datetime
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """PENDING (#49): the summary's runs, the successors' first runs and the environment
+    versions, from frames until the migrations helper's ``first-runs`` and the jobs helper's
+    ``environments`` registry tables land; tests/support/layers.py allows these imports
+    until then."""
+    start = _start(project, event, since)
+    where = replace(query.where(project, dated=False), since=start)
     runs = logical_run_frame(engine, project, where)
     jobs = logical_job_frame(engine, project, where, runs)
-    lineages = () if event is None else event["event_lineages"]
-    touched = lineages or tuple(w.lineage for w in project.workflows)
-    runs = runs[in_scope(runs, "default", branch) & runs["lineage"].isin(touched)]
-    jobs = jobs[in_scope(jobs, "default", branch) & jobs["lineage"].isin(touched)]
-    failures = failure_details(engine, where)
-    failures = failures[failures["run_id"].isin(runs["run_id"])]
-    attempts = load_jobs(engine, where)
-    attempts = attempts[attempts["run_id"].isin(runs["run_id"])]
-    env = load_failures(engine, RunFilter(repo, since, None), detail=("env",))
-    # new since the last summary counts from its post, else from ``since``
-    previous = last_summary_at(engine, repo)
-    new_from = pd.Timestamp(since if previous is None else previous)
-    # NEW, and new since the last summary: each signature's first sighting in the whole
-    # history, not only what was read
-    signatures = signature_summary(engine, RunFilter(repo, min(new_from, since), None))
-    _, newest = run_span(engine, repo)  # STALE: against the newest stored run
-    paths = [w.path for w in project.workflows if w.lineage in touched]
-    born = first_runs(engine, project, paths, start.to_pydatetime(), runs)
-    # the incidents since the last summary: those with a failure in a default-branch run of
-    # the lineages shown, created after its post (else after ``since``), as the new signatures
-    triggers, on = scope_terms("default", branch)
-    hit_from = RunFilter(repo, new_from.to_pydatetime(), None, tuple(paths), triggers, on)
-    return summarise(
-        runs.reset_index(drop=True),
-        jobs.reset_index(drop=True),
-        failures.reset_index(drop=True),
-        event,
-        job_renames(project.lineages),
-        project.analysis,
-        repo=repo,
-        since=pd.Timestamp(since),
-        now=pd.Timestamp(now),
-        reference=None if newest is None else pd.Timestamp(newest),
-        first_seen=signatures.set_index("signature")["first_seen"],
-        attempts=attempts.reset_index(drop=True),
-        born=born,
-        env_failures=env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True),
-        last_collect=last_collect(engine, repo),
-        triage=load_triage(engine, project, signatures, since, now, new_from, previous is not None),
-        incidents=incidents_hitting(engine, hit_from),
-        members=load_members(engine, where),
-        backfill=backfill_progress(engine, project, paths, start.to_pydatetime(), now),
-        silent=silent_workflows(engine, project),
+    born = first_runs(engine, project, list(query.paths), start, runs)
+    event_frame = event_table(()) if event is None else event.to_frame().T.infer_objects()
+    settings = project.analysis
+    strips = successor_first_runs(
+        runs, event_frame, settings.first_runs, settings.window_days, born=born
     )
+    env = load_failures(engine, RunFilter(project.repo, since, None), detail=("env",))
+    env = env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True)
+    return runs, strips, environment_failures(env, failed_elsewhere(jobs, "runner_name"))
 
 
 def load_triage(
@@ -113,8 +143,7 @@ def load_triage(
     ``new_from`` or earlier) new after ``new_from``; the known issues with their default-branch
     failures since ``since``; tonight's plan (analytics.triage) for the recurring ones, those
     waiting and those recurred; what triage --post did since ``new_from``."""
-    events, branch = scope_terms("default", project.default_branch)
-    known = triage_signatures(engine, RunFilter(project.repo, since, None, (), events, branch))
+    known = tables.build(engine, project, "known-issues", Query(since))
     frames = triage_frames(engine, project, now)
     steps = frames.plan(now, project.triage)
     return triage_lists(
@@ -135,8 +164,7 @@ def first_runs(
 ) -> pd.Series:
     """workflow_path -> its first default-branch run: the first in ``runs`` (read from
     ``start``), else the first day with a run before ``start`` (counted in SQL)."""
-    events, branch = scope_terms("default", project.default_branch)
-    where = RunFilter(project.repo, None, start, tuple(paths), events, branch)
+    where = Query(None, start, tuple(paths)).where(project)
     earlier = daily_run_counts(engine, where).groupby("workflow_path")["day"].min()
     since_start = runs.groupby("workflow_path")["created_at"].min()
     return pd.concat([earlier, since_start]).groupby(level=0).min()

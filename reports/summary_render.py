@@ -18,7 +18,8 @@ from analytics.silence import describe_silence
 from analytics.staleness import COMMITS
 from reports.freshness import collected
 from reports.markdown import code_block, details, link, md_text
-from reports.summary_tables import GROUPS, SummaryData, Triage, stem
+from reports.night_tables import GROUPS, stem
+from reports.summary_tables import SummaryData, Triage
 from store.triage import POSTED_ACTIONS
 from store.vocabulary import SUMMARY_MARKER
 

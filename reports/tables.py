@@ -4,7 +4,8 @@ one set of keys and one header (docs/commands.md, "ciflake export"), and is buil
 repository's ``Project`` and a ``reports.query.Query`` (the dashboard's filters, or the
 command's options), so the same table for the same filters is the same bytes wherever it is
 asked for. The builders live by family (``run_tables``, ``failure_tables``, ``job_tables``,
-``migration_tables``, ``overview_tables``); this module gathers them.
+``migration_tables``, ``overview_tables``, ``night_tables``: the nightly summary's); this
+module gathers them.
 
 Files are UTF-8 with a header; times are ISO-8601 UTC (``2026-06-03T07:51:40Z``); a text cell
 that begins with ``=``, ``+``, ``-`` or ``@`` is prefixed with ``'`` so no spreadsheet runs it
@@ -19,17 +20,32 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine
 
-from reports import failure_tables, job_tables, migration_tables, overview_tables, run_tables
+from reports import (
+    failure_tables,
+    job_tables,
+    migration_tables,
+    night_tables,
+    overview_tables,
+    run_tables,
+)
 from reports.query import Query
 from reports.table_spec import ReportTable
 from store.project import Project
 from store.settings import ConfigError, parse_datetime
 from store.vocabulary import CATEGORIES
 
-# Grouped by what a row is: runs and jobs, failures, logical jobs, change events, the Overview's.
+# Grouped by what a row is: runs and jobs, failures, logical jobs, change events, the
+# Overview's, the nightly summary's.
 TABLES: dict[str, ReportTable] = {
     table.name: table
-    for family in (run_tables, failure_tables, job_tables, migration_tables, overview_tables)
+    for family in (
+        run_tables,
+        failure_tables,
+        job_tables,
+        migration_tables,
+        overview_tables,
+        night_tables,
+    )
     for table in family.TABLES
 }
 

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from analytics.config_tables import event_table
 from analytics.newness import NEW_DAYS
 from dashboard.filters import Filters
-from dashboard.loaders import failures, migrations, overview, runners, shared
+from dashboard.loaders import shared
 from reports.summary import load_summary
 from reports.summary_tables import SummaryData
 from store.engine import make_engine

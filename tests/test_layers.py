@@ -23,6 +23,20 @@ def test_the_tree_keeps_the_layers() -> None:
     assert [str(b) for b in layers.breaches()] == []
 
 
+def test_the_summary_before_49_computed_its_tables_and_is_caught(tmp_path: Path) -> None:
+    """The summary as it was (#48): its headline from frames, in reports/summary_tables.py."""
+    shutil.copytree(layers.ROOT / "reports", tmp_path / "reports")
+    tables = tmp_path / "reports" / "summary_tables.py"
+    tables.write_text(tables.read_text() + "\nfrom analytics.once import stability_once  # noqa\n")
+    found = [(b.path, b.what) for b in layers.breaches(tmp_path)]
+    assert found == [
+        (
+            "reports/summary_tables.py",
+            "a table computed outside reports.tables: analytics.once.stability_once",
+        )
+    ]
+
+
 def test_an_upward_import_added_to_a_copy_of_the_tree_is_caught(tmp_path: Path) -> None:
     for package in layers.OURS:
         shutil.copytree(layers.ROOT / package, tmp_path / package)
@@ -47,14 +61,23 @@ def test_an_upward_import_added_to_a_copy_of_the_tree_is_caught(tmp_path: Path) 
         ("dashboard", "from sqlalchemy import select", "SQL outside store"),
         ("collector", "from sqlalchemy.sql import text", "SQL outside store"),
         ("dashboard", "import zlib", "zlib outside store"),
+        # one path per table (#49): a page or the summary computes no table itself
+        ("dashboard", "from analytics.once import flaky_table", "analytics.once.flaky_table"),
+        ("dashboard", "from store import page_queries; page_queries.signature_summary", "summary"),
+        ("dashboard", "from reports.job_tables import verdicts_table", "reports.job_tables"),
+        ("reports/summary", "from analytics.frames import logical_run_frame", "outside reports"),
+        ("reports/summary", "from store.incidents import load_members", "store.incidents"),
+        ("reports/summary", "from reports.table_inputs import logical_jobs_of", "outside"),
     ],
 )
 def test_each_rule_catches_its_breach(package: str, source: str, what: str) -> None:
     def inside_a_function(line: str) -> str:  # imports deferred into a body count too
         return f"def f():\n    {line}\n"
 
+    path = f"{package}_x.py" if "/" in package else f"{package}/x.py"
+    package = package.split("/")[0]
     for text in (source, inside_a_function(source)):
-        found = layers.module_breaches(package, f"{package}/x.py", text)
+        found = layers.module_breaches(package, path, text)
         assert len(found) == 1 and what in found[0].what, found
 
 
@@ -66,6 +89,9 @@ def test_each_rule_catches_its_breach(package: str, source: str, what: str) -> N
         ("fakehub", "from store.vocabulary import CATEGORIES"),
         ("ciflake", "import click\nfrom collector.sync import collect"),
         ("store", "import zlib\nfrom sqlalchemy import select"),
+        ("dashboard", "from analytics.evidence import PHRASES\nfrom reports import tables"),
+        ("dashboard", "from store import page_queries\npage_queries.run_span"),
+        ("dashboard", "from reports.job_tables import FLAKY_COLUMNS"),
     ],
 )
 def test_what_the_layers_allow_passes(package: str, source: str) -> None:

@@ -76,6 +76,14 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "repair": lambda rows: [(r["repaired"], r["open"]) for r in rows] == [("0", "1")],
     "runners": lambda rows: len(rows) > 0 and all(r["enough_data"] == "False" for r in rows),
     "environments": lambda rows: rows == [],  # its log prints no version
+    # the nightly summary's: without an event, one side, the runs since --since
+    "night-headline": lambda rows: (
+        {(r["side"], r["runs"]) for r in rows} == {("since", "1")} and len(rows) == 2
+    ),
+    "night-health": lambda rows: [(r["side"], r["open"]) for r in rows] == [("since", "1")],
+    "night-failures": lambda rows: [r["category"] for r in rows] == ["oom"],
+    "stale": lambda rows: rows == [],  # one run has no rhythm to miss
+    "silent": lambda rows: rows == [],
 }
 # Rows an empty database still has: those of the configured events, with no run counted.
 FROM_CONFIG = {
@@ -83,7 +91,8 @@ FROM_CONFIG = {
     "migration-answers": ("before_runs", "after_runs"),
     "basis-mix": ("before_red", "after_red"),
 }
-# Tables that a first night of verl (its event windows first) leaves empty.
+# Tables that a first night of verl (its event windows first) leaves empty: no workflow has
+# missed its rhythm yet.
 FIRST_NIGHT_EMPTY = {
     "coverage-lost",
     "changepoints",
@@ -92,6 +101,8 @@ FIRST_NIGHT_EMPTY = {
     "incident-lineages",
     "environments",
     "first-runs",
+    "stale",
+    "silent",
 }
 
 
