@@ -9,20 +9,17 @@ together."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import lru_cache
 
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics import derived
 from analytics.evidence import KNOWN, counted_shares, failure_basis
 from analytics.newness import is_new
 from analytics.rates import with_period
 from analytics.text import filled
 from reports.query import Query
-from reports.table_inputs import with_lineage
+from reports.table_inputs import shared_counts, with_lineage
 from reports.table_spec import ReportTable
-from store.bookkeeping import data_stamp
 from store.failure_counts import COUNT_KEYS, failure_counts, failures_at
 from store.frame_queries import load_failures, run_outcomes
 from store.incidents import incidents_hitting
@@ -120,18 +117,16 @@ def raw_failure_counts(engine: Engine, where: RunFilter) -> pd.DataFrame:
     return counted.reset_index()
 
 
-@lru_cache(maxsize=4)
-def _counted(engine: Engine, where: RunFilter, current: bool, stamp: str) -> pd.DataFrame:
-    """Keyed on ``stamp`` (store.bookkeeping.data_stamp), so a collect is read at once."""
-    return failure_counts(engine, where) if current else raw_failure_counts(engine, where)
-
-
 def counts_of(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The failure counts of ``query`` (store.failure_counts.COUNT_COLUMNS), each failure with
-    its ``basis`` (analytics.evidence). Shared by the tables of one query: do not modify."""
-    current = derived.is_current(engine, project.repo, project.job_name_strip)
-    stamp = data_stamp(engine, project.repo)
-    return _counted(engine, query.where(project), current, stamp)
+    its ``basis`` (analytics.evidence). Shared by the tables of one query
+    (reports.table_inputs.shared_counts): do not modify."""
+    where = query.where(project)
+
+    def compute(current: bool) -> pd.DataFrame:
+        return failure_counts(engine, where) if current else raw_failure_counts(engine, where)
+
+    return shared_counts("failures", engine, project, where, compute)
 
 
 def _chosen(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

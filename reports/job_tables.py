@@ -26,9 +26,8 @@ from analytics.job_counts import (
 )
 from analytics.once import verdicts_once
 from reports.query import Query
-from reports.table_inputs import logical_jobs_of, logical_runs_of, with_lineage
+from reports.table_inputs import logical_jobs_of, logical_runs_of, shared_counts, with_lineage
 from reports.table_spec import ReportTable
-from store.bookkeeping import data_stamp
 from store.frame_queries import json_dicts, load_failures, load_jobs
 from store.incidents import incidents_hitting, load_members
 from store.job_counts import failed_job_environments, failed_jobs, job_counts
@@ -107,23 +106,18 @@ def _current(engine: Engine, project: Project) -> bool:
     return derived.is_current(engine, project.repo, project.job_name_strip)
 
 
-_COUNTS: dict[tuple[Any, ...], pd.DataFrame] = {}
-COUNTS_KEPT = 8  # filters whose job counts are kept, newest last
-
-
 def _job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The logical jobs of ``query`` counted (analytics.job_counts.COUNT_KEYS, n): from the
-    derived tables, one statement kept per filter and data stamp (store.bookkeeping) so that the
-    tables of a page share it; else from the raw rows. Shared: do not modify it."""
+    derived tables in one statement, else from the raw rows; shared by the tables of a page
+    (reports.table_inputs.shared_counts): do not modify it."""
     where = query.where(project)
-    if not _current(engine, project):
+
+    def compute(current: bool) -> pd.DataFrame:
+        if current:
+            return job_counts(engine, where)
         return counts_of(logical_jobs_of(engine, project, query), load_members(engine, where))
-    key = (str(engine.url), where, data_stamp(engine, project.repo))
-    if key not in _COUNTS:
-        while len(_COUNTS) >= COUNTS_KEPT:
-            _COUNTS.pop(next(iter(_COUNTS)))
-        _COUNTS[key] = job_counts(engine, where)
-    return _COUNTS[key]
+
+    return shared_counts("jobs", engine, project, where, compute)
 
 
 def flaky_jobs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

@@ -3,15 +3,21 @@ events, the lineage of a workflow's rows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 from sqlalchemy import Engine
 
+from analytics import derived
 from analytics.config_tables import event_table, workflow_table
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import attach_lineage
 from reports.query import Query
+from store.bookkeeping import data_stamp
 from store.events import all_events
 from store.project import Project
+from store.runfilter import RunFilter
 
 
 def logical_runs_of(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -31,3 +37,28 @@ def events_of(engine: Engine, project: Project) -> pd.DataFrame:
 
 def with_lineage(frame: pd.DataFrame, project: Project) -> pd.DataFrame:
     return attach_lineage(frame, workflow_table(project.workflows))
+
+
+COUNTS_KEPT = 16  # counts frames kept (a few per page and filter), the oldest dropped first
+_COUNTS: dict[tuple[Any, ...], pd.DataFrame] = {}
+
+
+def shared_counts(
+    name: str,
+    engine: Engine,
+    project: Project,
+    where: RunFilter,
+    compute: Callable[[bool], pd.DataFrame],
+) -> pd.DataFrame:
+    """The counts frame ``name`` of ``where``: ``compute(current)`` (``current``: whether the
+    derived tables are, so the frame comes from one aggregated statement or from the raw
+    rows), kept per database, filter and data stamp (store.bookkeeping.data_stamp), so that
+    the several tables of a page that read one aggregate run its statement once, and a
+    collect is read at once. Shared: do not modify the frame."""
+    current = derived.is_current(engine, project.repo, project.job_name_strip)
+    key = (name, str(engine.url), where, current, data_stamp(engine, project.repo))
+    if key not in _COUNTS:
+        while len(_COUNTS) >= COUNTS_KEPT:
+            _COUNTS.pop(next(iter(_COUNTS)))
+        _COUNTS[key] = compute(current)
+    return _COUNTS[key]
