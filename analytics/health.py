@@ -46,9 +46,35 @@ def repair_times(
             "red_at": red_at,
             "green_run_id": at("run_id", green_rows).astype("Int64").where(repaired),
             "green_at": green_at,
-            "hours": (green_at - red_at).dt.total_seconds() / 3600,
+            "hours": hours_between(red_at, green_at),
         }
     )
+
+
+def hours_between(red_at: pd.Series, green_at: pd.Series) -> pd.Series:
+    """Hours from each streak's first hard red to its repair (NaN while still red)."""
+    return (green_at - red_at).dt.total_seconds() / 3600
+
+
+def streaks_of_turns(turns: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """repair_times from where the runs turn red or green (store.job_counts.red_turns, with
+    ``keys``, which include workflow_path and head_branch): each turn to red paired with the
+    turn to green after it in its sequence, in repair_times' order (keys in value order,
+    missing last, then time), so that mttr adds them alike: ``keys``, red_run_id, red_at,
+    green_at, hours."""
+    by = list(keys)
+    ordered = turns.sort_values([*by, "created_at", "run_id"], na_position="last", kind="stable")
+    ordered = ordered.reset_index(drop=True)
+    _, following = sequences.neighbours(ordered.groupby(by, dropna=False).ngroup().to_numpy())
+    red = np.flatnonzero(ordered["red"].to_numpy() == 1)
+    repaired = following[red] >= 0  # turns alternate: a red turn's next is its repair
+    green_at = ordered["created_at"].iloc[following[red]].reset_index(drop=True)
+    streaks = ordered.iloc[red].reset_index(drop=True)
+    streaks = streaks[by].assign(
+        red_run_id=streaks["run_id"], red_at=streaks["created_at"], green_at=green_at
+    )
+    streaks["green_at"] = streaks["green_at"].where(repaired)
+    return streaks.assign(hours=hours_between(streaks["red_at"], streaks["green_at"]))
 
 
 def mttr(streaks: pd.DataFrame, by: Sequence[str] = ("workflow_path",)) -> pd.DataFrame:
@@ -131,15 +157,29 @@ def health_table(
     Columns: ``by``, HEALTH_COLUMNS (median_repair_hours: the median of ``mttr``), or with no
     ``attempts`` ``by`` and REPAIR_COLUMNS."""
     keys = list(by)
-    streak_keys = list(dict.fromkeys([*keys, "workflow_path", "head_branch"]))
-    repair = mttr(repair_times(runs, streak_keys), keys).rename(
-        columns={"median_hours": "median_repair_hours"}
-    )
+    streaks = repair_times(runs, streak_keys(keys))
+    if attempts is not None:
+        context = runs.drop_duplicates("run_id").set_index("run_id")[keys]
+        attempts = attempts.drop(columns=keys, errors="ignore")
+        attempts = attempts.join(context, on="run_id", how="inner")
+    return streak_health(streaks, attempts, keys)
+
+
+def streak_keys(by: Sequence[str]) -> list[str]:
+    """What a streak is walked within: ``by``, and each workflow and branch apart."""
+    return list(dict.fromkeys([*by, "workflow_path", "head_branch"]))
+
+
+def streak_health(
+    streaks: pd.DataFrame, attempts: pd.DataFrame | None, by: Sequence[str]
+) -> pd.DataFrame:
+    """health_table from the red streaks (repair_times' rows, or in_streak_order's, with
+    ``by``) and the job ``attempts`` each with its run's ``by`` (None: REPAIR_COLUMNS only)."""
+    keys = list(by)
+    repair = mttr(streaks, keys).rename(columns={"median_hours": "median_repair_hours"})
     if attempts is None:
         repair[["repaired", "open"]] = repair[["repaired", "open"]].fillna(0).astype(int)
         return repair[[*keys, *REPAIR_COLUMNS]].sort_values(keys).reset_index(drop=True)
-    context = runs.drop_duplicates("run_id").set_index("run_id")[keys]
-    attempts = attempts.drop(columns=keys, errors="ignore").join(context, on="run_id", how="inner")
     ran = attempts[attempts["started_at"].notna()]
     table = (
         repair.merge(retry_tax(attempts, keys), on=keys, how="outer")

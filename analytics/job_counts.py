@@ -161,7 +161,7 @@ def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series
     runner name, or a runner pool (its labels joined by "+", analytics.elsewhere
     .with_runner_pool) when the incident names one of its labels."""
     runners = incidents.loc[incidents["kind"] == KIND["host"], "runner"]
-    counts = runners.value_counts()
+    counts = runners.value_counts().to_dict()  # a dict: Series.get per place cost 0.1 ms
     return places.astype(str).map(
         lambda place: int(sum(counts.get(part, 0) for part in set(place.split("+"))))
     )

@@ -16,7 +16,14 @@ from analytics import derived, elsewhere, verdicts
 from analytics.environments import COLUMNS as ENVIRONMENT_COLUMNS
 from analytics.environments import environment_failures
 from analytics.frames import failures_frame
-from analytics.health import HEALTH_COLUMNS, REPAIR_COLUMNS, health_table
+from analytics.health import (
+    HEALTH_COLUMNS,
+    REPAIR_COLUMNS,
+    health_table,
+    streak_health,
+    streak_keys,
+    streaks_of_turns,
+)
 from analytics.job_counts import (
     counts_of,
     flaky_table,
@@ -30,7 +37,7 @@ from reports.table_inputs import logical_jobs_of, logical_runs_of, shared_counts
 from reports.table_spec import ReportTable
 from store.frame_queries import json_dicts, load_failures, load_jobs
 from store.incidents import incidents_hitting, load_members
-from store.job_counts import failed_job_environments, failed_jobs, job_counts
+from store.job_counts import failed_job_environments, failed_jobs, job_counts, red_turns
 from store.project import Project
 
 FLAKY_COLUMNS = [
@@ -120,17 +127,33 @@ def _job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     return shared_counts("jobs", engine, project, where, compute)
 
 
+PER_JOB = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
+
+
+def _per_job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The logical jobs of ``query`` counted per PER_JOB (n): a GROUP BY of four keys when the
+    derived tables are current (the Flaky jobs page reads no runner, labels or week), else
+    summed from _job_counts."""
+    where = query.where(project)
+
+    def compute(current: bool) -> pd.DataFrame:
+        if current:
+            return job_counts(engine, where, PER_JOB)
+        counts = _job_counts(engine, project, query)
+        return counts.groupby(PER_JOB, dropna=False, sort=False)["n"].sum().reset_index()
+
+    return shared_counts("jobs per job", engine, project, where, compute)
+
+
 def flaky_jobs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    counts = _job_counts(engine, project, query)
-    keys = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
-    per_job = counts.groupby(keys, dropna=False, sort=False)["n"].sum().reset_index()
-    table = flaky_table(with_lineage(per_job, project), project.analysis.min_runs)
+    counts = _per_job_counts(engine, project, query)
+    table = flaky_table(with_lineage(counts, project), project.analysis.min_runs)
     return table.assign(scope=query.scope)[FLAKY_COLUMNS]
 
 
 def verdicts_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     if _current(engine, project):
-        failed = _neighboured(failed_jobs(engine, query.where(project)))
+        failed = _neighboured(failed_jobs(engine, query.where(project), query.logical_job))
         table = verdicts.decided(with_lineage(failed, project))
     else:
         failures = failures_frame(engine, query.where(project, dated=False))
@@ -177,16 +200,23 @@ def environments_table(engine: Engine, project: Project, query: Query) -> pd.Dat
     return environment_failures(failures, elsewhere.failed_elsewhere(jobs, "runner_name"))
 
 
+HEALTH_KEYS = ["lineage", "workflow_path"]
+
+
 def repair_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    runs = logical_runs_of(engine, project, query)
-    table = health_table(runs, None, ["lineage", "workflow_path"])
+    if _current(engine, project):
+        turns = with_lineage(red_turns(engine, query.where(project)), project)
+        streaks = streaks_of_turns(turns, streak_keys(HEALTH_KEYS))
+        table = streak_health(streaks, None, HEALTH_KEYS)
+    else:
+        table = health_table(logical_runs_of(engine, project, query), None, HEALTH_KEYS)
     return table.assign(scope=query.scope)[REPAIR_EXPORT_COLUMNS]
 
 
 def health_export(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     runs = logical_runs_of(engine, project, query)
     jobs = load_jobs(engine, query.where(project))
-    table = health_table(runs, jobs, ["lineage", "workflow_path"])
+    table = health_table(runs, jobs, HEALTH_KEYS)
     return table.assign(scope=query.scope)[HEALTH_EXPORT_COLUMNS]
 
 

@@ -20,10 +20,12 @@ class Query:
     """Runs created in [since, until) (None: open), of the workflows ``paths`` (empty: every
     one), in ``scope`` (default-branch runs, pull-request runs, or both); ``category``: only
     the failures of that category, for the tables that have one; ``period``: "D" or "W", the
-    period of the tables counted per day or week (the stability timeline, the categories).
-    The nightly summary's tables (reports.night_tables) also read ``event_date``: the change
-    event of that moment they compare around (None: no event, the runs since ``since``), and
-    ``as_of``: the moment they are reported at (NEW's end; None: the clock)."""
+    period of the tables counted per day or week (the stability timeline, the categories);
+    ``logical_job``: only the rows of that logical job, for the tables that have one (the
+    Flaky jobs page's verdicts of the job chosen: reports.tables.build). The nightly
+    summary's tables (reports.night_tables) also read ``event_date``: the change event of that
+    moment they compare around (None: no event, the runs since ``since``), and ``as_of``: the
+    moment they are reported at (NEW's end; None: the clock)."""
 
     since: datetime | None = None
     until: datetime | None = None
@@ -31,6 +33,7 @@ class Query:
     scope: str = "default"
     category: str | None = None
     period: str = "W"
+    logical_job: str | None = None
     event_date: datetime | None = None
     as_of: datetime | None = None
 
@@ -54,6 +57,7 @@ class Query:
         words += [f"from {self.since:%Y-%m-%d %H:%M}"] if self.since else []
         words += [f"before {self.until:%Y-%m-%d %H:%M}"] if self.until else []
         words += [f"category {self.category}"] if self.category else []
+        words += [f"logical job {self.logical_job}"] if self.logical_job else []
         return ", ".join(words)
 
 

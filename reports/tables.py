@@ -66,12 +66,16 @@ def check_table(name: str, category: str | None = None) -> ReportTable:
 
 def build(engine: Engine, project: Project, name: str, query: Query) -> pd.DataFrame:
     """The table ``name`` for ``project`` and ``query``: only the rows of ``query.category``
-    when given."""
+    and of ``query.logical_job`` when given (a builder may read only those already)."""
     table = check_table(name, query.category)
+    if query.logical_job is not None and "logical_job" not in table.columns:
+        raise ConfigError(f"{name!r} has no logical_job column to choose a logical job in")
     frame = table.build(engine, project, query)[table.columns]
-    if query.category is None or table.category_column is None:
-        return frame.reset_index(drop=True)
-    return frame[frame[table.category_column] == query.category].reset_index(drop=True)
+    if query.category is not None and table.category_column is not None:
+        frame = frame[frame[table.category_column] == query.category]
+    if query.logical_job is not None:
+        frame = frame[frame["logical_job"] == query.logical_job]
+    return frame.reset_index(drop=True)
 
 
 def write_csv(data: bytes, path: str | Path) -> None:

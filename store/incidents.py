@@ -81,10 +81,10 @@ def load_members(bind: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """The failures that belong to an incident, of the runs ``where`` selects; columns
     MEMBER_COLUMNS."""
     member = IncidentFailure
-    stmt = select(member.run_id, member.run_attempt, member.job_id, member.incident_id).join(
-        WorkflowRun, WorkflowRun.id == member.run_id
-    )
-    return as_frame(bind, filtered(stmt, where))
+    # Each member's run checked by its key, as in incidents_hitting: a join walked every run.
+    chosen = filtered(select(WorkflowRun.id).where(WorkflowRun.id == member.run_id), where)
+    stmt = select(member.run_id, member.run_attempt, member.job_id, member.incident_id)
+    return as_frame(bind, stmt.where(chosen.exists()))
 
 
 def incidents_hitting(bind: Bind, where: RunFilter) -> pd.DataFrame:

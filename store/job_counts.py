@@ -5,6 +5,7 @@ applied by the caller on what these return."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Text, and_, case, cast, func, literal_column, select, type_coerce
@@ -12,7 +13,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from store.frame_queries import label_tuples
-from store.models import Failure, IncidentFailure, LogicalJob, WorkflowRun
+from store.models import Failure, IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
 from store.runfilter import Bind, RunFilter, filtered, raw_frame
 from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
 
@@ -59,37 +60,39 @@ def _job_incident() -> Any:
     )
 
 
-def job_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
+def job_counts(bind: Bind, where: RunFilter, keys: Sequence[str] = COUNT_KEYS) -> pd.DataFrame:
     """Logical jobs of ``where`` counted (``n``) per workflow, logical job, ISO week, runner,
-    runner labels, outcome and incident (red jobs only; None: none): COUNT_KEYS, n. Labels as
-    tuples of str. One GROUP BY over the logical jobs: what the flaky-jobs and runner tables
-    and works-elsewhere all count from."""
+    runner labels, outcome and incident (red jobs only; None: none), or per the ``keys`` of
+    COUNT_KEYS given: keys, n. Labels as tuples of str. One GROUP BY over the logical jobs:
+    what the flaky-jobs and runner tables and works-elsewhere count from."""
     job, run, hit = LogicalJob, WorkflowRun, _job_incident()
     red = job.logical_outcome.in_(RED_OUTCOMES)
-    keys = [
-        run.workflow_path,
-        job.logical_job,
-        UTCWeek(run.created_at).label("week"),
-        job.runner_name,
-        cast(job.labels, Text).label("labels"),
-        job.logical_outcome,
-        hit.c.incident_id,
-    ]
+    columns = {
+        "workflow_path": run.workflow_path,
+        "logical_job": job.logical_job,
+        "week": UTCWeek(run.created_at),
+        "runner_name": job.runner_name,
+        "labels": cast(job.labels, Text),
+        "logical_outcome": job.logical_outcome,
+        "incident_id": hit.c.incident_id,
+    }
+    stmt = select(*(columns[key].label(key) for key in keys), func.count().label("n"))
     stmt = (
-        select(*keys, func.count().label("n"))
-        .join(run, run.id == job.run_id)
+        stmt.join(run, run.id == job.run_id)
         .outerjoin(hit, and_(hit.c.job_id == job.red_job_id, red))
         .group_by(*(literal_column(str(i)) for i in range(1, len(keys) + 1)))
     )
     frame = raw_frame(bind, filtered(stmt, where))
-    return frame.assign(labels=label_tuples(frame["labels"]))
+    return frame.assign(labels=label_tuples(frame["labels"])) if "labels" in keys else frame
 
 
 NEIGHBOURS = ("prev_run_id", "prev_outcome", "next_run_id", "next_outcome", "same_sha_run_id")
 
 
-def failed_jobs(bind: Bind, where: RunFilter) -> pd.DataFrame:
-    """The red logical jobs (flaky, fail) of ``where`` with what their verdict reads
+def failed_jobs(bind: Bind, where: RunFilter, logical_job: str | None = None) -> pd.DataFrame:
+    """The red logical jobs (flaky, fail) of ``where`` (and of ``logical_job`` only when given:
+    its neighbours are its own runs, so the windows then sort its rows alone) with what their
+    verdict reads
     (analytics.verdicts.decide): their neighbours on the branch (``prev_``/``next_run_id`` and
     ``_outcome``: the job's previous and next non-excluded run of the same workflow and branch)
     and ``same_sha_run_id``, the smallest run where the same logical job went green on the same
@@ -115,7 +118,8 @@ def failed_jobs(bind: Bind, where: RunFilter) -> pd.DataFrame:
             case((run.head_sha.is_not(None), same_sha)).label("same_sha_run_id"),
         )
         .join(run, run.id == job.run_id)
-        .where(job.logical_outcome != "excluded"),
+        .where(job.logical_outcome != "excluded")
+        .where(*([job.logical_job == logical_job] if logical_job is not None else [])),
         where,
     ).subquery("counted")
     # The windows sort narrow rows; the red rows' other columns are joined on afterwards.
@@ -171,3 +175,33 @@ def failed_job_environments(bind: Bind, where: RunFilter) -> pd.DataFrame:
         .order_by(fail.run_id, fail.run_attempt, fail.job_id)
     )
     return raw_frame(bind, filtered(stmt, where), ("created_at",))
+
+
+def red_turns(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """Where the logical runs of ``where`` turn red or green: in each workflow and branch, in
+    time order (ties by run id) and without excluded runs, every hard red after a run that
+    was not one (a red streak starts) and every run after a hard red that is not one (the
+    streak is repaired): workflow_path, head_branch, run_id, created_at, red (0 or 1), in no
+    particular order. One statement, one window: a few rows per streak, however many runs
+    (analytics.health.streaks_of_turns pairs them)."""
+    outcome, run = LogicalRun.logical_outcome, WorkflowRun
+    red = case((outcome == "fail", 1), else_=0)
+    previous = func.lag(red).over(
+        partition_by=[run.workflow_path, run.head_branch], order_by=[run.created_at, run.id]
+    )
+    ordered = filtered(
+        select(
+            run.workflow_path,
+            run.head_branch,
+            run.id.label("run_id"),
+            run.created_at,
+            red.label("red"),
+            func.coalesce(previous, 0).label("previous"),
+        )
+        .join(run, run.id == LogicalRun.run_id)
+        .where(outcome != "excluded"),
+        where,
+    ).subquery("ordered")
+    kept = [ordered.c[name] for name in ("workflow_path", "head_branch", "run_id", "created_at")]
+    stmt = select(*kept, ordered.c.red).where(ordered.c.red != ordered.c.previous)
+    return raw_frame(bind, stmt, ("created_at",))

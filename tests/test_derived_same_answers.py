@@ -38,6 +38,7 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
     workflow = shared.runs(db_url, _filters(db_url))["workflow_path"].mode()[0]
     since = shared.runs(db_url, _filters(db_url))["created_at"].max() - pd.Timedelta(days=28)
     signature = lambda f: shared.table(db_url, f, "signatures")["signature"].iloc[0]  # noqa: E731
+    job = lambda f: shared.table(db_url, f, "flaky-jobs")["logical_job"].iloc[0]  # noqa: E731
     return {
         "status": lambda f: shared.table(db_url, f, "status"),
         "stability": lambda f: shared.table(db_url, f, "stability"),
@@ -55,6 +56,7 @@ def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
         "signatures": lambda f: shared.table(db_url, f, "signatures"),
         "incidents": lambda f: shared.table(db_url, f, "incidents"),
         "signature_failures": lambda f: failures.signature_failures(db_url, f, signature(f)),
+        "verdicts of a job": lambda f: shared.table(db_url, f, "verdicts", logical_job=job(f)),
         **{
             name: lambda f, name=name: shared.table(db_url, f, name)
             for name in ("flaky-jobs", "verdicts", "repair", "health")

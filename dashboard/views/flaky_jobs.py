@@ -65,9 +65,10 @@ tables.show(
 )
 
 st.subheader("Verdicts and evidence")
-verdicts = shared.table(view.db_url, view.filters, "verdicts")
 job = st.selectbox("Logical job", ranked["logical_job"], key="verdict_job")
-mine = verdicts[verdicts["logical_job"] == job].sort_values("created_at", ascending=False)
+# Only the chosen job's verdicts are read: its neighbours are its own runs.
+verdicts = shared.table(view.db_url, view.filters, "verdicts", logical_job=job)
+mine = verdicts.sort_values("created_at", ascending=False)
 tables.show(
     mine["verdict"].value_counts().rename_axis("verdict").reset_index(name="failures"),
     "verdict-counts",

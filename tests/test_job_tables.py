@@ -1,0 +1,109 @@
+"""The logical-job tables' statements by hand: time to repair from where the runs turn red or
+green (store.job_counts.red_turns, one window statement; analytics.health.streaks_of_turns pairs
+the turns) against repair_times walking every run; the verdicts of one logical job
+(Query.logical_job) as the rows of every verdict that are its."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+from sqlalchemy.orm import Session
+
+from analytics.health import repair_times, streaks_of_turns
+from reports import tables
+from reports.query import Query
+from store.engine import make_engine
+from store.job_counts import red_turns
+from store.models import LogicalRun, Workflow, WorkflowRun
+from store.runfilter import RunFilter
+from store.settings import ConfigError, load_config
+
+START = datetime(2026, 6, 1, 10, tzinfo=UTC)
+KEYS = ["workflow_path", "head_branch"]
+# (run id, branch, hours after START, logical outcome): run 3 and run 4 start at one moment
+# (the tie goes by run id); the excluded run 5 sits inside a streak without breaking it.
+RUNS = [
+    (1, "main", 0, "pass"),
+    (2, "main", 1, "fail"),
+    (4, "main", 2, "fail"),
+    (3, "main", 2, "fail"),
+    (5, "main", 3, "excluded"),
+    (6, "main", 4, "flaky"),
+    (7, "main", 5, "fail"),  # still red
+    (8, None, 0, "fail"),
+    (9, None, 6, "pass"),
+]
+
+
+def _runs() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_id": [r[0] for r in RUNS],
+            "workflow_path": ".github/workflows/w.yml",
+            "head_branch": [r[1] for r in RUNS],
+            "created_at": pd.to_datetime([START + timedelta(hours=r[2]) for r in RUNS]),
+            "logical_outcome": [r[3] for r in RUNS],
+        }
+    )
+
+
+def test_the_turns_give_the_streaks_that_walking_every_run_gives(engine) -> None:
+    with Session(engine) as session:
+        session.add(
+            Workflow(id=1, repo="o/r", path=".github/workflows/w.yml", name="w", state="active")
+        )
+        session.flush()
+        for run_id, branch, hours, outcome in RUNS:
+            session.add(
+                WorkflowRun(
+                    id=run_id,
+                    repo="o/r",
+                    workflow_id=1,
+                    workflow_path=".github/workflows/w.yml",
+                    event="push",
+                    head_branch=branch,
+                    head_sha=f"s{run_id}",
+                    run_number=run_id,
+                    run_attempt=1,
+                    created_at=START + timedelta(hours=hours),
+                )
+            )
+            session.flush()
+            session.add(LogicalRun(run_id=run_id, red_attempts=0, logical_outcome=outcome))
+        session.commit()
+    turns = red_turns(engine, RunFilter(repo="o/r"))
+    assert sorted(zip(turns["run_id"], turns["red"], strict=True)) == [
+        (2, 1),
+        (6, 0),
+        (7, 1),
+        (8, 1),
+        (9, 0),
+    ]
+    streaks = streaks_of_turns(turns, KEYS)
+    walked = repair_times(_runs(), KEYS)
+    columns = [*KEYS, "red_run_id", "red_at", "green_at", "hours"]
+    pd.testing.assert_frame_equal(
+        streaks[columns], walked[columns], check_dtype=False, check_index_type=False
+    )
+    assert streaks["hours"].tolist()[:1] == [3.0] and streaks["green_at"].isna().tolist() == [
+        False,
+        True,
+        False,
+    ]
+
+
+def test_the_verdicts_of_one_job_are_its_rows_of_every_verdict(thin_db) -> None:
+    url = thin_db("first night")
+    engine = make_engine(url, read_only=True)
+    project = load_config(env={}, db_url=url).project()
+    every = tables.build(engine, project, "verdicts", Query())
+    job = every["logical_job"].value_counts().index[0]
+    mine = tables.build(engine, project, "verdicts", Query(logical_job=job))
+    expected = every[every["logical_job"] == job].reset_index(drop=True)
+    assert len(mine) and len(mine) < len(every)
+    pd.testing.assert_frame_equal(mine, expected)
+    with pytest.raises(ConfigError, match="'runners' has no logical_job column"):
+        tables.build(engine, project, "runners", Query(logical_job=job))
+    engine.dispose()
