@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from analytics import changepoints as cp
 from analytics import derived, overview_counts, rates, recent, silence
 from analytics.frames import logical_job_frame, logical_run_frame
-from analytics.once import stability_once_counts
+from analytics.once import INCIDENT, stability_once
 from reports.query import Query
 from reports.table_inputs import events_of, with_lineage
 from reports.table_spec import ReportTable
@@ -133,7 +133,8 @@ def stability_table(engine: Engine, project: Project, query: Query) -> pd.DataFr
     as they are and with each incident's red runs counted once (analytics.once)."""
     counts = run_counts(engine, project, query)
     counts = rates.with_period(counts[counts["in_range"] == 1], query.period, column="day")
-    return stability_once_counts(counts, ["lineage", "period"], project.analysis.min_runs)
+    by, min_runs = ["lineage", "period"], project.analysis.min_runs
+    return stability_once(counts, counts[INCIDENT], by, min_runs, weight="runs")
 
 
 def changepoints_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
