@@ -6,14 +6,12 @@ database does the counting; the rates and intervals work on a few thousand rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pandas as pd
 
 from analytics.elsewhere import NO_RUNNER_NAME, with_runner_pool
 from analytics.incidents import KIND
-from analytics.once import ONCE, ONCE_COLUMNS
-from analytics.rates import OUTCOMES, add_rates, rank_by_lower_bound
+from analytics.once import INCIDENT, ONCE, stability_once
+from analytics.rates import rank_by_lower_bound
 from analytics.text import filled
 from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
 
@@ -59,55 +57,13 @@ def _placed(counts: pd.DataFrame) -> pd.DataFrame:
     return with_runner_pool(counts)
 
 
-def _outcomes(counts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """analytics.rates.outcome_counts of the rows ``counts`` counts (``n``): per group of
-    ``by``, sorted, runs then pass, flaky, fail, excluded."""
-    keys = list(by)
-    if counts.empty:
-        table = pd.DataFrame(
-            columns=OUTCOMES, index=pd.MultiIndex.from_tuples([], names=keys), dtype=int
-        )
-    else:
-        table = counts.groupby([*keys, "logical_outcome"])["n"].sum().unstack(fill_value=0)
-    table = table.reindex(columns=OUTCOMES, fill_value=0).astype(int)
-    table.columns.name = None
-    table.insert(0, "runs", table["pass"] + table["flaky"] + table["fail"])
-    return table.reset_index()
-
-
-def _once(counts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """``counts`` counted once within each group of ``by`` (analytics.once.counted_once): the
-    red rows of an incident become one row, ``fail`` if any of them failed, else ``flaky``."""
-    keys = list(by)
-    hit = counts["incident_id"].notna()
-    if not hit.any():
-        return counts
-    red = counts[hit].assign(failed=counts["logical_outcome"] == "fail")
-    failed = red.groupby([*keys, "incident_id"])["failed"].any()
-    kept = failed.map({True: "fail", False: "flaky"}).rename("logical_outcome").reset_index()
-    return pd.concat([counts[~hit], kept.assign(n=1)], ignore_index=True)
-
-
-def stability_once(counts: pd.DataFrame, by: Sequence[str], min_runs: int) -> pd.DataFrame:
-    """analytics.once.stability_once from counts: analytics.rates.stability per group of
-    ``by``, with ONCE_COLUMNS beside it counted once (``<column>_once``)."""
-    keys = list(by)
-    today = add_rates(_outcomes(counts, keys), min_runs)
-    once = add_rates(_outcomes(_once(counts, keys), keys), min_runs)[[*keys, *ONCE_COLUMNS]]
-    once = once.rename(columns={c: f"{c}{ONCE}" for c in ONCE_COLUMNS})
-    table = today.merge(once, on=keys, how="left")
-    totals = [f"{c}{ONCE}" for c in ("runs", "pass", "flaky", "fail")]
-    table[totals] = table[totals].fillna(0).astype(int)
-    return table
-
-
 FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames
 
 
 def flaky_table(counts: pd.DataFrame, min_runs: int) -> pd.DataFrame:
     """analytics.once.flaky_table from counts with ``lineage``: logical jobs per lineage
     ranked by the Wilson lower bound of their flake rate, rates counted once beside."""
-    table = stability_once(counts, FLAKY_KEYS, min_runs)
+    table = stability_once(counts, counts[INCIDENT], FLAKY_KEYS, min_runs, weight="n")
     return rank_by_lower_bound(table, "flake_rate")
 
 
@@ -132,7 +88,7 @@ def runner_table(counts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
     (runner_pool or runner_name), as they are and counted once, with failed_jobs and
     works_elsewhere, ranked by the Wilson lower bound of the fail rate."""
     placed = _placed(counts)
-    table = stability_once(placed, [by], min_runs)
+    table = stability_once(placed, placed[INCIDENT], [by], min_runs, weight="n")
     flags = elsewhere_flags(placed, by)
     weighed = flags.assign(works=flags["fail"] * flags["works_elsewhere"])
     failed = weighed.groupby(by).agg(failed_jobs=("fail", "sum"), works=("works", "sum"))

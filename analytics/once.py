@@ -54,20 +54,28 @@ def job_incidents(jobs: pd.DataFrame, members: pd.DataFrame) -> pd.Series:
     return jobs["red_job_id"].map(by_job).where(red)
 
 
-def counted_once(frame: pd.DataFrame, incident: pd.Series, by: Sequence[str]) -> pd.DataFrame:
-    """``frame`` (logical runs or jobs: created_at, run_id, logical_outcome) with the rows of
-    each incident (``incident``, aligned on it) within each group of ``by`` collapsed into one:
-    its first ``fail``, else its first row."""
+def once_counts(
+    frame: pd.DataFrame, incident: pd.Series, by: Sequence[str], weight: str | None = None
+) -> pd.DataFrame:
+    """``frame`` (rows, or counts of rows in its ``weight`` column) counted once: within each
+    group of ``by``, the rows of an incident (``incident``, aligned on ``frame``: the incident
+    of each red row) become one row of weight 1, ``fail`` if any of them failed, else
+    ``flaky`` (its first fail, else its first row: red rows are flaky or fail). Columns:
+    ``by``, logical_outcome, n (the weight). The one counting once on counts: every family's
+    rates counted once go through it."""
+    keys = list(by)
     hit = incident.notna().to_numpy()
+    n = frame[weight].to_numpy() if weight is not None else np.ones(len(frame), dtype=int)
+    rest = frame.loc[~hit, [*keys, "logical_outcome"]].assign(n=n[~hit])
     if not hit.any():
-        return frame
-    hits = frame[hit].assign(
-        _incident=incident.to_numpy()[hit],
-        _green_last=frame["logical_outcome"].to_numpy()[hit] != "fail",
+        return rest
+    red = frame.loc[hit, keys].assign(
+        **{INCIDENT: incident.to_numpy()[hit]},
+        failed=frame["logical_outcome"].to_numpy()[hit] == "fail",
     )
-    ordered = hits.sort_values(["_green_last", "created_at", "run_id"], kind="stable")
-    kept = ordered.drop_duplicates([*by, "_incident"]).drop(columns=["_incident", "_green_last"])
-    return pd.concat([frame[~hit], kept]).sort_index(kind="stable")
+    failed = red.groupby([*keys, INCIDENT])["failed"].any()
+    one = failed.map({True: "fail", False: "flaky"}).rename("logical_outcome").reset_index()
+    return pd.concat([rest, one.drop(columns=INCIDENT).assign(n=1)], ignore_index=True)
 
 
 def stability_once(
@@ -78,31 +86,11 @@ def stability_once(
     weight: str | None = None,
 ) -> pd.DataFrame:
     """analytics.rates.stability per group of ``by``, as today, with ONCE_COLUMNS beside it
-    counted once (``<column>_once``). ``weight``: a frame of counts (analytics.rates
-    .outcome_counts); an incident's rows in a group are then one row of weight 1."""
+    counted once (``<column>_once``, once_counts). ``frame``: rows, or counts with
+    ``weight`` (analytics.rates.outcome_counts)."""
     today = stability(frame, by, min_runs, weight)
-    kept = counted_once(frame, incident, by)
-    if weight is not None:
-        hit = kept.index.isin(frame.index[incident.notna().to_numpy()])
-        kept = kept.assign(**{weight: kept[weight].mask(hit, 1)})
-    return _beside(today, stability(kept, by, min_runs, weight), by)
-
-
-def once_counts(counts: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """``counts`` (``by`` columns, logical_outcome, INCIDENT: the incident of a red row, and
-    ``runs``) counted once: within each group of ``by``, an incident's rows become one row,
-    ``fail`` if any of them failed, else ``flaky`` (counted_once's choice, on counts)."""
-    hit = counts[INCIDENT].notna()
-    rows = counts[hit]
-    failed = (rows["logical_outcome"] == "fail").groupby([rows[c] for c in (*by, INCIDENT)]).any()
-    one = failed.map({True: "fail", False: "flaky"}).rename("logical_outcome").reset_index()
-    return pd.concat([counts[~hit], one.assign(runs=1)], ignore_index=True)
-
-
-def stability_once_counts(counts: pd.DataFrame, by: Sequence[str], min_runs: int) -> pd.DataFrame:
-    """stability_once from ``counts`` (once_counts') rather than rows: the same table."""
-    today = stability(counts, by, min_runs, weight="runs")
-    return _beside(today, stability(once_counts(counts, by), by, min_runs, weight="runs"), by)
+    counted = stability(once_counts(frame, incident, by, weight), by, min_runs, weight="n")
+    return _beside(today, counted, by)
 
 
 def _beside(today: pd.DataFrame, counted: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:

@@ -51,6 +51,30 @@ def run_counts(
     return canonical(counts, RUN_COUNT_KEYS)
 
 
+def _utc(moment: datetime) -> pd.Timestamp:
+    return pd.Timestamp(moment).tz_convert("UTC")
+
+
+def off_midnight(moment: datetime | None) -> datetime | None:
+    """``moment`` when it falls inside a UTC day, which counts per day cannot cut (their
+    statement marks it: ``in_range``); None at a midnight or when open."""
+    if moment is None or _utc(moment) == _utc(moment).floor("D"):
+        return None
+    return moment
+
+
+def in_dates(counts: pd.DataFrame, since: datetime | None, until: datetime | None) -> pd.DataFrame:
+    """``counts`` (run_counts, ``in_range`` marking only the bounds off midnight) with
+    ``in_range`` 1 for the days of [since, until) only: the counts of every date, read once,
+    serve every date range of whole days."""
+    inside = counts["in_range"].eq(1)
+    if since is not None:
+        inside &= counts["day"] >= _utc(since).floor("D")
+    if until is not None:
+        inside &= counts["day"] < _utc(until).ceil("D")
+    return counts.assign(in_range=inside.astype("int64"))
+
+
 def job_day_counts(jobs: pd.DataFrame) -> pd.DataFrame:
     """store.overview_counts.job_day_counts from logical jobs whose invalid windows are marked
     already (analytics.outcomes.mark_invalid_windows): ``invalid`` is 0."""

@@ -241,7 +241,8 @@ def _retired_by(runs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFr
     its workflows was retired (then it has no successor: its coverage is lost)."""
     if by == "workflow_path":
         return retired.set_index("workflow_path")
-    paths = runs.groupby(by)["workflow_path"].agg(set)
+    pairs = runs[[by, "workflow_path"]].drop_duplicates()  # a set per group: of a few pairs
+    paths = pairs.groupby(by)["workflow_path"].agg(set)
     gone = set(retired["workflow_path"])
     whole = [name for name, members in paths.items() if members <= gone]
     lineages = retired[retired["lineage"].isin(whole)].groupby("lineage")

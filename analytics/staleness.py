@@ -91,12 +91,16 @@ def _commit_gaps(ordered: pd.DataFrame, by: str) -> pd.DataFrame:
     """Per ``by`` value that has push or pull-request runs: its gaps counted in commits (the
     ``head_sha`` of push and pull-request runs, in the order they first ran), their median
     (usual_gap_commits), and the commits after the last one it ran on (missed_commits)."""
-    work = ordered[ordered["event"].isin(WORK_EVENTS)]
-    order = work.drop_duplicates("head_sha")["head_sha"]  # ordered by creation: first run
-    position = pd.Series(np.arange(len(order)), index=order.to_numpy(), dtype=int)
-    driven = work[by].unique()
-    ran = ordered[ordered[by].isin(driven) & ordered["head_sha"].isin(position.index)]
-    ran = pd.DataFrame({by: ran[by], "pos": ran["head_sha"].map(position).astype(int)})
+    # Each commit as a number once (hashing 40-character strings is the cost here).
+    codes, shas = pd.factorize(ordered["head_sha"], use_na_sentinel=False)
+    work = ordered["event"].isin(WORK_EVENTS).to_numpy()
+    order = pd.unique(codes[work])  # by creation: the order commits first ran in
+    position = np.full(len(shas), -1)
+    position[order] = np.arange(len(order))
+    driven = ordered.loc[work, by].unique()
+    at = position[codes]
+    chosen = ordered[by].isin(driven).to_numpy() & (at >= 0)
+    ran = pd.DataFrame({by: ordered[by][chosen].to_numpy(), "pos": at[chosen]})
     ran = ran.drop_duplicates().sort_values([by, "pos"], kind="stable")
     out = (
         ran.assign(gap=ran.groupby(by)["pos"].diff())

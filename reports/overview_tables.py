@@ -8,21 +8,24 @@ the tables of them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import changepoints as cp
 from analytics import derived, overview_counts, rates, recent, silence
 from analytics.frames import logical_job_frame, logical_run_frame
-from analytics.once import stability_once_counts
+from analytics.once import INCIDENT, stability_once
 from reports.query import Query
-from reports.table_inputs import events_of, with_lineage
+from reports.table_inputs import events_of, shared_counts, with_lineage
 from reports.table_spec import ReportTable
 from store import incidents
 from store import overview_counts as counts_sql
 from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
 from store.page_queries import daily_job_presence, run_span
 from store.project import Project
+from store.runfilter import RunFilter
 
 STATUS_COLUMNS = [
     "level",
@@ -116,16 +119,29 @@ def _current(engine: Engine, project: Project) -> bool:
 
 def run_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The query's logical runs over every date per workflow, day, outcome, incident and
-    whether in the query's dates (store.overview_counts.run_counts), with their lineage."""
+    whether in the query's dates (store.overview_counts.run_counts), with their lineage. One
+    statement shared by the timeline and the changepoints, and by every date range of whole
+    days (reports.table_inputs.shared_counts, keyed on the filter of every date and the bounds
+    off midnight, the only ones the statement marks)."""
+    since, until = (
+        overview_counts.off_midnight(query.since),
+        overview_counts.off_midnight(query.until),
+    )
     every = query.where(project, dated=False)
-    if _current(engine, project):
-        found = counts_sql.run_counts(engine, every, query.since, query.until)
-        counts = overview_counts.canonical(found, RUN_COUNT_KEYS)
-    else:
-        runs = logical_run_frame(engine, project, every, lean=True)
-        members = incidents.load_members(engine, every)
-        counts = overview_counts.run_counts(runs, members, query.since, query.until)
-    return with_lineage(counts, project)
+
+    def compute(current: bool) -> pd.DataFrame:
+        if current:
+            found = counts_sql.run_counts(engine, every, since, until)
+            counts = overview_counts.canonical(found, RUN_COUNT_KEYS)
+        else:
+            runs = logical_run_frame(engine, project, every, lean=True)
+            members = incidents.load_members(engine, every)
+            counts = overview_counts.run_counts(runs, members, since, until)
+        return with_lineage(counts, project)
+
+    marked = replace(every, since=since, until=until)  # the key: what the statement reads
+    counts = shared_counts("overview run counts", engine, project, marked, compute)
+    return overview_counts.in_dates(counts, query.since, query.until)
 
 
 def stability_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -133,16 +149,31 @@ def stability_table(engine: Engine, project: Project, query: Query) -> pd.DataFr
     as they are and with each incident's red runs counted once (analytics.once)."""
     counts = run_counts(engine, project, query)
     counts = rates.with_period(counts[counts["in_range"] == 1], query.period, column="day")
-    return stability_once_counts(counts, ["lineage", "period"], project.analysis.min_runs)
+    by, min_runs = ["lineage", "period"], project.analysis.min_runs
+    return stability_once(counts, counts[INCIDENT], by, min_runs, weight="runs")
 
 
 def changepoints_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """Dates in the range where a lineage's red rate shifted, with what changed in its job set
     that day (read over every date) and the nearest change event touching the lineage."""
     every = run_counts(engine, project, query)
-    presence = daily_job_presence(engine, query.where(project, dated=False))
+    where = query.where(project, dated=False)
+    presence = shared_counts(  # every date's: a new date range reads no job again
+        "job presence", engine, project, where, lambda _: daily_job_presence(engine, where)
+    )
     found = cp.counted_changepoints(every[every["in_range"] == 1], every, presence)
     return cp.nearest_events(found, events_of(engine, project))[CHANGEPOINTS_COLUMNS]
+
+
+def _silent(engine: Engine, project: Project) -> pd.DataFrame:
+    """analytics.silence.silent_workflows, which reads every run of the repository whatever
+    the filter: read once per collect (shared_counts), so a new date range or scope does not
+    read it again. Shared: do not modify the frame."""
+
+    def compute(_: bool) -> pd.DataFrame:
+        return silence.silent_workflows(engine, project)
+
+    return shared_counts("silent workflows", engine, project, RunFilter(project.repo), compute)
 
 
 def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -160,7 +191,7 @@ def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame
         events_of(engine, project),
         project.analysis,
         recent_days=project.analysis.recent_days,
-        silent=silence.silent_workflows(engine, project),
+        silent=_silent(engine, project),
         members=incidents.load_members(engine, where),
     )
     return tiles.reindex(columns=STATUS_COLUMNS)

@@ -21,7 +21,13 @@ from scipy.stats import fisher_exact
 
 from analytics.before_after import before_after, headline
 from analytics.config_tables import event_table
-from analytics.once import counted_once, job_incidents, run_incidents, verdicts_once
+from analytics.once import (
+    job_incidents,
+    once_counts,
+    run_incidents,
+    stability_once,
+    verdicts_once,
+)
 from store.project import EventConfig
 from tests.support.settings import analysis
 
@@ -46,6 +52,7 @@ def _runs() -> pd.DataFrame:
     return pd.DataFrame(
         {
             "run_id": range(1, len(rows) + 1),
+            "workflow_path": ".github/workflows/e2e.yml",
             "lineage": "e2e_v1_separate_async",
             "created_at": [at for _, at in rows],
             "logical_outcome": [o for o, _ in rows],
@@ -145,11 +152,31 @@ def test_an_incident_counts_once_per_group_not_once_overall():
     incident = run_incidents(runs, _members(runs))
     # split the incident's runs over two lineages: each keeps one red run of it
     runs = runs.assign(lineage=["A" if i % 2 else "B" for i in range(len(runs))])
-    once = counted_once(runs, incident, ["lineage"])
-    assert len(runs) - len(once) == 8 - 2
-    kept = once[once["run_id"].isin(runs.loc[incident.notna(), "run_id"])]
+    once = once_counts(runs, incident, ["lineage"])
+    assert len(runs) - once["n"].sum() == 8 - 2
+    kept = once.iloc[len(once) - 2 :]  # the incident's rows, after the others
     assert sorted(kept["lineage"]) == ["A", "B"]
     assert set(kept["logical_outcome"]) == {"fail"}  # each group's first fail, not its flaky
+
+
+def test_counts_count_once_as_the_rows_they_count():
+    """A counts frame (``n`` rows each) counted once gives the rows' answer: an incident's
+    rows of a group are one row of weight 1 whatever their counts."""
+    runs = _runs().assign(lineage=lambda f: ["A" if i % 2 else "B" for i in range(len(f))])
+    incident = run_incidents(runs, _members(runs))
+    keyed = runs.assign(incident_id=incident)
+    counts = (
+        keyed.groupby(["lineage", "logical_outcome", "incident_id"], dropna=False)
+        .size()
+        .rename("n")
+        .reset_index()
+    )
+    by_rows = stability_once(runs, incident, ["lineage"], 5)
+    by_counts = stability_once(counts, counts["incident_id"], ["lineage"], 5, weight="n")
+    pd.testing.assert_frame_equal(by_counts, by_rows)
+    assert by_rows["runs_once"].tolist() == [
+        by_rows["runs"].iloc[i] - 3 for i in range(2)
+    ]  # each lineage holds 4 of the incident's 8 red runs: 3 leave
 
 
 def test_a_job_whose_failure_is_an_incident_is_not_called_flaky():

@@ -1,0 +1,90 @@
+"""The Overview's run counts (reports.overview_tables.run_counts): one statement of every date,
+shared by the timeline and the changepoints and by every date range of whole days; a bound
+inside a day is still cut at its moment. On the demo's database, read only."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from reports import overview_tables, table_inputs
+from reports.query import Query
+from reports.tables import build
+from store.engine import make_engine
+from store.page_queries import run_span
+from store.settings import load_config
+
+
+@pytest.fixture
+def demo(demo_db: str, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object, Query, list[int]]:
+    """The demo's engine and project, the query of its last 60 whole days, and a list that
+    grows by one at each run-counts statement (the memo of counts emptied first)."""
+    engine = make_engine(demo_db, read_only=True)
+    project = load_config(env={}, db_url=demo_db).project()
+    _, newest = run_span(engine, project.repo)
+    assert newest is not None
+    until = datetime.combine(newest.date() + timedelta(days=1), datetime.min.time(), UTC)
+    monkeypatch.setattr(table_inputs, "_COUNTS", {})
+    calls: list[int] = []
+    statement = overview_tables.counts_sql.run_counts
+
+    def counted(*args: Any) -> pd.DataFrame:
+        calls.append(1)
+        return statement(*args)
+
+    monkeypatch.setattr(overview_tables.counts_sql, "run_counts", counted)
+    return engine, project, Query(until - timedelta(days=60), until), calls
+
+
+def test_the_timeline_changepoints_and_other_whole_day_ranges_share_one_statement(demo) -> None:
+    engine, project, query, calls = demo
+    build(engine, project, "stability", query)
+    build(engine, project, "changepoints", query)
+    shorter = replace(query, since=query.since + timedelta(days=30))
+    shared = build(engine, project, "stability", shorter)
+    assert len(calls) == 1
+    table_inputs._COUNTS.clear()
+    alone = build(engine, project, "stability", shorter)  # read for this range only
+    assert len(calls) == 2
+    pd.testing.assert_frame_equal(shared, alone)
+    assert shared["period"].min() >= pd.Timestamp(shorter.since) - pd.Timedelta(days=6)
+
+
+def test_a_bound_inside_a_day_counts_the_runs_from_its_moment(demo) -> None:
+    engine, project, query, calls = demo
+    noon = replace(query, since=query.since + timedelta(days=20, hours=12))
+    timeline = build(engine, project, "stability", replace(noon, period="D"))
+    runs = build(engine, project, "runs", noon)
+    runs = runs[runs["lineage"].notna()]
+    assert runs["created_at"].min() >= noon.since
+    per_day = timeline[timeline["period"] == pd.Timestamp(noon.since).floor("D")]
+    first_day = runs[runs["created_at"].dt.floor("D") == pd.Timestamp(noon.since).floor("D")]
+    assert len(first_day) and (per_day["runs"] + per_day["excluded"]).sum() == len(first_day)
+    assert (timeline["runs"] + timeline["excluded"]).sum() == len(runs)
+    build(engine, project, "stability", query)  # the whole days: another statement
+    assert len(calls) == 2
+
+
+def test_a_new_date_range_or_scope_reads_the_silent_workflows_no_more(
+    demo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, project, query, _ = demo
+    reads: list[int] = []
+    silent = overview_tables.silence.silent_workflows
+
+    def counted(*args: Any) -> pd.DataFrame:
+        reads.append(1)
+        return silent(*args)
+
+    monkeypatch.setattr(overview_tables.silence, "silent_workflows", counted)
+    build(engine, project, "status", query)
+    shorter = replace(query, since=query.since + timedelta(days=30), scope="all")
+    shared = build(engine, project, "status", shorter)
+    assert len(reads) == 1
+    table_inputs._COUNTS.clear()
+    pd.testing.assert_frame_equal(shared, build(engine, project, "status", shorter))
+    assert len(reads) == 2
