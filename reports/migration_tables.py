@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
@@ -35,8 +36,9 @@ from reports.query import Query
 from reports.table_inputs import events_of, logical_jobs_of, shared_counts, with_lineage
 from reports.table_spec import ReportTable
 from store.incidents import load_incidents, load_members
-from store.migration_counts import first_runs_of_new, segment_tally
+from store.migration_counts import first_runs_of_new, job_segments, last_runs, segment_tally
 from store.project import Project
+from store.runfilter import RunFilter
 
 EVENT_COLUMNS = ["event_date", "event_pr", "event_title", "event_kind"]
 SIDE_COLUMNS = ("runs", "pass", "flaky", "fail", "success_rate", "ci_low", "ci_high")
@@ -207,16 +209,44 @@ def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
 
 def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """Logical jobs that ran in the window before an event (of any kind) and have no
-    successor after it; jobs read over every date, as the event's window is its own."""
-    events = events_of(engine, project)
+    successor after it; jobs read over every date, as the event's window is its own: when the
+    derived tables are current, counted by one statement per window segment, the last run of
+    each lost job then read to link it."""
+    events, every = events_of(engine, project), query.where(project, dated=False)
+    current = derived.is_current(engine, project.repo, project.job_name_strip)
+    if current:
+        window = pd.Timedelta(days=project.analysis.window_days)
+        dates = events["event_date"]
+        cuts = sorted({*(dates - window), *dates, *(dates + window)})
+        counted = job_segments(engine, every, [cut.to_pydatetime() for cut in cuts])
+        jobs = with_lineage(counted.assign(run_id=np.nan, html_url=None), project)
+    else:
+        jobs = logical_jobs_of(engine, project, query, dated=False)
     diff = coverage.coverage_diff(
-        logical_jobs_of(engine, project, query, dated=False),
+        jobs,
         events,
         job_renames(project.lineages),
         window_days=project.analysis.window_days,
         kinds=tuple(events["event_kind"].unique()),
     )
-    return coverage.lost_jobs(diff)[COVERAGE_LOST_COLUMNS]
+    lost = coverage.lost_jobs(diff)
+    return (_linked(engine, every, lost) if current else lost)[COVERAGE_LOST_COLUMNS]
+
+
+def _linked(engine: Engine, where: RunFilter, lost: pd.DataFrame) -> pd.DataFrame:
+    """``lost`` with each job's last run before its event linked: of the runs of its workflow
+    that ran it at its last time, the last by id (analytics.coverage sorts so)."""
+    keys = ["last_workflow_path", "logical_job", "last_run_at"]
+    wanted = lost[keys].drop_duplicates()
+    runs = last_runs(
+        engine,
+        where,
+        [(path, name, at.to_pydatetime()) for path, name, at in wanted.itertuples(index=False)],
+    )
+    last = runs.sort_values("run_id").drop_duplicates(runs.columns[:3].tolist(), keep="last")
+    last = last.set_axis([*keys, "run_id", "html_url"], axis=1)
+    urls = lost[keys].merge(last, on=keys, how="left")["html_url"]
+    return lost.assign(last_run_url=urls.to_numpy())
 
 
 TABLES = (

@@ -1,7 +1,8 @@
 """The statements of the Migrations page's tables, the same text on SQLite and PostgreSQL, so
 that pandas and the statistics only see counts: the logical runs around the change events
 (the window tables: before-after, migration-answers, category-shift, basis-mix; analytics.
-before_after.from_segments), the first runs of the workflows the events created (first-runs)."""
+before_after.from_segments), the first runs of the workflows the events created (first-runs),
+the logical jobs either side of each event (coverage-lost)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, and_, case, false, func, literal, or_, select
 
-from store.models import IncidentFailure, LogicalRun, WorkflowRun
+from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
 from store.runfilter import Bind, RunFilter, filtered, raw_frame
 from store.vocabulary import RED_OUTCOMES
 
@@ -185,3 +186,57 @@ def first_runs_of_new(
     stmt = select(*(ranked.c[c] for c in FIRST_RUN_COLUMNS)).where(ranked.c.rank <= first_runs)
     frame = raw_frame(bind, stmt, ("born", "created_at"))
     return frame.sort_values(["created_at", "run_id"], kind="stable").reset_index(drop=True)
+
+
+JOB_SEGMENT_COLUMNS = ["segment", "workflow_path", "logical_job", "n", "created_at"]
+
+
+def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.DataFrame:
+    """The counted (not excluded) logical jobs of ``where`` created within the sorted
+    ``cuts``, per segment between them (as segment_tally's), workflow_path and logical_job:
+    ``n`` jobs (one per run) and ``created_at``, the last of their runs' times: coverage's
+    jobs either side of each event, counted in one statement."""
+    import pandas as pd
+
+    if len(cuts) < 2:
+        return pd.DataFrame(columns=JOB_SEGMENT_COLUMNS)
+    run, job = WorkflowRun, LogicalJob
+    segment = segment_of(run.created_at, cuts).label("segment")
+    stmt = filtered(
+        select(segment, run.workflow_path, job.logical_job)
+        .add_columns(func.count().label("n"), func.max(run.created_at).label("created_at"))
+        .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
+        .where(run.created_at >= cuts[0], run.created_at < cuts[-1])
+        .where(job.logical_outcome != "excluded")
+        .group_by(segment, run.workflow_path, job.logical_job),
+        where,
+    )
+    return raw_frame(bind, stmt, ("created_at",))
+
+
+def last_runs(
+    bind: Bind, where: RunFilter, jobs: Sequence[tuple[str, str, datetime]]
+) -> pd.DataFrame:
+    """The runs of ``where`` of each (workflow_path, logical_job, created_at) of ``jobs`` that
+    ran that logical job (not excluded) at that time: workflow_path, logical_job, created_at,
+    run_id, html_url; a few rows, to link the last run of a lost job."""
+    import pandas as pd
+
+    columns = ["workflow_path", "logical_job", "created_at", "run_id", "html_url"]
+    if not jobs:
+        return pd.DataFrame(columns=columns)
+    run, job = WorkflowRun, LogicalJob
+    chosen = or_(
+        *(
+            and_(run.workflow_path == path, job.logical_job == name, run.created_at == at)
+            for path, name, at in jobs
+        )
+    )
+    stmt = filtered(
+        select(run.workflow_path, job.logical_job, run.created_at, run.id.label("run_id"))
+        .add_columns(run.html_url)
+        .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
+        .where(chosen, job.logical_outcome != "excluded"),
+        where,
+    )
+    return raw_frame(bind, stmt, ("created_at",))
