@@ -196,6 +196,8 @@ def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
             [(start.to_pydatetime(), end.to_pydatetime()) for start, end in spans],
             analysis.first_runs,
         )
+        # the dtypes of the logical runs' frame (analytics.frames), whatever rows came back
+        found = found.astype({"logical_outcome": object, "failure_category": "str"})
         runs = mark_invalid_windows(found, invalid_window_table(project.invalid_windows))
         born = runs.drop_duplicates("workflow_path").set_index("workflow_path")["born"]
     else:
