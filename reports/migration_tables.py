@@ -238,6 +238,8 @@ def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.Da
 def _linked(engine: Engine, where: RunFilter, lost: pd.DataFrame) -> pd.DataFrame:
     """``lost`` with each job's last run before its event linked: of the runs of its workflow
     that ran it at its last time, the last by id (analytics.coverage sorts so)."""
+    if lost.empty:
+        return lost
     keys = ["last_workflow_path", "logical_job", "last_run_at"]
     wanted = lost[keys].drop_duplicates()
     runs = last_runs(
