@@ -6,8 +6,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import insert, literal, select
 
+from store.engine import make_engine
 from store.migration_counts import (
     first_runs_of_new,
     job_segments,
@@ -17,6 +19,7 @@ from store.migration_counts import (
 )
 from store.models import LogicalJob, LogicalRun, Workflow, WorkflowRun
 from store.runfilter import RunFilter
+from tests.support.pg import pg_url
 
 REPO = "o/r"
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -67,11 +70,18 @@ def _runs(engine, rows: list[tuple[int, str, int, str, str | None]]) -> None:
         )
 
 
-def test_the_halving_case_finds_each_time_its_segment(engine):
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_the_halving_case_finds_each_time_its_segment(dialect):
+    """No table is read: the server's own database (PostgreSQL) or one in memory."""
+    url = "sqlite://" if dialect == "sqlite" else pg_url()
+    if url is None:
+        pytest.skip("no PostgreSQL server (CIFLAKE_TEST_PG_URL)")
+    engine = make_engine(url)
     cuts = [T0 + timedelta(hours=h) for h in (0, 3, 4, 10, 11, 12, 20)]
     times = [T0 + timedelta(hours=h, minutes=m) for h in range(-1, 22) for m in (0, 30)]
     with engine.connect() as conn:
         found = [conn.execute(select(segment_of(literal(t), cuts))).scalar() for t in times]
+    engine.dispose()
     assert found == [bisect_right(cuts, t) for t in times]
 
 
