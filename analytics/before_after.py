@@ -16,11 +16,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
-from analytics.evidence import NO_LOG, describe, known_share
+from analytics.evidence import KNOWN, NO_LOG, described_counts
 from analytics.once import INCIDENT, ONCE, largest_incident, run_incidents, stability_once
 from analytics.outcomes import in_scope
 from analytics.rates import OUTCOMES, add_rates, verdict_label
-from analytics.text import filled
 from store.project import Analysis
 from store.vocabulary import COUNTED_OUTCOMES, RED_OUTCOMES
 
@@ -95,7 +94,7 @@ def rows_around(
     )
 
 
-# The counts every window table starts from (store.migration_counts.window_tally computes the
+# The counts every window table starts from (store.migration_counts.segment_tally counts the
 # same in the database): per event (its position in the events), side and group, ``n`` runs.
 TALLY_COLUMNS = [
     "event",
@@ -128,14 +127,15 @@ def tally(
     """The window counts from the runs themselves (the raw path): per event and side (before,
     after), the runs of each group of TALLY_COLUMNS; and the first ``first_runs`` counted runs
     of each workflow at or after the event, one row each (side ``first``, with created_at and
-    run_id). ``incident``: each red run's incident (run_incidents), aligned on ``runs``."""
+    run_id). ``incident``: each red run's incident (run_incidents), aligned on ``runs``;
+    ``events``' index numbers them."""
     frame = runs.assign(**{INCIDENT: incident})
     keys = [c for c in TALLY_COLUMNS[2:7] if c in frame]  # a frame without categories: none
     counted = frame[frame["logical_outcome"] != "excluded"]
     counted = counted.sort_values(["created_at", "run_id"], kind="stable")
     parts = [pd.DataFrame(columns=TALLY_COLUMNS)]
     window = pd.Timedelta(days=window_days)
-    for event, date in enumerate(events["event_date"]):
+    for event, date in events["event_date"].items():
         for side, start, end in (("before", date - window, date), ("after", date, date + window)):
             rows = frame[(frame["created_at"] >= start) & (frame["created_at"] < end)]
             found = rows.groupby(keys, dropna=False).size().rename("n").reset_index()
@@ -151,21 +151,32 @@ def from_segments(
     """The window counts (TALLY_COLUMNS) from the database's counts per segment between the
     sorted ``cuts`` (store.migration_counts.segment_tally; ``cuts`` hold each event's date and
     the ends of its windows): a window is the sum of its segments, an event's first runs are
-    the first runs of the segments after its date."""
+    the first runs of the segments after its date. ``events``' index numbers them."""
     position = {cut: index for index, cut in enumerate(cuts)}
-    keys = TALLY_COLUMNS[2:7]
-    counts = segments[segments["side"] == "count"]
-    firsts = segments[segments["side"] == "first"]
-    parts = [pd.DataFrame(columns=TALLY_COLUMNS)]
     window = pd.Timedelta(days=window_days)
-    for event, date in enumerate(events["event_date"]):
-        for side, start, end in (("before", date - window, date), ("after", date, date + window)):
-            inside = counts["segment"].between(position[start] + 1, position[end])
-            found = counts[inside].groupby(keys, dropna=False)["n"].sum().reset_index()
-            parts.append(found.assign(event=event, side=side))
-        later = firsts[firsts["segment"] > position[date]]
-        parts.append(later.drop(columns="segment").assign(event=event, side="first"))
-    return as_tally(pd.concat([p for p in parts if len(p)] or parts, ignore_index=True))
+    spans = [
+        (event, side, segment)
+        for event, date in events["event_date"].items()
+        for side, start, end in (("before", date - window, date), ("after", date, date + window))
+        for segment in range(position[start] + 1, position[end] + 1)
+    ]
+    later = [
+        (event, segment)
+        for event, date in events["event_date"].items()
+        for segment in range(position[date] + 1, len(cuts) + 1)
+    ]
+    keys = TALLY_COLUMNS[2:7]
+    counted = segments[segments["segment"] < len(cuts)]
+    per_segment = counted.groupby(["segment", *keys], dropna=False)["n"].sum().reset_index()
+    windows = pd.DataFrame(spans, columns=["event", "side", "segment"], dtype=object)
+    inside = windows.astype({"event": "int64", "segment": "int64"}).merge(per_segment, on="segment")
+    found = inside.groupby(["event", "side", *keys], dropna=False)["n"].sum().reset_index()
+    firsts = segments[segments["run_id"].notna()]
+    after = pd.DataFrame(later, columns=["event", "segment"], dtype="int64").merge(
+        firsts, on="segment"
+    )
+    first = after.drop(columns="segment").assign(side="first")
+    return as_tally(pd.concat([found, first], ignore_index=True))
 
 
 def windows_of(
@@ -177,8 +188,9 @@ def windows_of(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(pairs, tagged): the (event, lineage) pairs (event_pairs), and the window counts
     (``counts``: TALLY_COLUMNS) of each pair with its ``pair`` and ``lineage`` (``lineage_of``:
-    workflow_path -> lineage); the first side keeps a lineage's first ``first_runs`` runs."""
-    pairs = event_pairs(events.assign(event=range(len(events))), lineages)
+    workflow_path -> lineage); the first side keeps a lineage's first ``first_runs`` runs.
+    ``events``' index numbers them, as in ``counts``' ``event``."""
+    pairs = event_pairs(events.rename_axis("event").reset_index(), lineages)
     frame = counts.assign(lineage=counts["workflow_path"].map(lineage_of))
     first = (frame["side"] == "first").to_numpy()
     firsts = frame[first].sort_values(["created_at", "run_id"], kind="stable")
@@ -197,9 +209,12 @@ def _scoped_windows(
     analysis: Analysis,
     members: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """windows_of the runs of ``scope`` (``members``: the incidents' failures; None: none)."""
+    """windows_of the runs of ``scope`` (``members``: the incidents' failures; None: none).
+    Runs without a workflow_path count each lineage as one workflow."""
     known = lineages if lineages is not None else sorted(runs["lineage"].dropna().unique())
     scoped = runs[in_scope(runs, scope, default_branch)]
+    if "workflow_path" not in scoped:
+        scoped = scoped.assign(workflow_path=scoped["lineage"])
     no_members = pd.DataFrame({"run_id": [], INCIDENT: []})
     incident = run_incidents(scoped, no_members if members is None else members)
     counts = tally(scoped, events, analysis.window_days, analysis.first_runs, incident)
@@ -241,12 +256,10 @@ def before_after_of(
     tagged = tagged.reset_index(drop=True)
     incident = tagged[INCIDENT]
     table = pairs.assign(scope=scope, window_days=window_days)
+    rates = stability_once(tagged, incident, ["pair", "side"], min_runs, "n")
     for side in SIDES:
-        chosen = (tagged["side"] == side).to_numpy()
-        rates = stability_once(tagged[chosen], incident[chosen], ["pair"], min_runs, "n")
-        table = table.merge(
-            rates.add_prefix(f"{side}_"), left_on="pair", right_on=f"{side}_pair", how="left"
-        )
+        mine = rates[rates["side"] == side].drop(columns="side").add_prefix(f"{side}_")
+        table = table.merge(mine, left_on="pair", right_on=f"{side}_pair", how="left")
     counts = ["runs", *OUTCOMES, *(f"{c}{ONCE}" for c in ("runs", *COUNTED_OUTCOMES))]
     count_columns = [f"{s}_{c}" for s in SIDES for c in counts]
     table[count_columns] = table[count_columns].fillna(0).astype(int)
@@ -313,19 +326,19 @@ def headline(rows: pd.DataFrame, analysis: Analysis, incidents: pd.DataFrame | N
         label += f" ({lineages} lineages pooled)"
     migration = first["event_kind"] == "migration"
     names = {"after": "successors", "before": "predecessors"} if migration else {}
-    sides = {side: _pooled(rows, side, "", min_runs) for side in ("after", "before")}
+    pooled = _pooled(rows, min_runs)
+    labels = verdict_label(pooled.loc[["after", "before"]])
     said = ", vs ".join(
-        f"{names.get(side, side)} {verdict_label(sides[side].to_frame().T).iloc[0]} "
-        f"in the {window_days} days {side}"
+        f"{names.get(side, side)} {labels[side]} in the {window_days} days {side}"
         for side in ("after", "before")
     )
-    answer = _answer(rows, "", min_runs)
+    answer = _answer(pooled, "")
     if answer == NO_ANSWER:
         return (
             f"{label}: {said}; not enough data to compare (a side has fewer than {min_runs} runs)"
         )
     sentence = f"{label}: {said}; {answer}"
-    once = _answer(rows, ONCE, min_runs)
+    once = _answer(pooled, ONCE)
     if _conclusion(once) == _conclusion(answer):
         return sentence
     return f"{sentence}; {_incident_share(rows, incidents)}; counted once: {once}"
@@ -334,17 +347,25 @@ def headline(rows: pd.DataFrame, analysis: Analysis, incidents: pd.DataFrame | N
 NO_ANSWER = "not enough data"
 
 
-def _pooled(rows: pd.DataFrame, side: str, suffix: str, min_runs: int) -> pd.Series:
-    """A side's counts summed over ``rows`` (counted once: ``suffix`` ``_once``), with rates."""
+def _pooled(rows: pd.DataFrame, min_runs: int) -> pd.DataFrame:
+    """Each side's counts summed over ``rows``, with rates: one row per side as it is
+    (``after``, ``before``) and counted once (``after_once``, ``before_once``)."""
     columns = ["runs", *COUNTED_OUTCOMES]
-    counts = pd.DataFrame({c: [int(rows[f"{side}_{c}{suffix}"].sum())] for c in columns})
-    return add_rates(counts.assign(excluded=0), min_runs).iloc[0]
+    sides = [(side, suffix) for suffix in ("", ONCE) for side in ("after", "before")]
+    counts = pd.DataFrame(
+        [[int(rows[f"{side}_{c}{suffix}"].sum()) for c in columns] for side, suffix in sides],
+        columns=columns,
+        index=[f"{side}{suffix}" for side, suffix in sides],
+    )
+    return add_rates(counts.assign(excluded=0), min_runs)
 
 
-def _answer(rows: pd.DataFrame, suffix: str, min_runs: int) -> str:
-    """The pooled before/after answer of the counts ending in ``suffix``: "no significant
-    change (p=0.31)", "significant change, worse (p=0.048)", or NO_ANSWER."""
-    after, before = (_pooled(rows, side, suffix, min_runs) for side in ("after", "before"))
+def _answer(pooled: pd.DataFrame, suffix: str) -> str:
+    """The pooled before/after answer of the counts ending in ``suffix`` (rows of
+    ``_pooled``): "no significant change (p=0.31)", "significant change, worse (p=0.048)",
+    or NO_ANSWER."""
+    rows = pooled.to_dict("index")
+    after, before = (rows[f"{side}{suffix}"] for side in ("after", "before"))
     if not (after["enough_data"] and before["enough_data"]):
         return NO_ANSWER
     a, c = int(before["pass"]), int(after["pass"])
@@ -486,21 +507,27 @@ def basis_mix_of(pairs: pd.DataFrame, tagged: pd.DataFrame, per_lineage: bool) -
     by_event = pairs.groupby(["event_date", "event_title"], sort=False).ngroup()
     pairs = pairs.assign(group=pairs["pair"] if per_lineage else by_event)
     red = tagged[tagged["logical_outcome"].isin(RED_OUTCOMES) & (tagged["side"] != "first")]
-    red = red.loc[red.index.repeat(red["n"])]  # a basis per red run: describe's shares
     red = pd.DataFrame(
         {
             "group": red["pair"].map(pairs.set_index("pair")["group"]).to_numpy(),
             "side": red["side"].to_numpy(),
             "basis": red["failure_basis"].fillna(NO_LOG).to_numpy(),
+            "n": red["n"].to_numpy(),
         }
     )
+    counts = red.groupby(["side", "group", "basis"])["n"].sum()
     out = pairs.drop_duplicates("group").drop(columns=["pair", "event_lineages"], errors="ignore")
     if not per_lineage:
         out = out.drop(columns="lineage")
+    mixes: dict[tuple[str, int], dict[str, int]] = {}
+    levels = (counts.index.get_level_values(level) for level in range(3))
+    for side, group, basis, n in zip(*levels, counts.to_numpy(), strict=True):
+        mixes.setdefault((side, group), {})[basis] = int(n)
     for side in ("before", "after"):
-        chosen = red[red["side"] == side].groupby("group")["basis"]
-        out[f"{side}_red"] = out["group"].map(chosen.size()).fillna(0).astype(int)
-        out[f"{side}_known"] = out["group"].map(chosen.agg(known_share)).astype(float)
-        basis = out["group"].map(chosen.agg(describe))
-        out[f"{side}_basis"] = filled(basis, describe(pd.Series([], dtype=object)))
+        mix = [mixes.get((side, group), {}) for group in out["group"]]
+        red_n = [sum(bases.values()) for bases in mix]
+        known = [sum(n for basis, n in bases.items() if basis in KNOWN) for bases in mix]
+        out[f"{side}_red"] = red_n
+        out[f"{side}_known"] = [k / n if n else np.nan for k, n in zip(known, red_n, strict=True)]
+        out[f"{side}_basis"] = [described_counts(bases) for bases in mix]
     return out.drop(columns="group").reset_index(drop=True)

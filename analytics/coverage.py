@@ -56,27 +56,32 @@ def coverage_diff(
     last_run_url (the html_url of its last run before; NaN when ``jobs`` have none), and
     ``status``: kept, lost (ran before, no successor after) or added (new after). ``jobs``:
     logical jobs (non-excluded are counted) with lineage, workflow_path, created_at and
-    optionally html_url (of the run); ``events``: analytics.config_tables.event_table."""
+    optionally html_url (of the run); or those jobs counted (store.migration_counts.
+    job_segments): per segment of the windows, workflow_path and logical_job one row of ``n``
+    counted jobs with created_at the last one's (an after window's runs are then counted per
+    job and summed); ``events``: analytics.config_tables.event_table."""
     chosen = events[events["event_kind"].isin(kinds)]
     pairs = event_pairs(chosen, sorted(jobs["lineage"].dropna().unique()))
-    ran = jobs[jobs["logical_outcome"] != "excluded"]
+    ran = jobs if "n" in jobs else jobs[jobs["logical_outcome"] != "excluded"]
     if "html_url" not in ran:
         ran = ran.assign(html_url=pd.Series(pd.NA, index=ran.index, dtype="object"))
     ran = ran.assign(successor_job=successor_names(ran["logical_job"], ran["lineage"], renames))
     around = rows_around(ran, pairs, either_side(window_days))
     before, after = around[around["side"] == "before"], around[around["side"] == "after"]
+    # counted jobs (``n``): a row per workflow and job, the runs counted, created_at its last
+    runs = ("n", "sum") if "n" in ran else ("run_id", "nunique")
     seen_before = (
         before.sort_values(["created_at", "run_id"], kind="stable")
         .groupby(["pair", "successor_job", "logical_job"])
         .agg(
-            before_runs=("run_id", "nunique"),
+            before_runs=runs,
             last_workflow_path=("workflow_path", "last"),
             last_run_at=("created_at", "last"),
             last_run_url=("html_url", "last"),
         )
         .reset_index()
     )
-    seen_after = after.groupby(["pair", "successor_job"])["run_id"].nunique().rename("after_runs")
+    seen_after = after.groupby(["pair", "successor_job"]).agg(after_runs=runs)["after_runs"]
     diff = seen_before.merge(seen_after.reset_index(), on=["pair", "successor_job"], how="outer")
     diff["logical_job"] = diff["logical_job"].fillna(diff["successor_job"])
     diff[["before_runs", "after_runs"]] = diff[["before_runs", "after_runs"]].fillna(0).astype(int)

@@ -10,6 +10,8 @@ one why nothing did. The dashboard, the summary and the export all describe a mi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 LOG_EXPIRED = "unknown: log expired"
@@ -80,10 +82,17 @@ def describe(bases: pd.Series) -> str:
 
 def described(table: pd.DataFrame) -> str:
     """``describe`` of the ``shares`` table."""
-    n = int(table["failures"].sum())
+    return described_counts(dict(zip(table["basis"], table["failures"], strict=True)))
+
+
+def described_counts(failures: Mapping[str, int]) -> str:
+    """``describe`` of the failures counted per basis (the bases not in ``BASES`` left out), in
+    plain Python: a table of many mixes describes each without a frame of its own."""
+    counts = {basis: int(failures[basis]) for basis in BASES if basis in failures}
+    n = sum(counts.values())
     if n == 0:
         return "no failures"
-    share = dict(zip(table["basis"], table["share"], strict=True))
+    share = {basis: count / n for basis, count in counts.items()}
     known = [f"{PHRASES[b]} {share[b]:.0%}" for b in KNOWN if b in share]
     unknown = [b for b in BASES if b not in KNOWN and b in share]
     parts = ", ".join(known)

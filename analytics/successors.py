@@ -21,6 +21,12 @@ COLUMNS = [
 ]
 
 
+def born_spans(events: pd.DataFrame, window_days: int) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+    """Per event, [from, to): a workflow first run then is one the event created."""
+    window = pd.Timedelta(days=window_days)
+    return [(date - BORN_BEFORE, date + window) for date in events["event_date"]]
+
+
 def successor_first_runs(
     runs: pd.DataFrame,
     events: pd.DataFrame,
@@ -41,10 +47,8 @@ def successor_first_runs(
     counted = runs[runs["logical_outcome"] != "excluded"]
     counted = counted.sort_values(["created_at", "run_id"], kind="stable")
     strips = []
-    for event in events.itertuples():
-        event_date = cast(pd.Timestamp, event.event_date)  # a row's fields are typed any scalar
-        start = event_date - BORN_BEFORE
-        end = event_date + pd.Timedelta(days=window_days)
+    spans = born_spans(events, window_days)
+    for event, (start, end) in zip(events.itertuples(), spans, strict=True):
         new = born[(born >= start) & (born < end)]
         if new.empty:
             continue

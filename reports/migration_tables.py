@@ -6,6 +6,9 @@ every event); each event's windows are its own, read over every date."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
@@ -24,18 +27,18 @@ from analytics.config_tables import (
     config_lineages,
     invalid_window_table,
     job_renames,
-    workflow_table,
 )
 from analytics.evidence import CONFIG_BASIS
 from analytics.frames import logical_run_frame
 from analytics.once import run_incidents
-from analytics.outcomes import attach_lineage
+from analytics.outcomes import mark_invalid_windows
 from reports.query import Query
-from reports.table_inputs import events_of, logical_jobs_of
+from reports.table_inputs import events_of, logical_jobs_of, shared_counts, with_lineage
 from reports.table_spec import ReportTable
 from store.incidents import load_incidents, load_members
-from store.migration_counts import segment_tally
+from store.migration_counts import first_runs_of_new, job_segments, last_runs, segment_tally
 from store.project import Project
+from store.runfilter import RunFilter
 
 EVENT_COLUMNS = ["event_date", "event_pr", "event_title", "event_kind"]
 SIDE_COLUMNS = ("runs", "pass", "flaky", "fail", "success_rate", "ci_low", "ci_high")
@@ -77,25 +80,32 @@ COVERAGE_LOST_COLUMNS = list(coverage.LOST_COLUMNS)
 
 
 def _events(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    """The change events dated within the query's since/until."""
+    """The change events dated within the query's since/until, numbered (their index) by
+    their place among every event, as the window counts number them."""
     events = events_of(engine, project)
     if query.since is not None:
         events = events[events["event_date"] >= query.since]
     if query.until is not None:
         events = events[events["event_date"] < query.until]
-    return events.reset_index(drop=True)
+    return events
 
 
-def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(pairs, tagged) of analytics.before_after.windows_of: the runs of the query's scope
-    around each event (every date), counted by one statement when the derived tables are
-    current, else from the raw rows' frames: the same counts either way."""
-    events, every = _events(engine, project, query), query.where(project, dated=False)
-    analysis, lineages = project.analysis, config_lineages(project.workflows)
-    if derived.is_current(engine, project.repo, project.job_name_strip):
-        window = pd.Timedelta(days=analysis.window_days)
-        dates = events["event_date"]
-        cuts = sorted({*dates, *(dates - window), *(dates + window)})
+def _window_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The window counts (analytics.before_after.TALLY_COLUMNS) of every event over the runs
+    of the query's scope (every date): one statement when the derived tables are current,
+    else from the raw rows' frames, the same counts either way; computed once for the page's
+    four window tables (reports.table_inputs.shared_counts): do not modify."""
+    events, every = events_of(engine, project), query.where(project, dated=False)
+    analysis = project.analysis
+    window = pd.Timedelta(days=analysis.window_days)
+    dates = events["event_date"]
+    cuts = sorted({*dates, *(dates - window), *(dates + window)})
+
+    def compute(current: bool) -> pd.DataFrame:
+        if not current:
+            runs = logical_run_frame(engine, project, every)
+            incident = run_incidents(runs, load_members(engine, every))
+            return tally(runs, events, analysis.window_days, analysis.first_runs, incident)
         invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
         segments = segment_tally(
             engine,
@@ -105,24 +115,45 @@ def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFra
             [(path, start.to_pydatetime(), end.to_pydatetime()) for path, start, end, _ in invalid],
             CONFIG_BASIS,
         )
-        counts = from_segments(segments, cuts, events, analysis.window_days)
-        workflows = workflow_table(project.workflows)
-        paths = attach_lineage(counts[["workflow_path"]].drop_duplicates(), workflows)
-        lineage_of = paths.set_index("workflow_path")["lineage"]
-    else:
-        runs = logical_run_frame(engine, project, every)
-        incident = run_incidents(runs, load_members(engine, every))
-        counts = tally(runs, events, analysis.window_days, analysis.first_runs, incident)
-        lineage_of = runs.drop_duplicates("workflow_path").set_index("workflow_path")["lineage"]
-    return windows_of(counts, events, lineage_of, lineages, analysis.first_runs)
+        return from_segments(segments, cuts, events, analysis.window_days)
+
+    return shared_counts(
+        f"migration-windows {_configured(project)}", engine, project, every, compute
+    )
+
+
+def _configured(project: Project) -> str:
+    """What the Migrations page's shared frames depend on besides the filter and the data:
+    the configured events, settings, invalid windows and workflows (their lineages)."""
+    return repr((project.events, project.analysis, project.invalid_windows, project.workflows))
+
+
+def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(pairs, tagged) of analytics.before_after.windows_of for the query's events."""
+    counts = _window_counts(engine, project, query)
+    paths = with_lineage(counts[["workflow_path"]].drop_duplicates(), project)
+    lineage_of = paths.set_index("workflow_path")["lineage"]
+    lineages = config_lineages(project.workflows)
+    events = _events(engine, project, query)
+    return windows_of(counts, events, lineage_of, lineages, project.analysis.first_runs)
 
 
 def before_after_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    pairs, tagged = _windows(engine, project, query)
-    table = before_after_of(pairs, tagged, project.analysis, query.scope)
-    renamed = {f"first_success_rate_{bound}": f"first_ci_{bound}" for bound in ("low", "high")}
-    table = as_exported(table, basis_mix_of(pairs, tagged, per_lineage=True))
-    return table.rename(columns=renamed)[BEFORE_AFTER_COLUMNS]
+    """Every event's rows (computed once for before-after and migration-answers: reports.
+    table_inputs.shared_counts), those of the events within the query's dates chosen."""
+    every = query.where(project, dated=False)
+
+    def compute(current: bool) -> pd.DataFrame:
+        pairs, tagged = _windows(engine, project, replace(query, since=None, until=None))
+        table = before_after_of(pairs, tagged, project.analysis, query.scope)
+        renamed = {f"first_success_rate_{end}": f"first_ci_{end}" for end in ("low", "high")}
+        table = as_exported(table, basis_mix_of(pairs, tagged, per_lineage=True))
+        return table.rename(columns=renamed)[BEFORE_AFTER_COLUMNS]
+
+    name = f"migration-before-after {query.scope} {_configured(project)}"
+    table = shared_counts(name, engine, project, every, compute)
+    dated = table["event_date"].isin(_events(engine, project, query)["event_date"])
+    return table[dated].reset_index(drop=True)
 
 
 def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -140,7 +171,7 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
         before_runs=[int(rows["before_runs"].sum()) for rows in found],
         after_runs=[int(rows["after_runs"].sum()) for rows in found],
         answer=[headline(rows, project.analysis, incidents) for rows in found],
-    )[ANSWER_COLUMNS]
+    )[ANSWER_COLUMNS].reset_index(drop=True)
 
 
 def category_shift_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -152,13 +183,27 @@ def basis_mix_table(engine: Engine, project: Project, query: Query) -> pd.DataFr
 
 
 def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    """analytics.successors over the query's runs of every date: a workflow's first run in
-    a date range is not its first run."""
-    runs = logical_run_frame(engine, project, query.where(project, dated=False))
-    events = _events(engine, project, query)
+    """analytics.successors over the query's runs of every date (a workflow's first run in a
+    date range is not its first run): when the derived tables are current, one statement
+    reads only the first runs of the workflows first run around an event."""
+    every, events = query.where(project, dated=False), _events(engine, project, query)
     analysis = project.analysis
+    if derived.is_current(engine, project.repo, project.job_name_strip):
+        spans = successors.born_spans(events, analysis.window_days)
+        found = first_runs_of_new(
+            engine,
+            every,
+            [(start.to_pydatetime(), end.to_pydatetime()) for start, end in spans],
+            analysis.first_runs,
+        )
+        # the dtypes of the logical runs' frame (analytics.frames), whatever rows came back
+        found = found.astype({"logical_outcome": object, "failure_category": "str"})
+        runs = mark_invalid_windows(found, invalid_window_table(project.invalid_windows))
+        born = runs.drop_duplicates("workflow_path").set_index("workflow_path")["born"]
+    else:
+        runs, born = logical_run_frame(engine, project, every), None
     strips = successors.successor_first_runs(
-        runs, events, analysis.first_runs, analysis.window_days
+        runs, events, analysis.first_runs, analysis.window_days, born
     )
     dates = events.drop_duplicates("event_title").set_index("event_title")["event_date"]
     return strips.assign(event_date=strips["event_title"].map(dates))[FIRST_RUNS_COLUMNS]
@@ -166,16 +211,46 @@ def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
 
 def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """Logical jobs that ran in the window before an event (of any kind) and have no
-    successor after it; jobs read over every date, as the event's window is its own."""
-    events = events_of(engine, project)
+    successor after it; jobs read over every date, as the event's window is its own: when the
+    derived tables are current, counted by one statement per window segment, the last run of
+    each lost job then read to link it."""
+    events, every = events_of(engine, project), query.where(project, dated=False)
+    current = derived.is_current(engine, project.repo, project.job_name_strip)
+    if current:
+        window = pd.Timedelta(days=project.analysis.window_days)
+        dates = events["event_date"]
+        cuts = sorted({*(dates - window), *dates, *(dates + window)})
+        counted = job_segments(engine, every, [cut.to_pydatetime() for cut in cuts])
+        jobs = with_lineage(counted.assign(run_id=np.nan, html_url=None), project)
+    else:
+        jobs = logical_jobs_of(engine, project, query, dated=False)
     diff = coverage.coverage_diff(
-        logical_jobs_of(engine, project, query, dated=False),
+        jobs,
         events,
         job_renames(project.lineages),
         window_days=project.analysis.window_days,
         kinds=tuple(events["event_kind"].unique()),
     )
-    return coverage.lost_jobs(diff)[COVERAGE_LOST_COLUMNS]
+    lost = coverage.lost_jobs(diff)
+    return (_linked(engine, every, lost) if current else lost)[COVERAGE_LOST_COLUMNS]
+
+
+def _linked(engine: Engine, where: RunFilter, lost: pd.DataFrame) -> pd.DataFrame:
+    """``lost`` with each job's last run before its event linked: of the runs of its workflow
+    that ran it at its last time, the last by id (analytics.coverage sorts so)."""
+    if lost.empty:
+        return lost
+    keys = ["last_workflow_path", "logical_job", "last_run_at"]
+    wanted = lost[keys].drop_duplicates()
+    runs = last_runs(
+        engine,
+        where,
+        [(path, name, at.to_pydatetime()) for path, name, at in wanted.itertuples(index=False)],
+    )
+    last = runs.sort_values("run_id").drop_duplicates(runs.columns[:3].tolist(), keep="last")
+    last = last.set_axis([*keys, "run_id", "html_url"], axis=1)
+    urls = lost[keys].merge(last, on=keys, how="left")["html_url"]
+    return lost.assign(last_run_url=urls.to_numpy())
 
 
 TABLES = (

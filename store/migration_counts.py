@@ -1,7 +1,8 @@
-"""The one statement of the Migrations page's window tables (before-after, migration-answers,
-category-shift, basis-mix): the logical runs around the change events counted by the database,
-so that pandas and the statistics only see the counts (analytics.before_after.from_segments).
-The same text on SQLite and PostgreSQL."""
+"""The statements of the Migrations page's tables, the same text on SQLite and PostgreSQL, so
+that pandas and the statistics only see counts: the logical runs around the change events
+(the window tables: before-after, migration-answers, category-shift, basis-mix; analytics.
+before_after.from_segments), the first runs of the workflows the events created (first-runs),
+the logical jobs either side of each event (coverage-lost)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, and_, case, false, func, literal, null, or_, select, union_all
+from sqlalchemy import ColumnElement, and_, case, false, func, literal, or_, select
 
-from store.models import IncidentFailure, LogicalRun, WorkflowRun
+from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
 from store.runfilter import Bind, RunFilter, filtered, raw_frame
 from store.vocabulary import RED_OUTCOMES
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 SEGMENT_COLUMNS = [
     "segment",
-    "side",
     "workflow_path",
     "logical_outcome",
     "failure_category",
@@ -34,6 +34,20 @@ SEGMENT_COLUMNS = [
 Invalid = tuple[str, datetime, datetime]
 
 
+def segment_of(created: Any, cuts: Sequence[datetime], low: int = 0, high: int = -1) -> Any:
+    """The number of ``cuts`` (sorted) at or before ``created``, as nested CASEs that halve
+    the cuts at each level: a run is compared with log2 of them, not each (a flat CASE of
+    forty cuts cost a third of the statement)."""
+    high = len(cuts) if high < 0 else high
+    if low == high:
+        return literal(low)
+    mid = (low + high) // 2
+    return case(
+        (created < cuts[mid], segment_of(created, cuts, low, mid)),
+        else_=segment_of(created, cuts, mid + 1, high),
+    )
+
+
 def segment_tally(
     bind: Bind,
     where: RunFilter,
@@ -42,15 +56,16 @@ def segment_tally(
     invalid: Sequence[Invalid],
     config_basis: str,
 ) -> pd.DataFrame:
-    """The runs of ``where`` cut by the sorted times ``cuts`` into segments (``segment`` s:
-    created in [cuts[s-1], cuts[s]), the last one open), in one pass over the runs: per
-    segment within the cuts and group (workflow_path, logical_outcome, failure_category,
-    failure_basis, incident_id: the smallest incident of a red run), ``n`` runs (side
-    ``count``); and per segment from the first cut on, the first ``first_runs`` counted runs
-    of each workflow, one row each with created_at and run_id (side ``first``). Every window
-    around an event is a run of segments (analytics.before_after.from_segments). Red runs in
-    an ``invalid`` window are ``ci_config`` on ``config_basis`` unless the collector found
-    them ci_config already (analytics.outcomes.mark_invalid_windows)."""
+    """The runs of ``where`` from the first of the sorted times ``cuts`` on, cut into
+    segments (``segment`` s: created in [cuts[s-1], cuts[s]), the last one open), in one
+    pass over the runs: per segment and group (workflow_path, logical_outcome,
+    failure_category, failure_basis, incident_id: the smallest incident of a red run), ``n``
+    runs; the first ``first_runs`` counted runs of each workflow in each segment are rows of
+    their own, with created_at and run_id (null on the other rows), and they are the only
+    rows of the open segment. Every window around an event is a run of segments
+    (analytics.before_after.from_segments). Red runs in an ``invalid`` window are
+    ``ci_config`` on ``config_basis`` unless the collector found them ci_config already
+    (analytics.outcomes.mark_invalid_windows)."""
     import pandas as pd
 
     if not cuts:
@@ -74,9 +89,6 @@ def segment_tally(
         inside,
         or_(logical.failure_category.is_(None), logical.failure_category != "ci_config"),
     )
-    segment = case(
-        *((run.created_at < cut, index) for index, cut in enumerate(cuts)), else_=len(cuts)
-    ).label("segment")
     groups: list[Any] = [
         run.workflow_path,
         logical.logical_outcome,
@@ -87,34 +99,144 @@ def segment_tally(
     joined = logical.__table__.join(run.__table__, run.id == logical.run_id).outerjoin(
         member, member.c.run_id == logical.run_id
     )
+    counted = (logical.logical_outcome != "excluded").label("counted")
     rows = filtered(
-        select(segment, *groups, run.created_at, run.id.label("run_id"))
+        select(segment_of(run.created_at, cuts).label("segment"), *groups, counted)
+        .add_columns(run.created_at, run.id.label("run_id"))
         .select_from(joined)
         .where(run.created_at >= cuts[0]),
         where,
     ).subquery()
-    keys = [rows.c.segment, *(rows.c[g.name] for g in groups)]
-    counted = (
-        select(rows.c.segment, literal("count").label("side"), *keys[1:])
-        .add_columns(null().label("created_at"), null().label("run_id"), func.count().label("n"))
-        .where(rows.c.segment < len(cuts))
-        .group_by(*keys)
-    )
     rank = func.row_number().over(
-        partition_by=(rows.c.segment, rows.c.workflow_path),
+        partition_by=(rows.c.segment, rows.c.workflow_path, rows.c.counted),
         order_by=(rows.c.created_at, rows.c.run_id),
     )
-    ranked = (
-        select(*keys, rows.c.created_at, rows.c.run_id, rank.label("rank"))
-        .where(rows.c.logical_outcome != "excluded")
+    ranked = select(rows, rank.label("rank")).subquery()
+    first = and_(ranked.c.counted, ranked.c.rank <= first_runs)
+    keys = [
+        ranked.c.segment,
+        *(ranked.c[g.name] for g in groups),
+        case((first, ranked.c.created_at)).label("created_at"),
+        case((first, ranked.c.run_id)).label("run_id"),
+    ]
+    stmt = (
+        select(*keys, func.count().label("n"))
+        .where(or_(ranked.c.segment < len(cuts), first))
+        .group_by(*keys)
+    )
+    return raw_frame(bind, stmt, ("created_at",))
+
+
+FIRST_RUN_COLUMNS = [
+    "workflow_path",
+    "born",
+    "created_at",
+    "run_id",
+    "html_url",
+    "logical_outcome",
+    "failure_category",
+]
+# [from, to): a workflow whose first run falls in one of them is a successor's candidate
+Span = tuple[datetime, datetime]
+
+
+def first_runs_of_new(
+    bind: Bind, where: RunFilter, spans: Sequence[Span], first_runs: int
+) -> pd.DataFrame:
+    """The first ``first_runs`` counted (not excluded) logical runs of ``where`` of each
+    workflow whose first run (``born``: in ``where``, every run counted) falls in one of
+    ``spans``, in one statement: the workflows' first runs grouped, then only their runs
+    ranked. Columns: FIRST_RUN_COLUMNS (failure_category as stored: the invalid windows
+    are the caller's)."""
+    import pandas as pd
+
+    if not spans:
+        return pd.DataFrame(columns=FIRST_RUN_COLUMNS)
+    run, logical = WorkflowRun, LogicalRun
+    runs = logical.__table__.join(run.__table__, run.id == logical.run_id)
+    born = (
+        filtered(select(run.workflow_path, func.min(run.created_at).label("born")), where)
+        .select_from(runs)
+        .group_by(run.workflow_path)
         .subquery()
     )
-    first = select(
-        ranked.c.segment,
-        literal("first").label("side"),
-        *(ranked.c[g.name] for g in groups),
-        ranked.c.created_at,
-        ranked.c.run_id,
-        literal(1).label("n"),
-    ).where(ranked.c.rank <= first_runs)
-    return raw_frame(bind, select(union_all(counted, first).subquery()), ("created_at",))
+    new = (
+        select(born)
+        .where(
+            or_(false(), *(and_(born.c.born >= start, born.c.born < end) for start, end in spans))
+        )
+        .subquery()
+    )
+    rank = func.row_number().over(partition_by=run.workflow_path, order_by=(run.created_at, run.id))
+    ranked = filtered(
+        select(
+            run.workflow_path,
+            new.c.born,
+            run.created_at,
+            run.id.label("run_id"),
+            run.html_url,
+            logical.logical_outcome,
+            logical.failure_category,
+            rank.label("rank"),
+        )
+        .select_from(runs.join(new, new.c.workflow_path == run.workflow_path))
+        .where(logical.logical_outcome != "excluded"),
+        where,
+    ).subquery()
+    stmt = select(*(ranked.c[c] for c in FIRST_RUN_COLUMNS)).where(ranked.c.rank <= first_runs)
+    frame = raw_frame(bind, stmt, ("born", "created_at"))
+    return frame.sort_values(["created_at", "run_id"], kind="stable").reset_index(drop=True)
+
+
+JOB_SEGMENT_COLUMNS = ["segment", "workflow_path", "logical_job", "n", "created_at"]
+
+
+def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.DataFrame:
+    """The counted (not excluded) logical jobs of ``where`` created within the sorted
+    ``cuts``, per segment between them (as segment_tally's), workflow_path and logical_job:
+    ``n`` jobs (one per run) and ``created_at``, the last of their runs' times: coverage's
+    jobs either side of each event, counted in one statement."""
+    import pandas as pd
+
+    if len(cuts) < 2:
+        return pd.DataFrame(columns=JOB_SEGMENT_COLUMNS)
+    run, job = WorkflowRun, LogicalJob
+    segment = segment_of(run.created_at, cuts).label("segment")
+    stmt = filtered(
+        select(segment, run.workflow_path, job.logical_job)
+        .add_columns(func.count().label("n"), func.max(run.created_at).label("created_at"))
+        .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
+        .where(run.created_at >= cuts[0], run.created_at < cuts[-1])
+        .where(job.logical_outcome != "excluded")
+        .group_by(segment, run.workflow_path, job.logical_job),
+        where,
+    )
+    return raw_frame(bind, stmt, ("created_at",))
+
+
+def last_runs(
+    bind: Bind, where: RunFilter, jobs: Sequence[tuple[str, str, datetime]]
+) -> pd.DataFrame:
+    """The runs of ``where`` of each (workflow_path, logical_job, created_at) of ``jobs`` that
+    ran that logical job (not excluded) at that time: workflow_path, logical_job, created_at,
+    run_id, html_url; a few rows, to link the last run of a lost job."""
+    import pandas as pd
+
+    columns = ["workflow_path", "logical_job", "created_at", "run_id", "html_url"]
+    if not jobs:
+        return pd.DataFrame(columns=columns)
+    run, job = WorkflowRun, LogicalJob
+    chosen = or_(
+        *(
+            and_(run.workflow_path == path, job.logical_job == name, run.created_at == at)
+            for path, name, at in jobs
+        )
+    )
+    stmt = filtered(
+        select(run.workflow_path, job.logical_job, run.created_at, run.id.label("run_id"))
+        .add_columns(run.html_url)
+        .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
+        .where(chosen, job.logical_outcome != "excluded"),
+        where,
+    )
+    return raw_frame(bind, stmt, ("created_at",))

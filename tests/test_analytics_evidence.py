@@ -162,6 +162,7 @@ def _runs() -> pd.DataFrame:
                         "created_at": day(offset + n),
                         "conclusion": "x",
                         "lineage": lineage,
+                        "workflow_path": f"{lineage}.yml",  # a workflow has one lineage
                         "logical_outcome": outcome,
                         "failure_category": category,
                         "failure_basis": basis,

@@ -388,3 +388,16 @@ def test_health_table_puts_repair_retry_tax_and_timing_side_by_side():
     repair = health_table(runs, None, ["workflow_path"])
     assert list(repair.columns[1:]) == REPAIR_COLUMNS
     assert repair.iloc[0][REPAIR_COLUMNS].tolist() == row[REPAIR_COLUMNS].tolist()
+
+
+def test_coverage_diff_of_counted_jobs_is_that_of_the_jobs():
+    """The derived path's rows: per workflow and job, n counted jobs at their last time."""
+    jobs, events = _coverage_jobs(), event_table([_Event(day(10))])
+    keys = ["workflow_path", "lineage", "logical_job"]
+    counted = jobs.groupby(keys).agg(n=("run_id", "size"), created_at=("created_at", "max"))
+    counted = counted.reset_index().assign(run_id=float("nan"))
+    by_rows = coverage_diff(jobs, events, RENAMES, window_days=14)
+    by_counts = coverage_diff(counted, events, RENAMES, window_days=14)
+    columns = ["logical_job", "status", "before_runs", "last_workflow_path", "last_run_at"]
+    assert by_counts[columns].values.tolist() == by_rows[columns].values.tolist()
+    assert set(by_counts["status"]) == {"kept", "lost", "added"}
