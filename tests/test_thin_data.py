@@ -80,6 +80,9 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "night-headline": lambda rows: (
         {(r["side"], r["runs"]) for r in rows} == {("since", "1")} and len(rows) == 2
     ),
+    "night-runs": lambda rows: (
+        [r["runs"] for r in rows] == ["1", "1"] and rows[0]["lineage"] == "(all)"
+    ),
     "night-health": lambda rows: [(r["side"], r["open"]) for r in rows] == [("since", "1")],
     "night-failures": lambda rows: [r["category"] for r in rows] == ["oom"],
     "stale": lambda rows: rows == [],  # one run has no rhythm to miss
