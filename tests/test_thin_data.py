@@ -140,6 +140,15 @@ def test_every_report_table_on_thin_data(thin_db, kind, runner, tmp_path):
             assert (len(rows) == 0) == (name in FIRST_NIGHT_EMPTY), (name, len(rows))
 
 
+def test_a_range_after_every_event_has_no_first_runs(thin_db, runner, tmp_path):
+    """No change event in the range: no successor, an empty table (it was a traceback)."""
+    url = thin_db("one run")
+    args = ["--db", url, "export", "first-runs", "--since", "2027-01-01"]
+    result = runner.invoke(cli, [*args, "--out", str(tmp_path / "first.csv")])
+    assert result.exit_code == 0, result.output
+    assert "first.csv: 0 rows" in result.stdout, result.stdout
+
+
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 PAGES = sorted(p.stem for p in (APP.parent / "views").glob("*.py"))
 EMPTY_DB = "No runs collected yet. Run `ciflake collect --once`."
