@@ -43,7 +43,7 @@ def week_start(moment: datetime) -> datetime:
     time zone ``moment`` has."""
     day = pd.Timestamp(moment)
     utc = day.tz_convert("UTC") if day.tzinfo is not None else day
-    monday = utc.normalize() - pd.Timedelta(days=utc.dayofweek)
+    monday = utc.normalize() - pd.Timedelta(days=utc.day_of_week)
     return (monday.tz_convert(day.tzinfo) if day.tzinfo is not None else monday).to_pydatetime()
 
 
