@@ -7,7 +7,6 @@ database does the counting; the rates and intervals work on a few thousand rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 import pandas as pd
 
@@ -36,15 +35,6 @@ def week_of(created_at: pd.Series) -> pd.Series:
     days = created_at.dt.tz_convert("UTC").dt.tz_localize(None).dt.normalize()
     mondays = days - pd.to_timedelta(days.dt.day_of_week, unit="D")
     return pd.Series(mondays.dt.strftime("%Y-%m-%d"), index=created_at.index)
-
-
-def week_start(moment: datetime) -> datetime:
-    """The Monday, 00:00 UTC, that starts the ISO week of ``moment`` (as ``week_of``), in the
-    time zone ``moment`` has."""
-    day = pd.Timestamp(moment)
-    utc = day.tz_convert("UTC") if day.tzinfo is not None else day
-    monday = utc.normalize() - pd.Timedelta(days=utc.day_of_week)
-    return (monday.tz_convert(day.tzinfo) if day.tzinfo is not None else monday).to_pydatetime()
 
 
 def job_incident(jobs: pd.DataFrame, members: pd.DataFrame) -> pd.Series:

@@ -14,6 +14,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import derived, elsewhere, verdicts
+from analytics.elsewhere import week_start
 from analytics.environments import COLUMNS as ENVIRONMENT_COLUMNS
 from analytics.environments import environment_failures
 from analytics.frames import failures_frame
@@ -23,7 +24,6 @@ from analytics.job_counts import (
     flaky_table,
     incidents_per_place,
     runner_table,
-    week_start,
     works_elsewhere_of,
 )
 from analytics.once import verdicts_once

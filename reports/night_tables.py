@@ -25,12 +25,12 @@ from analytics.health import HEALTH_COLUMNS, health_table
 from analytics.newness import NEW_DAYS, is_new
 from analytics.once import label_once, run_incidents, stability_once, verdicts_once
 from analytics.rates import verdict_label
-from analytics.silence import SILENT_COLUMNS, silent_workflows
+from analytics.silence import SILENT_COLUMNS
 from analytics.text import filled
 from analytics.verdicts import job_verdicts
 from reports.query import Query
 from reports.summary_target import HISTORY_DAYS
-from reports.table_inputs import events_of, shared_counts
+from reports.table_inputs import events_of, shared_counts, silent_workflows_of
 from reports.table_spec import ReportTable
 from store.frame_queries import load_jobs
 from store.incidents import load_members
@@ -247,22 +247,13 @@ def stale_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     stale = stale[stale["status"] == st.STALE]
     if read.event is not None:
         stale = stale[stale["last_run_at"] >= read.event["event_date"]]
-    silent = _silent(engine, project)["workflow_path"]
+    silent = silent_workflows_of(engine, project)["workflow_path"]
     return stale[~stale["workflow_path"].isin(silent)][STALE_COLUMNS].reset_index(drop=True)
-
-
-def _silent(engine: Engine, project: Project) -> pd.DataFrame:
-    """analytics.silence.silent_workflows, read once for the stale and silent tables (its
-    moment is the newest stored run, so the data stamp keys it)."""
-    every = RunFilter(project.repo)
-    return shared_counts(
-        "silent", engine, project, every, lambda _: silent_workflows(engine, project)
-    )
 
 
 def silent_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The tracked workflows that should have run and did not (analytics.silence), now."""
-    return _silent(engine, project)[SILENT_COLUMNS]
+    return silent_workflows_of(engine, project)[SILENT_COLUMNS]
 
 
 def runs_since_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from analytics import derived
-from analytics.job_counts import week_start
+from analytics.elsewhere import week_start
 from reports.query import Query
 from reports.tables import build
 from store.engine import make_engine
