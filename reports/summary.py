@@ -65,14 +65,15 @@ def load_summary(
         paths=(),
         scope="all",
     )
-    lost, strips = table("coverage-lost"), table("first-runs", since=None)
-    if event is None or event["event_kind"] != "migration":
-        lost = lost.iloc[0:0]
-    else:
+    # the coverage a migration lost and the first runs of the workflows an event created:
+    # tables of every event, cut to this one; not read when it has none
+    lost = _none("coverage-lost")
+    if event is not None and event["event_kind"] == "migration":
+        lost = table("coverage-lost")
         lost = lost[lost["event_date"] == event["event_date"]].reset_index(drop=True)
-    if event is None:
-        strips = strips.iloc[0:0]
-    else:
+    strips = _none("first-runs")
+    if event is not None:
+        strips = table("first-runs", since=None)
         made = (strips["event_date"] == event["event_date"]) & (
             strips["event_title"] == event["event_title"]
         )
@@ -100,6 +101,11 @@ def load_summary(
         backfill=backfill_progress(engine, project, paths, _start(project, event, since), now),
         silent=table("silent"),
     )
+
+
+def _none(name: str) -> pd.DataFrame:
+    """The table ``name`` without a row (its columns)."""
+    return pd.DataFrame(columns=tables.TABLES[name].columns)
 
 
 def _start(project: Project, event: pd.Series | None, since: datetime) -> datetime:
