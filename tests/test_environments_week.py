@@ -19,9 +19,9 @@ from store.migrate import upgrade
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
 from store.settings import load_config
 from store.upsert import upsert
+from tests.test_page_queries import WORKFLOW, _run
 
 REPO = "verl-project/verl"
-WORKFLOW = ".github/workflows/e2e_ascend.yml"
 MONDAY = datetime(2026, 6, 1, 8, tzinfo=UTC)
 THURSDAY = datetime(2026, 6, 4, tzinfo=UTC)
 
@@ -39,20 +39,7 @@ def _seed(url: str) -> None:
     engine = make_engine(url)
     upgrade(engine)
     runs = [
-        {
-            "id": run_id,
-            "repo": REPO,
-            "workflow_id": 1,
-            "workflow_path": WORKFLOW,
-            "event": "push",
-            "head_branch": "main",
-            "head_sha": f"{run_id:040x}",
-            "run_number": run_id,
-            "run_attempt": 1,
-            "status": "completed",
-            "conclusion": conclusion,
-            "created_at": at,
-        }
+        {**_run(run_id, at), "conclusion": conclusion}
         for run_id, at, conclusion in [(1, MONDAY, "success"), (2, THURSDAY, "failure")]
     ]
     jobs = [
