@@ -5,6 +5,8 @@ dashboard's Runners page, the runner-pools report and the environment table
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import numpy as np
 import pandas as pd
 
@@ -64,6 +66,15 @@ def _job_week_codes(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
             code = pd.factorize(code)[0].astype(np.int64)
             bound = int(code.max(initial=0)) + 1
     return code, known
+
+
+def week_start(moment: datetime) -> datetime:
+    """The Monday, 00:00 UTC, that starts the ISO week of ``moment``, in the time zone
+    ``moment`` has: where works elsewhere starts looking for a failure at ``moment``."""
+    day = pd.Timestamp(moment)
+    utc = day.tz_convert("UTC") if day.tzinfo is not None else day
+    monday = utc.normalize() - pd.Timedelta(days=utc.day_of_week)
+    return (monday.tz_convert(day.tzinfo) if day.tzinfo is not None else monday).to_pydatetime()
 
 
 def works_elsewhere(failed: pd.DataFrame, by: str) -> pd.DataFrame:

@@ -68,11 +68,9 @@ def logical_run_frame(
     where: RunFilter,
     *,
     lean: bool = False,
-    failures: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The logical runs of ``where`` with lineage, tags, failure category and basis; red runs
-    in a configured ``[[invalid_windows]]`` are ``ci_config``. ``failures``: failures_frame of
-    the same filter, when the caller has it already."""
+    in a configured ``[[invalid_windows]]`` are ``ci_config``."""
     workflows = workflow_table(project.workflows)
     windows = invalid_window_table(project.invalid_windows)
     if derived.is_current(engine, where.repo, project.job_name_strip):
@@ -85,10 +83,8 @@ def logical_run_frame(
         attempts = load_attempts(engine, where, reruns_only=True)
     else:
         runs, attempts = load_runs(engine, where), load_attempts(engine, where)
-    if failures is None:
-        failures = failures_frame(engine, where, lean=lean)
     frame = attach_lineage(logical_runs(runs, attempts), workflows)
-    frame = with_run_categories(frame, failures)
+    frame = with_run_categories(frame, failures_frame(engine, where, lean=lean))
     return mark_invalid_windows(frame, windows)
 
 
@@ -99,12 +95,10 @@ def logical_job_frame(
     runs: pd.DataFrame,
     *,
     lean: bool = False,
-    failures: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The logical jobs of ``where`` (analytics.outcomes.logical_jobs) with their run's context
     (RUN_CONTEXT) and ``category``, the category of their last red shard (``ci_config`` in a
-    configured invalid window). ``runs``:
-    logical_run_frame of the same filter; ``failures`` as there."""
+    configured invalid window). ``runs``: logical_run_frame of the same filter."""
     context = runs[[c for c in RUN_CONTEXT if c in runs.columns]]
     windows = invalid_window_table(project.invalid_windows)
     if derived.is_current(engine, where.repo, project.job_name_strip):
@@ -119,10 +113,8 @@ def logical_job_frame(
         attempts = attempts.assign(started_at=_no_time(attempts), completed_at=_no_time(attempts))
     else:
         attempts = load_jobs(engine, where)
-    if failures is None:
-        failures = failures_frame(engine, where, lean=lean)
     jobs = logical_jobs(attempts, context, project.job_name_strip)
-    jobs = jobs.assign(category=job_categories(jobs, failures))
+    jobs = jobs.assign(category=job_categories(jobs, failures_frame(engine, where, lean=lean)))
     return mark_invalid_windows(jobs, windows, category="category")
 
 

@@ -7,12 +7,14 @@ the counts alike (analytics.job_counts, analytics.verdicts)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import derived, elsewhere, verdicts
+from analytics.elsewhere import week_start
 from analytics.environments import COLUMNS as ENVIRONMENT_COLUMNS
 from analytics.environments import environment_failures
 from analytics.frames import failures_frame
@@ -189,14 +191,21 @@ def _runner_table(by: str, columns: list[str]) -> Any:
 
 
 def environments_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """The failures of the range; whether each works elsewhere looks at its whole ISO week,
+    so the jobs are read from the Monday that starts the week of ``since``."""
     where = query.where(project)
+    week = query if query.since is None else replace(query, since=week_start(query.since))
     if _current(engine, project):
         rows = failed_job_environments(engine, where)
         rows = rows.assign(env=json_dicts(rows["env"]), red_job_id=rows["job_id"])
-        elsewhere_now = works_elsewhere_of(rows, _job_counts(engine, project, query))
+        counts = _job_counts(engine, project, query)
+        if week.since != query.since:  # the week's days before the range: a few more counts
+            before = job_counts(engine, replace(where, since=week.since, until=query.since))
+            counts = pd.concat([before, counts], ignore_index=True)
+        elsewhere_now = works_elsewhere_of(rows, counts)
         return environment_failures(rows, rows.assign(works_elsewhere=elsewhere_now))
     failures = load_failures(engine, where, detail=("env",))
-    jobs = logical_jobs_of(engine, project, query)
+    jobs = logical_jobs_of(engine, project, week)
     return environment_failures(failures, elsewhere.failed_elsewhere(jobs, "runner_name"))
 
 

@@ -206,7 +206,9 @@ def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
         runs, events, analysis.first_runs, analysis.window_days, born
     )
     dates = events.drop_duplicates("event_title").set_index("event_title")["event_date"]
-    return strips.assign(event_date=strips["event_title"].map(dates))[FIRST_RUNS_COLUMNS]
+    # a dict: pandas cannot map through an empty Series of times (no event in the range)
+    made = strips["event_title"].map(dates.to_dict())
+    return strips.assign(event_date=made)[FIRST_RUNS_COLUMNS]
 
 
 def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

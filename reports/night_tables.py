@@ -20,21 +20,23 @@ from sqlalchemy import Engine
 from analytics import staleness as st
 from analytics.elsewhere import failed_elsewhere
 from analytics.evidence import failure_basis
+from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.health import HEALTH_COLUMNS, health_table
 from analytics.newness import NEW_DAYS, is_new
 from analytics.once import label_once, run_incidents, stability_once, verdicts_once
 from analytics.rates import verdict_label
-from analytics.silence import SILENT_COLUMNS, silent_workflows
+from analytics.silence import SILENT_COLUMNS
 from analytics.text import filled
 from analytics.verdicts import job_verdicts
 from reports.query import Query
 from reports.summary_target import HISTORY_DAYS
-from reports.table_inputs import events_of, logical_jobs_of, logical_runs_of
+from reports.table_inputs import events_of, shared_counts, silent_workflows_of
 from reports.table_spec import ReportTable
 from store.frame_queries import load_jobs
 from store.incidents import load_members
 from store.page_queries import failure_details, run_span, signature_summary
 from store.project import Project
+from store.runfilter import RunFilter
 
 # Failure groups in the order shown; a NEW signature wins over the verdict.
 GROUPS = {
@@ -72,6 +74,7 @@ FAILURE_GROUP_COLUMNS = [
     "works_elsewhere",
 ]
 STALE_COLUMNS = ["workflow_path", *st.COLUMNS]
+RUNS_SINCE_COLUMNS = ["lineage", "runs"]
 
 
 def stem(path: str) -> str:
@@ -90,10 +93,12 @@ def chosen_event(engine: Engine, project: Project, query: Query) -> pd.Series | 
 
 @dataclass(frozen=True)
 class _Read:
-    """What the night's tables read: the event, where reading starts, the runs from there."""
+    """What the night's tables read: the event, the filter from where reading starts (every
+    later run included) and its logical runs, read once for all of them
+    (reports.table_inputs.shared_counts: do not modify the frame)."""
 
     event: pd.Series | None
-    start: Query  # the query read from its start on, every later run included
+    where: RunFilter
     runs: pd.DataFrame
 
 
@@ -104,8 +109,18 @@ def _read(engine: Engine, project: Project, query: Query) -> _Read:
         start = pd.Timestamp(query.since) - pd.Timedelta(days=HISTORY_DAYS)
     if event is not None and start is not None:
         start = min(start, event["event_date"] - pd.Timedelta(days=project.analysis.window_days))
-    begun = replace(query, since=None if start is None else start.to_pydatetime())
-    return _Read(event, begun, logical_runs_of(engine, project, begun))
+    where = replace(query, since=None if start is None else start.to_pydatetime()).where(project)
+    runs = shared_counts(
+        "night-runs", engine, project, where, lambda _: logical_run_frame(engine, project, where)
+    )
+    return _Read(event, where, runs)
+
+
+def _members(engine: Engine, project: Project, read: _Read) -> pd.DataFrame:
+    """The incident failures of the runs read (store.incidents.load_members), read once."""
+    return shared_counts(
+        "night-members", engine, project, read.where, lambda _: load_members(engine, read.where)
+    )
 
 
 def migration_sides(runs: pd.DataFrame, event_date: pd.Timestamp, window_days: int) -> pd.DataFrame:
@@ -146,7 +161,7 @@ def headline_table(engine: Engine, project: Project, query: Query) -> pd.DataFra
     sides = _sides(read, query, project.analysis.window_days)
     min_runs = project.analysis.min_runs
     both = pd.concat([sides.assign(lineage="(all)"), sides], ignore_index=True)
-    members = load_members(engine, read.start.where(project))
+    members = _members(engine, project, read)
     table = stability_once(both, run_incidents(both, members), ["lineage", "side"], min_runs)
     table["label"] = verdict_label(table)
     table["label_once"] = label_once(table, min_runs)
@@ -161,7 +176,7 @@ def side_health_table(engine: Engine, project: Project, query: Query) -> pd.Data
     """analytics.health.health_table per side of the headline: the job attempts of its runs."""
     read = _read(engine, project, query)
     sides = _sides(read, query, project.analysis.window_days)
-    attempts = load_jobs(engine, read.start.where(project))
+    attempts = load_jobs(engine, read.where)
     attempts = attempts[attempts["run_id"].isin(read.runs["run_id"])].reset_index(drop=True)
     return health_table(sides.reset_index(drop=True), attempts, ["side"])[SIDE_HEALTH_COLUMNS]
 
@@ -173,13 +188,12 @@ def failure_groups_table(engine: Engine, project: Project, query: Query) -> pd.D
     once (an incident's failure is INCIDENT, never FLAKY); basis of its category
     (analytics.evidence), works_elsewhere (analytics.elsewhere, by runner name)."""
     read = _read(engine, project, query)
-    where = read.start.where(project)
-    jobs = logical_jobs_of(engine, project, read.start).reset_index(drop=True)
-    failures = failure_details(engine, where)
+    jobs = logical_job_frame(engine, project, read.where, read.runs).reset_index(drop=True)
+    failures = failure_details(engine, read.where)
     failures = failures[failures["run_id"].isin(read.runs["run_id"])].reset_index(drop=True)
     end = pd.Timestamp(query.as_of or datetime.now(UTC))
     first_seen = signature_summary(engine, query.where(project))
-    verdicts = verdicts_once(job_verdicts(jobs, failures), load_members(engine, where))
+    verdicts = verdicts_once(job_verdicts(jobs, failures), _members(engine, project, read))
     verdicts = verdicts.assign(verdict=verdicts["verdict_once"])
     recent = _since(verdicts, query).reset_index(drop=True)
     failures = failures.assign(basis=failure_basis(failures))
@@ -233,13 +247,21 @@ def stale_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     stale = stale[stale["status"] == st.STALE]
     if read.event is not None:
         stale = stale[stale["last_run_at"] >= read.event["event_date"]]
-    silent = silent_workflows(engine, project)["workflow_path"]
+    silent = silent_workflows_of(engine, project)["workflow_path"]
     return stale[~stale["workflow_path"].isin(silent)][STALE_COLUMNS].reset_index(drop=True)
 
 
 def silent_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The tracked workflows that should have run and did not (analytics.silence), now."""
-    return silent_workflows(engine, project)[SILENT_COLUMNS]
+    return silent_workflows_of(engine, project)[SILENT_COLUMNS]
+
+
+def runs_since_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """Per lineage, and ``(all)``, the logical runs created since ``since``, excluded ones
+    too: whether anything ran at all (the summary's "no run since then")."""
+    runs = _since(_read(engine, project, query).runs, query)
+    table = pd.concat([runs.assign(lineage="(all)"), runs]).groupby("lineage", sort=False).size()
+    return table.rename("runs").reset_index()[RUNS_SINCE_COLUMNS]
 
 
 TABLES = (
@@ -248,6 +270,12 @@ TABLES = (
         "a lineage (and (all)) on a side of the change event (else since --since): its runs",
         HEADLINE_COLUMNS,
         headline_table,
+    ),
+    ReportTable(
+        "night-runs",
+        "a lineage (and (all)): its runs since --since, excluded ones too",
+        RUNS_SINCE_COLUMNS,
+        runs_since_table,
     ),
     ReportTable(
         "night-health",

@@ -2,10 +2,11 @@
 what happened since --since), upserted on its PR.
 
 Four steps in four modules, so the content is testable without a network: which event and
-since when (reports.summary_target), the sections' tables from frames (``summarise``,
-reports.summary_tables, pure), the Markdown (``render_summary``, reports.summary_render,
-pure) and the comment on GitHub (collector.summary_post, run by ciflake.summary). This module
-reads the store for them (``load_summary``).
+since when (reports.summary_target), the sections' tables, each the registry's
+(reports.tables: the night's of reports.night_tables and the others' by name), gathered in one
+value (reports.summary_tables), the Markdown (``render_summary``, reports.summary_render, pure)
+and the comment on GitHub (collector.summary_post, run by ciflake.summary). This module reads
+them (``load_summary``).
 """
 
 from __future__ import annotations
@@ -18,10 +19,6 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics.config_tables import EventLike, event_table
-from analytics.elsewhere import failed_elsewhere
-from analytics.environments import environment_failures
-from analytics.frames import logical_job_frame, logical_run_frame
-from analytics.successors import successor_first_runs
 from reports import tables
 from reports.freshness import collectable, not_on_github, uncollected
 from reports.query import Query
@@ -30,10 +27,7 @@ from reports.summary_target import HISTORY_DAYS, pick_event
 from reports.triage_frames import triage_frames
 from store.backfill import Progress, Span, event_spans
 from store.bookkeeping import last_collect, workflow_progress
-from store.frame_queries import load_failures
-from store.page_queries import daily_run_counts
 from store.project import Project
-from store.runfilter import RunFilter
 from store.triage import last_summary_at, posted_actions
 
 
@@ -71,12 +65,20 @@ def load_summary(
         paths=(),
         scope="all",
     )
-    lost = table("coverage-lost")
-    if event is None or event["event_kind"] != "migration":
-        lost = lost.iloc[0:0]
-    else:
+    # the coverage a migration lost and the first runs of the workflows an event created:
+    # tables of every event, cut to this one; not read when it has none
+    lost = _none("coverage-lost")
+    if event is not None and event["event_kind"] == "migration":
+        lost = table("coverage-lost")
         lost = lost[lost["event_date"] == event["event_date"]].reset_index(drop=True)
-    runs, strips, environments = _pending(engine, project, query, event, since)
+    strips = _none("first-runs")
+    if event is not None:
+        strips = table("first-runs", since=None)
+        made = (strips["event_date"] == event["event_date"]) & (
+            strips["event_title"] == event["event_title"]
+        )
+        strips = strips[made].reset_index(drop=True)
+    runs_since = table("night-runs")
     return SummaryData(
         repo=project.repo,
         event=event,
@@ -89,16 +91,21 @@ def load_summary(
         coverage_lost=lost,
         stale=table("stale"),
         health=table("night-health"),
-        environments=environments,
+        environments=table("environments"),
         last_collect=last_collect(engine, project.repo),
         triage=load_triage(engine, project, signatures, since, now, new_from, previous is not None),
         # the incidents since the last summary: those with a failure in a default-branch run
         # of the lineages shown, created after its post (else after ``since``)
         incidents=table("incidents", since=new_from.to_pydatetime()),
-        runs_since=int((runs["created_at"] >= since).sum()),
+        runs_since=int(runs_since.loc[runs_since["lineage"] == "(all)", "runs"].sum()),
         backfill=backfill_progress(engine, project, paths, _start(project, event, since), now),
         silent=table("silent"),
     )
+
+
+def _none(name: str) -> pd.DataFrame:
+    """The table ``name`` without a row (its columns)."""
+    return pd.DataFrame(columns=tables.TABLES[name].columns)
 
 
 def _start(project: Project, event: pd.Series | None, since: datetime) -> datetime:
@@ -106,28 +113,6 @@ def _start(project: Project, event: pd.Series | None, since: datetime) -> dateti
     if event is not None:
         start = min(start, event["event_date"] - pd.Timedelta(days=project.analysis.window_days))
     return start.to_pydatetime()
-
-
-def _pending(
-    engine: Engine, project: Project, query: Query, event: pd.Series | None, since: datetime
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """PENDING (#49): the summary's runs, the successors' first runs and the environment
-    versions, from frames until the migrations helper's ``first-runs`` and the jobs helper's
-    ``environments`` registry tables land; tests/support/layers.py allows these imports
-    until then."""
-    start = _start(project, event, since)
-    where = replace(query.where(project, dated=False), since=start)
-    runs = logical_run_frame(engine, project, where)
-    jobs = logical_job_frame(engine, project, where, runs)
-    born = first_runs(engine, project, list(query.paths), start, runs)
-    event_frame = event_table(()) if event is None else event.to_frame().T.infer_objects()
-    settings = project.analysis
-    strips = successor_first_runs(
-        runs, event_frame, settings.first_runs, settings.window_days, born=born
-    )
-    env = load_failures(engine, RunFilter(project.repo, since, None), detail=("env",))
-    env = env[env["run_id"].isin(runs["run_id"])].reset_index(drop=True)
-    return runs, strips, environment_failures(env, failed_elsewhere(jobs, "runner_name"))
 
 
 def load_triage(
@@ -157,17 +142,6 @@ def load_triage(
         settings=project.triage,
         branch=project.default_branch,
     )
-
-
-def first_runs(
-    engine: Engine, project: Project, paths: list[str], start: datetime, runs: pd.DataFrame
-) -> pd.Series:
-    """workflow_path -> its first default-branch run: the first in ``runs`` (read from
-    ``start``), else the first day with a run before ``start`` (counted in SQL)."""
-    where = Query(None, start, tuple(paths)).where(project)
-    earlier = daily_run_counts(engine, where).groupby("workflow_path")["day"].min()
-    since_start = runs.groupby("workflow_path")["created_at"].min()
-    return pd.concat([earlier, since_start]).groupby(level=0).min()
 
 
 def backfill_progress(

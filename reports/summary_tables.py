@@ -98,9 +98,9 @@ def triage_lists(
 
 @dataclass(frozen=True)
 class SummaryData:
-    """Everything the comment shows, as small tables: the registry's (reports.night_tables'
-    night-headline, night-health, night-failures, stale, silent; coverage-lost, incidents),
-    then the successors' first runs and the environment versions."""
+    """Everything the comment shows, as small tables, each the registry's
+    (reports.night_tables' night-headline, night-health, night-failures, stale, silent;
+    first-runs, coverage-lost, environments, incidents)."""
 
     repo: str
     event: pd.Series | None  # one row of analytics.config_tables.event_table; None: no event
@@ -108,18 +108,18 @@ class SummaryData:
     now: pd.Timestamp
     window_days: int
     headline: pd.DataFrame  # night-headline
-    strips: pd.DataFrame
+    strips: pd.DataFrame  # first-runs, of the event
     failures: pd.DataFrame  # night-failures
     coverage_lost: pd.DataFrame  # coverage-lost, of the event
     stale: pd.DataFrame  # stale
     health: pd.DataFrame  # night-health: per side (before, after)
-    environments: pd.DataFrame  # analytics.environments of the failures since ``since``
+    environments: pd.DataFrame  # environments: of the failures since ``since``
     last_collect: LastCollect | None
     triage: Triage
     # the incidents table of the incidents that hit a run shown after
     # ``triage.new_from`` (the last summary's post), oldest first
     incidents: pd.DataFrame
-    runs_since: int = 0  # default-branch runs in scope created since ``since``
+    runs_since: int = 0  # night-runs' (all): default-branch runs in scope since ``since``
     backfill: Backfill | None = None  # None: every tracked workflow's history is listed
     # the silent table: what the comment opens with
     silent: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SILENT_COLUMNS))

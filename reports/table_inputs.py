@@ -1,5 +1,6 @@
 """The frames several report tables start from: a query's logical runs and jobs, the change
-events, the lineage of a workflow's rows."""
+events, the lineage of a workflow's rows, the SILENT workflows; and the memo of the counts
+frames a page's tables share."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from analytics import derived
 from analytics.config_tables import event_table, workflow_table
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import attach_lineage
+from analytics.silence import silent_workflows
 from reports.query import Query
 from store.bookkeeping import data_stamp
 from store.events import all_events
@@ -62,3 +64,13 @@ def shared_counts(
             _COUNTS.pop(next(iter(_COUNTS)))
         _COUNTS[key] = compute(current)
     return _COUNTS[key]
+
+
+def silent_workflows_of(engine: Engine, project: Project) -> pd.DataFrame:
+    """analytics.silence.silent_workflows, which reads every run of the repository whatever the
+    filter (its moment is the newest stored run, so the data stamp keys it): read once per
+    collect for every table that needs it. Shared: do not modify the frame."""
+    every = RunFilter(project.repo)
+    return shared_counts(
+        "silent workflows", engine, project, every, lambda _: silent_workflows(engine, project)
+    )

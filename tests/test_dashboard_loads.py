@@ -17,7 +17,8 @@ from analytics.config_tables import event_table
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.outcomes import in_scope, scope_terms
 from dashboard.filters import Filters
-from dashboard.loaders import migrations, shared
+from dashboard.loaders import shared
+from reports.query import Query
 from store.engine import make_engine
 from store.events import add_event, all_events
 from store.frame_queries import load_runs
@@ -73,33 +74,39 @@ def test_sql_scope_selects_the_runs_in_scope(db, scope):
 
 
 @pytest.mark.parametrize("scope", ["default", "pr", "all"])
-def test_dashboard_frames_equal_the_full_loads(db, reference, scope):
+def test_lean_frames_equal_the_full_loads(db, reference, scope):
+    """The lean loads the Overview's tables read (scope in SQL, attempts of reruns only,
+    failure categories only) give the full loads' logical runs and jobs of the scope."""
     runs, jobs, config = reference
-    filters = Filters(REPO, *shared.day_span(db, REPO), (), scope)
-    shown_runs = shared.runs(db, filters, dated=False)
-    expected_runs = runs[in_scope(runs, scope, config.project().default_branch)]
-    assert (shown_runs["logical_outcome"] == "flaky").any()
-    pd.testing.assert_frame_equal(_rows(shown_runs, RUN_KEYS), _rows(expected_runs, RUN_KEYS))
-    shown_jobs = shared.jobs(db, filters, dated=False)
-    expected_jobs = jobs[in_scope(jobs, scope, config.project().default_branch)]
-    assert shown_jobs["category"].notna().any()
-    pd.testing.assert_frame_equal(_rows(shown_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
+    project = config.project()
+    where = Query(None, None, (), scope).where(project)
+    engine = make_engine(db, read_only=True)
+    lean_runs = logical_run_frame(engine, project, where, lean=True)
+    expected_runs = runs[in_scope(runs, scope, project.default_branch)]
+    assert (lean_runs["logical_outcome"] == "flaky").any()
+    pd.testing.assert_frame_equal(_rows(lean_runs, RUN_KEYS), _rows(expected_runs, RUN_KEYS))
+    lean_jobs = logical_job_frame(engine, project, where, lean_runs, lean=True)
+    expected_jobs = jobs[in_scope(jobs, scope, project.default_branch)]
+    assert lean_jobs["category"].notna().any()
+    pd.testing.assert_frame_equal(_rows(lean_jobs, JOB_KEYS), _rows(expected_jobs, JOB_KEYS))
+    engine.dispose()
 
 
-def test_one_workflows_jobs_are_the_scopes_jobs_of_that_workflow(db, monkeypatch):
-    """The Overview's job x day grid reads one workflow's jobs with the scope's runs and
-    failures (shared.workflow_jobs): every workflow gets the same jobs, outcomes and
-    categories as the scope's job frame."""
+def test_one_workflows_job_days_are_the_scopes_jobs_of_that_workflow(db, reference, monkeypatch):
+    """The Overview's job x day grid (the ``job-days`` table of one workflow): every workflow
+    gets the logical jobs and counted runs of the scope's full job frame."""
     monkeypatch.setenv("CIFLAKE_DB_URL", db)
+    _, jobs, config = reference
     filters = Filters(REPO, *shared.day_span(db, REPO), (), "default")
-    scope = shared.jobs(db, filters)
-    paths = scope["workflow_path"].unique()
-    assert len(paths) > 5 and scope["category"].notna().any()
+    scope = jobs[in_scope(jobs, "default", config.project().default_branch)]
+    counted = scope[scope["logical_outcome"] != "excluded"]
+    paths = counted["workflow_path"].unique()
+    assert len(paths) > 5
     for path in paths:
-        alone = shared.in_range(shared.workflow_jobs(db, shared.sql_filter(filters), path), filters)
-        expected = scope[scope["workflow_path"] == path]
-        assert len(alone) == len(expected) > 0
-        pd.testing.assert_frame_equal(_rows(alone, JOB_KEYS), _rows(expected, JOB_KEYS))
+        grid = shared.table(db, filters, "job-days", paths=(path,))
+        expected = counted[counted["workflow_path"] == path]
+        assert set(grid["logical_job"]) == set(expected["logical_job"]), path
+        assert grid["runs"].sum() == len(expected) > 0, path
 
 
 def test_migrations_basis_lines_equal_those_of_the_full_loads(db, reference):
@@ -185,7 +192,7 @@ def test_changepoints_come_with_the_nearest_event(tmp_path, monkeypatch):
         upsert(session, Job, jobs)
     add_event(engine, REPO, start + timedelta(days=31), "new NPU image", None, "image")
     filters = Filters(REPO, *shared.day_span(url, REPO), (), "default")
-    found = migrations.changepoints(url, filters)
+    found = shared.table(url, filters, "changepoints")
     assert list(found["lineage"]) == ["e2e_ascend"]
     step = found.iloc[0]
     assert step["date"] == pd.Timestamp("2024-01-31", tz="UTC")
@@ -229,9 +236,11 @@ def test_the_launcher_passes_the_arrow_pool_to_streamlit(monkeypatch, setting, p
 
 
 @pytest.mark.sqlite_only
-def test_incident_members_give_each_caller_its_own_frame(thin_db):
-    """A small frame, cached as data: a loader that changes its copy changes no other's."""
-    url = thin_db("empty")
-    mine = shared.incident_members(url, RunFilter(repo=REPO))
+def test_each_caller_gets_its_own_copy_of_a_table(thin_db, monkeypatch):
+    """A table is cached as data: a page that changes its copy changes no other's."""
+    url = thin_db("one run")
+    monkeypatch.setenv("CIFLAKE_DB_URL", url)
+    filters = Filters(REPO, *shared.day_span(url, REPO), (), "default")
+    mine = shared.table(url, filters, "runs")
     mine["changed"] = True
-    assert "changed" not in shared.incident_members(url, RunFilter(repo=REPO)).columns
+    assert len(mine) == 1 and "changed" not in shared.table(url, filters, "runs").columns

@@ -71,7 +71,7 @@ def test_a_signatures_drill_down_follows_the_scope(db, monkeypatch):
     }
     assert shown["default"] and shown["pr"] and shown["default"].isdisjoint(shown["pr"])
     for scope in ("default", "pr"):  # the newest 50 of the scope's own runs, none of another's
-        own = set(shared.runs(db, _filters(db, scope), dated=False)["run_id"])
+        own = set(shared.table(db, _filters(db, scope), "runs")["run_id"])
         assert shown[scope] <= own
 
 

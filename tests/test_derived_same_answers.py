@@ -35,8 +35,9 @@ Answers = dict[str, Any]
 def _loaders(db_url: str) -> dict[str, Callable[[Filters], Any]]:
     """Every loader of every page, on the filters given; the loaders that take more than the
     filters get what their page passes."""
-    workflow = shared.runs(db_url, _filters(db_url))["workflow_path"].mode()[0]
-    since = shared.runs(db_url, _filters(db_url))["created_at"].max() - pd.Timedelta(days=28)
+    runs = shared.table(db_url, _filters(db_url), "runs")
+    workflow = runs["workflow_path"].mode()[0]
+    since = runs["created_at"].max() - pd.Timedelta(days=28)
     signature = lambda f: shared.table(db_url, f, "signatures")["signature"].iloc[0]  # noqa: E731
     job = lambda f: shared.table(db_url, f, "flaky-jobs")["logical_job"].iloc[0]  # noqa: E731
     return {

@@ -37,6 +37,24 @@ def test_the_summary_before_49_computed_its_tables_and_is_caught(tmp_path: Path)
     ]
 
 
+def test_the_summary_may_no_longer_read_frames_for_its_strips(tmp_path: Path) -> None:
+    """What the summary was allowed while #49's tables moved (its successors' strips, runs
+    and environment versions from frames) is now caught like any other table it computes."""
+    shutil.copytree(layers.ROOT / "reports", tmp_path / "reports")
+    summary = tmp_path / "reports" / "summary.py"
+    pending = [
+        "from analytics.frames import logical_job_frame",
+        "from analytics.successors import successor_first_runs",
+        "from analytics.elsewhere import failed_elsewhere",
+        "from analytics.environments import environment_failures",
+        "from store.frame_queries import load_failures",
+        "from store.page_queries import daily_run_counts",
+    ]
+    summary.write_text(summary.read_text() + "".join(f"\n{line}  # noqa" for line in pending))
+    found = [b.what.rsplit(": ", 1)[-1] for b in layers.breaches(tmp_path)]
+    assert found == [line.split()[1] + "." + line.split()[3] for line in pending]
+
+
 def test_an_upward_import_added_to_a_copy_of_the_tree_is_caught(tmp_path: Path) -> None:
     for package in layers.OURS:
         shutil.copytree(layers.ROOT / package, tmp_path / package)

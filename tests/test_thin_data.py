@@ -80,6 +80,9 @@ ONE_RUN: dict[str, Callable[[Rows], bool]] = {
     "night-headline": lambda rows: (
         {(r["side"], r["runs"]) for r in rows} == {("since", "1")} and len(rows) == 2
     ),
+    "night-runs": lambda rows: (
+        [r["runs"] for r in rows] == ["1", "1"] and rows[0]["lineage"] == "(all)"
+    ),
     "night-health": lambda rows: [(r["side"], r["open"]) for r in rows] == [("since", "1")],
     "night-failures": lambda rows: [r["category"] for r in rows] == ["oom"],
     "stale": lambda rows: rows == [],  # one run has no rhythm to miss
@@ -135,6 +138,15 @@ def test_every_report_table_on_thin_data(thin_db, kind, runner, tmp_path):
         else:
             assert "; backfill in progress: 11 workflows not collected yet between" in said
             assert (len(rows) == 0) == (name in FIRST_NIGHT_EMPTY), (name, len(rows))
+
+
+def test_a_range_after_every_event_has_no_first_runs(thin_db, runner, tmp_path):
+    """No change event in the range: no successor, an empty table (it was a traceback)."""
+    url = thin_db("one run")
+    args = ["--db", url, "export", "first-runs", "--since", "2027-01-01"]
+    result = runner.invoke(cli, [*args, "--out", str(tmp_path / "first.csv")])
+    assert result.exit_code == 0, result.output
+    assert "first.csv: 0 rows" in result.stdout, result.stdout
 
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"

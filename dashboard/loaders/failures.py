@@ -20,7 +20,7 @@ def signature_failures(db_url: str, filters: Filters, signature: str) -> pd.Data
     """The newest failures with ``signature`` (store.page_queries.signature_failures), with their
     basis (analytics.evidence)."""
     found = page_queries.signature_failures(
-        shared.engine(db_url), signature, shared.sql_filter(filters, dated=True)
+        shared.engine(db_url), signature, shared.sql_filter(filters)
     )
     return found.assign(basis=evidence.failure_basis(found))
 

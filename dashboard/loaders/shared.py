@@ -1,6 +1,6 @@
 """What every page shares: the config and the selected repository's ``Project``, the read-only
-engine, the database checks, and the logical runs, jobs and failures of the scope
-(analytics.frames), cached once as resources.
+engine, the database checks, the change events, and ``table``, the one way a page gets a report
+table (reports.tables), cached on the filters and the database's data stamp.
 Streamlit reruns a page on every click, so each loader is cached with a TTL (new collects show
 up without a restart) and keyed on the database URL and the sidebar filters only."""
 
@@ -17,14 +17,11 @@ import streamlit as st
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from analytics import (
-    config_tables,
-    frames,
-)
+from analytics import config_tables
 from dashboard.filters import Filters
 from reports import freshness, tables
 from reports.query import Query
-from store import bookkeeping, incidents, page_queries, runfilter
+from store import bookkeeping, page_queries, runfilter
 from store.engine import DatabaseURLError, MissingDatabaseError, database_error, make_engine
 from store.events import all_events
 from store.migrate import current_revision, head_revision
@@ -123,10 +120,10 @@ def tagged_paths(chosen: Project, tags: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w.path for w in chosen.workflows if set(w.tags) & set(tags)) or ("<none>",)
 
 
-def sql_filter(filters: Filters, *, dated: bool = False) -> runfilter.RunFilter:
-    """The SQL filter: repository, tagged workflows and scope, and by default every date: the
-    shared frames cut dates in pandas (``in_range``), so every date range shares one load."""
-    return query(filters).where(project(filters.repo), dated=dated)
+def sql_filter(filters: Filters) -> runfilter.RunFilter:
+    """The SQL filter of the sidebar: repository, dates, tagged workflows and scope (for a
+    drill-down's rows; a table comes from ``table``)."""
+    return query(filters).where(project(filters.repo))
 
 
 def query(filters: Filters) -> Query:
@@ -155,80 +152,6 @@ def table(db_url: str, filters: Filters, name: str, **changes: Any) -> pd.DataFr
     already seen reads it from the cache."""
     asked = replace(query(filters), **changes)
     return _built(db_url, filters.repo, name, asked, stamp(db_url, filters.repo))
-
-
-def in_range(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
-    since, until = filters.window()
-    return frame[(frame["created_at"] >= since) & (frame["created_at"] < until)]
-
-
-# The three shared frames below are cached as resources: one object shared by every loader and
-# session, never pickled on store nor copied on each hit (cache_data would do both, and at a
-# million jobs that costs more than computing a page). Callers must not modify them in place;
-# pandas filters and ``assign`` return new frames.
-@st.cache_resource(ttl=TTL)
-def all_runs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
-    failures = all_failures(db_url, where)
-    chosen = project(where.repo)
-    return frames.logical_run_frame(engine(db_url), chosen, where, lean=True, failures=failures)
-
-
-@st.cache_resource(ttl=TTL)
-def all_failures(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
-    return frames.failures_frame(engine(db_url), where, lean=True)
-
-
-@st.cache_resource(ttl=TTL)
-def runs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
-    """Logical runs in scope with lineage, tags and failure_category; ``dated``: in the
-    date range only. Shared by the loaders of a page (a resource: do not modify it)."""
-    frame = all_runs(db_url, sql_filter(filters))
-    return in_range(frame, filters) if dated else frame
-
-
-@st.cache_resource(ttl=TTL)
-def all_jobs(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
-    runs, failures = all_runs(db_url, where), all_failures(db_url, where)
-    return frames.logical_job_frame(
-        engine(db_url), project(where.repo), where, runs, lean=True, failures=failures
-    )
-
-
-@st.cache_resource(ttl=TTL)
-def workflow_jobs(db_url: str, where: runfilter.RunFilter, workflow_path: str) -> pd.DataFrame:
-    """The logical jobs of one workflow of ``where`` (every date; one per workflow, whatever
-    the range): only its jobs are read; its runs and failures are those the scope's shared
-    frames hold already."""
-    runs = all_runs(db_url, where)
-    return frames.logical_job_frame(
-        engine(db_url),
-        project(where.repo),
-        replace(where, paths=(workflow_path,)),
-        runs[runs["workflow_path"] == workflow_path],
-        lean=True,
-        failures=all_failures(db_url, where),
-    )
-
-
-@st.cache_resource(ttl=TTL)
-def jobs(db_url: str, filters: Filters, *, dated: bool = True) -> pd.DataFrame:
-    """Logical jobs in scope, with the category of their last red shard. Shared by the
-    loaders of a page (a resource: do not modify it)."""
-    frame = all_jobs(db_url, sql_filter(filters))
-    return in_range(frame, filters) if dated else frame
-
-
-@st.cache_data(ttl=TTL)  # small (incident failures only): each caller gets its own copy
-def incident_members(db_url: str, where: runfilter.RunFilter) -> pd.DataFrame:
-    """The failures of ``where``'s runs that belong to an incident (every date), for
-    counting each incident once (analytics.once)."""
-    return incidents.load_members(engine(db_url), where)
-
-
-@st.cache_data(ttl=TTL)
-def incident_table(db_url: str, repo: str) -> pd.DataFrame:
-    """The incidents of ``repo`` (store.incidents.load_incidents), every date."""
-    return incidents.load_incidents(engine(db_url), repo)
 
 
 def events(db_url: str, repo: str) -> pd.DataFrame:

@@ -97,23 +97,6 @@ PRESENTING: dict[str, frozenset[str] | None] = {
     ),
     "store.triage": frozenset({"POSTED_ACTIONS", "posted_actions", "last_summary_at"}),
 }
-# PENDING (#49), to go as each branch is merged: the modules each table reader still imports
-# while its helper moves its tables into the registry. Nothing else may be added here.
-PENDING: dict[str, frozenset[str]] = {
-    # ``first-runs`` for the summary's successors, and its environment versions:
-    # ``environments`` reads the jobs from --since, the summary from 21 days before (works
-    # elsewhere: the same ISO week)
-    "reports/summary.py": frozenset(
-        {
-            "analytics.frames",
-            "analytics.successors",
-            "store.page_queries",
-            "analytics.elsewhere",
-            "analytics.environments",
-            "store.frame_queries",
-        }
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -175,7 +158,6 @@ def table_breaches(path: str, source: str) -> list[Breach]:
     if not path.startswith(TABLE_READERS):
         return []
     tree = ast.parse(source, path)
-    pending = PENDING.get(path, frozenset())
     found = []
     for line, module, names in _imports(tree):
         family = module.startswith("reports.") and module.endswith("_tables")
@@ -189,7 +171,7 @@ def table_breaches(path: str, source: str) -> list[Breach]:
         denied = [
             f"{home}.{name}" if name else home
             for home, name in _taken(tree, module, names)
-            if not _presenting(home, name) and not _allowed(home, pending)
+            if not _presenting(home, name)
         ]
         if denied:
             what = ", ".join(sorted(set(denied)))
