@@ -14,18 +14,17 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import changepoints as cp
-from analytics import derived, overview_counts, rates, recent, silence
+from analytics import derived, overview_counts, rates, recent
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.once import INCIDENT, stability_once
 from reports.query import Query
-from reports.table_inputs import events_of, shared_counts, with_lineage
+from reports.table_inputs import events_of, shared_counts, silent_workflows_of, with_lineage
 from reports.table_spec import ReportTable
 from store import incidents
 from store import overview_counts as counts_sql
 from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
 from store.page_queries import daily_job_presence, run_span
 from store.project import Project
-from store.runfilter import RunFilter
 
 STATUS_COLUMNS = [
     "level",
@@ -165,17 +164,6 @@ def changepoints_table(engine: Engine, project: Project, query: Query) -> pd.Dat
     return cp.nearest_events(found, events_of(engine, project))[CHANGEPOINTS_COLUMNS]
 
 
-def _silent(engine: Engine, project: Project) -> pd.DataFrame:
-    """analytics.silence.silent_workflows, which reads every run of the repository whatever
-    the filter: read once per collect (shared_counts), so a new date range or scope does not
-    read it again. Shared: do not modify the frame."""
-
-    def compute(_: bool) -> pd.DataFrame:
-        return silence.silent_workflows(engine, project)
-
-    return shared_counts("silent workflows", engine, project, RunFilter(project.repo), compute)
-
-
 def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """A status tile per lineage, then per workflow (analytics.recent.tile_tables): the last
     ``recent_days`` before the repository's newest run (or the query's end, if earlier)."""
@@ -191,7 +179,7 @@ def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame
         events_of(engine, project),
         project.analysis,
         recent_days=project.analysis.recent_days,
-        silent=_silent(engine, project),
+        silent=silent_workflows_of(engine, project),
         members=incidents.load_members(engine, where),
     )
     return tiles.reindex(columns=STATUS_COLUMNS)
