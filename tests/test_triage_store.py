@@ -164,7 +164,9 @@ def _readers(engine, db_url: str, signature: str) -> dict[str, set[tuple[str, st
     }
     query = Query(scope="all")
     for name, table in TABLES.items():
-        if table.category_column is None or name in ("known-issues", "incidents", "categories"):
+        # tables of counts (per period, event, lineage): no row of one run, job or signature
+        counts = ("known-issues", "incidents", "categories", "category-shift", "incident-lineages")
+        if table.category_column is None or name in counts:
             continue
         frame = build(engine, project, name, query)
         key = "signature" if "signature" in frame else ("job_id" if "job_id" in frame else None)
