@@ -132,7 +132,7 @@ def export(
     known-issues, incidents, flaky-jobs, verdicts, runner-pools, runners, environments,
     repair, health, before-after, migration-answers, category-shift, basis-mix, first-runs,
     coverage-lost, status, stability, incident-lineages, job-days, changepoints,
-    night-headline, night-health, night-failures, stale, silent.
+    night-headline, night-runs, night-health, night-failures, stale, silent.
 
     Prints the rows written, and what the database lacks of those dates: no runs collected
     yet, or a backfill still in progress.

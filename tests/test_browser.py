@@ -157,7 +157,7 @@ def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -
     from playwright.sync_api import sync_playwright
 
     from dashboard.filters import Filters
-    from dashboard.loaders import migrations, shared
+    from dashboard.loaders import shared
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -194,7 +194,7 @@ def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -
         rows = table[(table["event_pr"] == pr) & table["lineage"].isin(MAIN_LINEAGES)]
         assert set(rows["lineage"]) == MAIN_LINEAGES, (pr, sorted(rows["lineage"]))
         assert (rows["before_runs"] >= 30).all() and (rows["after_runs"] >= 30).all(), rows
-    found = migrations.changepoints(demo_db, filters)
+    found = shared.table(demo_db, filters, "changepoints")
     v1 = found[found["lineage"] == "e2e_v1_separate_async"].set_index("date")
     june = v1[(v1.index >= "2026-06-01") & (v1.index < "2026-07-01")]
     drops = june[june["after_rate"] < june["before_rate"]]
