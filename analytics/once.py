@@ -134,7 +134,9 @@ def verdicts_once(verdicts: pd.DataFrame, members: pd.DataFrame) -> pd.DataFrame
     the others keep their verdict. ``members``: store.incidents.load_members."""
     incident = job_incidents(verdicts, members)
     verdict = np.where(incident.notna(), "incident", verdicts["verdict"].to_numpy(dtype=object))
-    return verdicts.assign(**{INCIDENT: incident.to_numpy(), f"verdict{ONCE}": verdict})
+    # text ids, even when no row has one (a table of one job with no incident)
+    ids = pd.Series(incident.to_numpy(), index=verdicts.index).astype("str")
+    return verdicts.assign(**{INCIDENT: ids, f"verdict{ONCE}": verdict})
 
 
 FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames
