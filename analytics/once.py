@@ -136,7 +136,7 @@ def verdicts_once(verdicts: pd.DataFrame, members: pd.DataFrame) -> pd.DataFrame
     verdict = np.where(incident.notna(), "incident", verdicts["verdict"].to_numpy(dtype=object))
     # text ids, even when no row has one (a table of one job with no incident)
     ids = pd.Series(incident.to_numpy(), index=verdicts.index).astype("str")
-    return verdicts.assign(**{INCIDENT: ids, f"verdict{ONCE}": verdict})
+    return verdicts.assign(**{INCIDENT: ids}).assign(**{f"verdict{ONCE}": verdict})
 
 
 FLAKY_KEYS = ["lineage", "logical_job"]  # a logical job across its lineage's renames
