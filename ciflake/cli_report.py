@@ -128,6 +128,7 @@ def export(
     """Write TABLE as CSV with a fixed column order, the file the dashboard's Export page
     downloads for the same filters (docs/commands.md, "ciflake export").
 
+    \b
     TABLE: runs, jobs, failures, categories, unknown-stages, failure-bases, signatures,
     known-issues, incidents, flaky-jobs, verdicts, runner-pools, runners, environments,
     repair, health, before-after, migration-answers, category-shift, basis-mix, first-runs,
