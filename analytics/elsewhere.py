@@ -10,8 +10,6 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from analytics.once import ONCE, job_incidents, stability_once
-from analytics.rates import rank_by_lower_bound
 from analytics.text import filled
 from store.vocabulary import GREEN_OUTCOMES
 
@@ -103,23 +101,3 @@ def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
         runner_pool=names[codes],  # code -1 (no labels) picks the last name
         runner_name=filled(jobs["runner_name"], NO_RUNNER_NAME),
     )
-
-
-def runner_rates(
-    placed: pd.DataFrame, flagged: pd.DataFrame, by: str, min_runs: int, members: pd.DataFrame
-) -> pd.DataFrame:
-    """Stability of logical jobs per ``by`` (runner_pool or runner_name), with failed_jobs and
-    works_elsewhere, ranked by the Wilson lower bound of the fail rate; the counts and the fail
-    rate also with each incident's red jobs on a pool or runner as one (``*_once``,
-    analytics.once; ``members``: store.incidents.load_members). ``placed``: logical jobs
-    with_runner_pool; ``flagged``: failed_elsewhere of the same jobs by ``by``."""
-    table = stability_once(placed, job_incidents(placed, members), [by], min_runs)
-    if by == "runner_name":
-        flagged = flagged.assign(runner_name=filled(flagged[by], NO_RUNNER_NAME))
-    table = table.merge(works_elsewhere(flagged, by), on=by, how="left")
-    table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
-    for end in ("", ONCE):
-        table[f"fail_rate{end}"] = 1 - table[f"success_rate{end}"]
-        table[f"fail_rate_low{end}"] = 1 - table[f"success_rate_high{end}"]
-        table[f"fail_rate_high{end}"] = 1 - table[f"success_rate_low{end}"]
-    return rank_by_lower_bound(table, "fail_rate")

@@ -13,17 +13,9 @@ from analytics.incidents import KIND
 from analytics.once import INCIDENT, ONCE, stability_once
 from analytics.rates import rank_by_lower_bound
 from analytics.text import filled
+from store.job_counts import COUNT_KEYS
 from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
 
-COUNT_KEYS = [
-    "workflow_path",
-    "logical_job",
-    "week",
-    "runner_name",
-    "labels",
-    "logical_outcome",
-    "incident_id",
-]
 PLACE_KEYS = ["workflow_path", "logical_job", "week"]  # where works elsewhere looks for a green
 
 
@@ -84,7 +76,7 @@ def elsewhere_flags(counts: pd.DataFrame, where: str) -> pd.DataFrame:
 
 
 def runner_table(counts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
-    """analytics.elsewhere.runner_rates from counts: stability of logical jobs per ``by``
+    """Stability of logical jobs per ``by``
     (runner_pool or runner_name), as they are and counted once, with failed_jobs and
     works_elsewhere, ranked by the Wilson lower bound of the fail rate."""
     placed = _placed(counts)
