@@ -74,13 +74,13 @@ def test_a_new_date_range_or_scope_reads_the_silent_workflows_no_more(
 ) -> None:
     engine, project, query, _ = demo
     reads: list[int] = []
-    silent = overview_tables.silence.silent_workflows
+    silent = table_inputs.silent_workflows
 
     def counted(*args: Any) -> pd.DataFrame:
         reads.append(1)
         return silent(*args)
 
-    monkeypatch.setattr(overview_tables.silence, "silent_workflows", counted)
+    monkeypatch.setattr(table_inputs, "silent_workflows", counted)
     build(engine, project, "status", query)
     shorter = replace(query, since=query.since + timedelta(days=30), scope="all")
     shared = build(engine, project, "status", shorter)
