@@ -9,34 +9,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Text, and_, case, cast, func, literal_column, select, type_coerce
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.expression import FunctionElement
 
 from store.frame_queries import label_tuples
 from store.models import Failure, IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
-from store.runfilter import Bind, RunFilter, filtered, raw_frame
+from store.runfilter import Bind, RunFilter, UTCWeek, filtered, raw_frame
 from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-class UTCWeek(FunctionElement[Any]):
-    """The Monday (UTC) that starts the ISO week of a stored time, as ``YYYY-MM-DD`` text."""
-
-    name = "utc_week"
-    inherit_cache = True
-
-
-@compiles(UTCWeek)
-def _utc_week_text(element: UTCWeek, compiler: Any, **kw: Any) -> str:
-    return f"date({compiler.process(element.clauses, **kw)}, 'weekday 0', '-6 days')"
-
-
-@compiles(UTCWeek, "postgresql")
-def _utc_week_postgresql(element: UTCWeek, compiler: Any, **kw: Any) -> str:
-    time = f"timezone('UTC', {compiler.process(element.clauses, **kw)})"
-    return f"to_char(date_trunc('week', {time}), 'YYYY-MM-DD')"
 
 
 COUNT_KEYS = [

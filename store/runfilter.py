@@ -40,6 +40,24 @@ def _utc_day_postgresql(element: UTCDay, compiler: Any, **kw: Any) -> str:
     return f"date(timezone('UTC', {compiler.process(element.clauses, **kw)}))"
 
 
+class UTCWeek(FunctionElement[Any]):
+    """The Monday (UTC) that starts the ISO week of a stored time, as ``YYYY-MM-DD`` text."""
+
+    name = "utc_week"
+    inherit_cache = True
+
+
+@compiles(UTCWeek)
+def _utc_week_text(element: UTCWeek, compiler: Any, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)}, 'weekday 0', '-6 days')"
+
+
+@compiles(UTCWeek, "postgresql")
+def _utc_week_postgresql(element: UTCWeek, compiler: Any, **kw: Any) -> str:
+    time = f"timezone('UTC', {compiler.process(element.clauses, **kw)})"
+    return f"to_char(date_trunc('week', {time}), 'YYYY-MM-DD')"
+
+
 def conclusion(model: Any) -> Any:
     """The conclusion every reader counts by: GitHub's, except ``timed_out`` where the collector
     found that a job hit its time limit (GitHub reports those jobs and their runs
