@@ -5,6 +5,8 @@ stability timeline numbers them, and event_legend is the table of those numbers.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -104,10 +106,9 @@ ROW_GAP = 36  # px between its rows (room for the next row's title)
 TIMELINE_MARGIN = {"t": 56, "b": 40, "l": 50, "r": 20}
 
 
-def _numbered_event_lines(figure: go.Figure, legend: pd.DataFrame, rows: int) -> None:
-    """Each legend event as a dotted line on every one of ``rows`` rows, its number drawn once
-    above the top. Added in one layout update: Plotly's add_vline and add_annotation validate
-    the whole layout on each call, which took seconds for 20 events on 5 rows."""
+def _numbered_event_lines(legend: pd.DataFrame, rows: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(shapes, annotations): each legend event as a dotted line on every one of ``rows`` rows,
+    its number drawn once above the top."""
     axis = {row: str(row) if row > 1 else "" for row in range(1, rows + 1)}
     shapes = [
         _event_line(event.date, f"x{axis[row]}", f"y{axis[row]} domain")
@@ -133,20 +134,18 @@ def _numbered_event_lines(figure: go.Figure, legend: pd.DataFrame, rows: int) ->
         }
         for event in legend.itertuples()
     ]
-    figure.update_layout(
-        shapes=[*figure.layout.shapes, *shapes],
-        annotations=[*figure.layout.annotations, *numbers],
-    )
+    return shapes, numbers
 
 
 INCIDENT_COLOUR = "#c62828"
 
 
-def _incident_bands(figure: go.Figure, bands: pd.DataFrame, lineages: list[str]) -> None:
-    """Each incident as a shaded band over its span on the rows of the lineages it hit, and a
-    marker at its start that names it on hover: a band of a few hours is a hairline on a
-    year's axis, the marker stays findable. Shapes added in one layout update (as
-    _numbered_event_lines)."""
+def _incident_bands(
+    figure: go.Figure, bands: pd.DataFrame, lineages: list[str]
+) -> list[dict[str, Any]]:
+    """Each incident as a shaded band over its span on the rows of the lineages it hit (the
+    shapes returned), and a marker at its start that names it on hover (added): a band of a
+    few hours is a hairline on a year's axis, the marker stays findable."""
     rows = {lineage: row for row, lineage in enumerate(lineages, start=1)}
     shown = bands[bands["lineage"].isin(rows)]
     axis = {row: str(row) if row > 1 else "" for row in rows.values()}
@@ -166,7 +165,6 @@ def _incident_bands(figure: go.Figure, bands: pd.DataFrame, lineages: list[str])
         }
         for band in shown.itertuples()
     ]
-    figure.update_layout(shapes=[*figure.layout.shapes, *shapes])
     for lineage, chosen in shown.groupby("lineage"):
         figure.add_trace(
             go.Scatter(
@@ -182,6 +180,7 @@ def _incident_bands(figure: go.Figure, bands: pd.DataFrame, lineages: list[str])
             row=rows[str(lineage)],
             col=1,
         )
+    return shapes
 
 
 def _incident_hover(incidents: pd.DataFrame) -> pd.Series:
@@ -267,11 +266,19 @@ def stability_timeline(
         ]
         for trace in traces:
             figure.add_trace(trace, row=i + 1, col=1)
-    _numbered_event_lines(figure, timeline_events(table, events), rows)
+    shapes, numbers = _numbered_event_lines(timeline_events(table, events), rows)
     if bands is not None:
-        _incident_bands(figure, bands, lineages)
+        shapes += _incident_bands(figure, bands, lineages)
     figure.update_yaxes(range=[0, 1], tickformat=".0%", tickvals=[0, 0.5, 1])
-    figure.update_layout(height=height, margin=TIMELINE_MARGIN, hovermode="closest")
+    # Every shape and number in one layout update: Plotly validates the whole layout on each
+    # add_vline, add_annotation or update, which took seconds for 20 events on 17 rows.
+    figure.update_layout(
+        height=height,
+        margin=TIMELINE_MARGIN,
+        hovermode="closest",
+        shapes=shapes,
+        annotations=[*figure.layout.annotations, *numbers],
+    )
     return figure
 
 
