@@ -106,7 +106,9 @@ ROW_GAP = 36  # px between its rows (room for the next row's title)
 TIMELINE_MARGIN = {"t": 56, "b": 40, "l": 50, "r": 20}
 
 
-def _numbered_event_lines(legend: pd.DataFrame, rows: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _numbered_event_lines(
+    legend: pd.DataFrame, rows: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(shapes, annotations): each legend event as a dotted line on every one of ``rows`` rows,
     its number drawn once above the top."""
     axis = {row: str(row) if row > 1 else "" for row in range(1, rows + 1)}
