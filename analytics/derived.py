@@ -8,8 +8,10 @@ The collector marks each batch's runs pending in the transaction that stores the
 (``store.derived.mark_pending``) and recomputes the pending runs ``store.derived.FLUSH_RUNS``
 at a time, in the transaction of the batch that reaches that many, and once more when the
 collect ends (``flush``): computing a few runs at a
-time costs a fixed 50 ms in pandas, more than collecting them. A kill leaves raw rows, derived
-rows and marks in step: every run whose rows are out of date is marked.
+time costs a fixed 50 ms in pandas, more than collecting them. The repository's incidents,
+which read all its failures, are found once, when the collect ends: a batch's flush marks them
+waiting instead (``store.derived.defer_incidents``). A kill leaves raw rows, derived rows and
+marks in step: every run whose rows are out of date is marked, and so are the incidents.
 
 Bump ``store.derived.VERSION`` whenever a change here, or in a function used here, changes a
 derived value: the collector and ``ciflake db upgrade`` then rebuild the tables, and until they
@@ -109,16 +111,23 @@ def refresh_incidents(conn: Connection, repo: str, settings: IncidentSettings) -
     incident_rows.replace(conn, repo, _records(found), _records(members))
 
 
-def flush(conn: Connection, repo: str, project: Project) -> int:
-    """Recompute the pending runs of ``repo`` and its incidents and clear the runs' marks, in
-    ``conn``'s transaction; returns how many runs there were."""
+def flush(conn: Connection, repo: str, project: Project, *, incidents: bool = True) -> int:
+    """Recompute the pending runs of ``repo`` and clear their marks, in ``conn``'s
+    transaction, then its incidents if they are out of date; returns how many runs there were.
+    Without ``incidents`` (a collect's batch), the incidents are marked waiting instead: the
+    collect's last flush finds them once, rather than every batch reading all the failures."""
     ids = derived.pending(conn, repo)
     for start in range(0, len(ids), REBUILD_CHUNK):
         chunk = ids[start : start + REBUILD_CHUNK]
         refresh(conn, chunk, project.job_name_strip)
         derived.clear_pending(conn, chunk)
-    if ids:
-        refresh_incidents(conn, repo, project.analysis.incidents)
+    if not incidents:
+        if ids:
+            derived.defer_incidents(conn, repo)
+    elif ids or derived.incidents_waiting(conn, repo):
+        settings = project.analysis.incidents
+        refresh_incidents(conn, repo, settings)
+        derived.incidents_found(conn, repo, settings.rule)
     return len(ids)
 
 
@@ -167,8 +176,8 @@ def ensure_current(engine: Engine, repo: str, project: Project) -> bool:
     if made_right:
         settings = project.analysis.incidents
         with engine.begin() as conn:
-            if not flush(conn, repo, project):
-                refresh_incidents(conn, repo, settings)
+            flush(conn, repo, project, incidents=False)
+            refresh_incidents(conn, repo, settings)
             derived.mark_current(conn, repo, VERSION, strip, settings.rule)
         return False
     rebuild(engine, repo, project)
@@ -179,7 +188,7 @@ def differences(engine: Engine, repo: str, project: Project) -> dict[str, int]:
     """Rows of the stored derived tables of ``repo`` that differ from a fresh computation from
     the raw rows, per table (missing, extra or changed rows): empty when they agree. Runs
     marked pending are known to be out of date and left out, and so are the incidents while
-    any run is pending (a collect recomputes them with its pending runs)."""
+    any run is pending or they wait for a collect's end (which recomputes them)."""
     strip = project.job_name_strip
     waiting = set(derived.pending(engine, repo))
     ids = [run_id for run_id in derived.run_ids(engine, repo) if run_id not in waiting]
@@ -199,7 +208,7 @@ def differences(engine: Engine, repo: str, project: Project) -> dict[str, int]:
         ("logical_runs", stored_runs, fresh_runs),
         ("logical_jobs", stored_jobs, fresh_jobs),
     ]
-    if not waiting:
+    if not waiting and not derived.incidents_waiting(engine, repo):
         found_incidents, members = incidents(engine, repo, project.analysis.incidents)
         stored_incidents = incident_rows.load_incidents(engine, repo)
         tables += [
