@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
-from analytics.incidents import candidate_spans, detect
+from analytics.incidents import affected_spans, candidate_spans, detect
 from analytics.outcomes import logical_jobs, logical_runs, with_run_categories
 from analytics.verdicts import job_categories
 from store import derived
@@ -42,6 +42,7 @@ from store.frame_queries import (
     load_jobs,
     run_outcomes,
 )
+from store.incidents import Spans
 from store.project import IncidentSettings, Project
 from store.runfilter import Bind, RunFilter
 
@@ -93,22 +94,37 @@ def refresh(conn: Connection, run_ids: Sequence[int], strip: str) -> None:
 
 
 def incidents(
-    bind: Bind, repo: str, settings: IncidentSettings
+    bind: Bind, repo: str, settings: IncidentSettings, spans: Spans | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(incidents, their failures) of ``repo`` from its stored failures: only the jobs around
-    a burst big enough to be one are read to weigh it."""
-    failures = incident_rows.incident_failures(bind, repo)
+    """(incidents, their failures) of ``repo`` from its stored failures (that started within
+    ``spans``, given): only the jobs around a burst big enough to be one are read to weigh
+    it."""
+    failures = incident_rows.incident_failures(bind, repo, spans)
     spans = candidate_spans(failures, settings)
     jobs = incident_rows.exposed_jobs(bind, repo, spans) if spans else failures.iloc[:0]
     return detect(failures, jobs, settings, repo)
 
 
-def refresh_incidents(conn: Connection, repo: str, settings: IncidentSettings) -> None:
-    """Recompute ``repo``'s incidents in ``conn``'s transaction. An incident spans many runs
-    and its share weighs the jobs around it, so every change of a run's rows recomputes them
-    all: one read of the failures, and of the jobs around the bursts (see bench/RESULTS.md)."""
-    found, members = incidents(conn, repo, settings)
-    incident_rows.replace(conn, repo, _records(found), _records(members))
+def refresh_incidents(
+    conn: Connection,
+    repo: str,
+    settings: IncidentSettings,
+    run_ids: Sequence[int] | None = None,
+) -> None:
+    """Recompute ``repo``'s incidents in ``conn``'s transaction: all of them, or (given the
+    ``run_ids`` whose rows changed) those in the spans these runs can change
+    (``analytics.incidents.affected_spans``), which a nightly collect's hundred runs keep to
+    a few days. An incident spans many runs and its share weighs the jobs around it, so it is
+    found again whole: one read of the failures, and of the jobs around the bursts."""
+    spans = None
+    if run_ids is not None:
+        touched, held = incident_rows.touched_by(conn, run_ids)
+        starts = incident_rows.failure_starts(conn, repo)
+        spans = affected_spans(starts, touched, held, settings)
+        if not spans:
+            return
+    found, members = incidents(conn, repo, settings, spans)
+    incident_rows.replace(conn, repo, _records(found), _records(members), spans)
 
 
 def flush(conn: Connection, repo: str, project: Project, *, incidents: bool = True) -> int:
@@ -125,8 +141,9 @@ def flush(conn: Connection, repo: str, project: Project, *, incidents: bool = Tr
         if ids:
             derived.defer_incidents(conn, repo)
     elif ids or derived.incidents_waiting(conn, repo):
-        settings = project.analysis.incidents
-        refresh_incidents(conn, repo, settings)
+        settings = project.analysis.incidents  # all of them after the batches' flushes
+        changed = None if derived.incidents_waiting(conn, repo) else ids
+        refresh_incidents(conn, repo, settings, changed)
         derived.incidents_found(conn, repo, settings.rule)
     return len(ids)
 

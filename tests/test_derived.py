@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete, func, select, update
@@ -310,9 +311,9 @@ def _noting_incident_finds(monkeypatch, events: list[str]) -> None:
     """ "incidents" added to ``events`` each time ``analytics.derived`` finds them."""
     refresh = derived.refresh_incidents
 
-    def noted(conn, repo, settings):
+    def noted(conn, repo, settings, run_ids=None):
         events.append("incidents")
-        refresh(conn, repo, settings)
+        refresh(conn, repo, settings, run_ids)
 
     monkeypatch.setattr(derived, "refresh_incidents", noted)
 
@@ -378,4 +379,71 @@ def test_a_collect_finds_the_incidents_once_at_its_end(db_url, monkeypatch):
     engine = make_engine(db_url)
     assert derived.is_whole(engine, REPO, _project(db_url))
     assert derived.differences(engine, REPO, _project(db_url)) == {}
+    engine.dispose()
+
+
+def test_a_collect_finds_again_only_the_incidents_its_runs_can_change(
+    demo_db, tmp_path, monkeypatch
+):
+    """The collect's last flush finds the incidents again only in the spans its pending runs
+    can change (analytics.incidents.affected_spans): an incident whose failures go, then come
+    back, goes and comes back, and what is stored is a detection over every failure (the demo's
+    incidents and their failures), from a tenth of the failures at most."""
+    import sqlite3
+
+    from sqlalchemy import insert
+
+    from store import derived as derived_rows
+    from store import incidents as incident_rows
+    from store.models import IncidentFailure
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    with (
+        sqlite3.connect(demo_db.removeprefix("sqlite:///")) as source,
+        sqlite3.connect(tmp_path / "demo.db") as copy,
+    ):
+        source.backup(copy)
+    engine = make_engine(url)
+    project = load_config(env={}, db_url=url).project(REPO)
+    before = load_incidents(engine, REPO)
+    read: list[int] = []
+    failures = incident_rows.incident_failures
+    monkeypatch.setattr(
+        incident_rows,
+        "incident_failures",
+        lambda *a: read.append(len(frame := failures(*a))) or frame,
+    )
+    incident = before.iloc[len(before) // 2]["id"]
+    with engine.connect() as conn:
+        runs = sorted(
+            set(
+                conn.scalars(
+                    select(IncidentFailure.run_id).where(IncidentFailure.incident_id == incident)
+                )
+            )
+        )
+        rows = [
+            dict(r._mapping) for r in conn.execute(select(Failure).where(Failure.run_id.in_(runs)))
+        ]
+
+    everything = len(incident_rows.failure_starts(engine, REPO))
+
+    def collected(change) -> pd.DataFrame:
+        with engine.begin() as conn:
+            change(conn)
+            derived_rows.mark_pending(conn, REPO, runs)
+            read.clear()
+            assert derived.flush(conn, REPO, project) == len(runs)
+        assert read and max(read) < everything / 10, (read, everything)
+        fresh, members = derived.incidents(engine, REPO, project.analysis.incidents)
+        stored = load_incidents(engine, REPO)
+        pd.testing.assert_frame_equal(stored, fresh, check_dtype=False)
+        kept = incident_rows.load_members(engine, RunFilter(repo=REPO))
+        assert derived._rows(kept) == derived._rows(members)
+        return stored
+
+    gone = collected(lambda conn: conn.execute(delete(Failure).where(Failure.run_id.in_(runs))))
+    assert incident not in set(gone["id"]) and len(gone) >= len(before) - 1
+    back = collected(lambda conn: conn.execute(insert(Failure), rows))
+    pd.testing.assert_frame_equal(back, before)
     engine.dispose()
