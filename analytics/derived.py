@@ -140,10 +140,11 @@ def flush(conn: Connection, repo: str, project: Project, *, incidents: bool = Tr
     if not incidents:
         if ids:
             derived.defer_incidents(conn, repo)
-    elif ids or derived.incidents_waiting(conn, repo):
+        return len(ids)
+    waiting = derived.incidents_waiting(conn, repo)
+    if ids or waiting:
         settings = project.analysis.incidents  # all of them after the batches' flushes
-        changed = None if derived.incidents_waiting(conn, repo) else ids
-        refresh_incidents(conn, repo, settings, changed)
+        refresh_incidents(conn, repo, settings, None if waiting else ids)
         derived.incidents_found(conn, repo, settings.rule)
     return len(ids)
 
