@@ -8,8 +8,10 @@ The collector marks each batch's runs pending in the transaction that stores the
 (``store.derived.mark_pending``) and recomputes the pending runs ``store.derived.FLUSH_RUNS``
 at a time, in the transaction of the batch that reaches that many, and once more when the
 collect ends (``flush``): computing a few runs at a
-time costs a fixed 50 ms in pandas, more than collecting them. A kill leaves raw rows, derived
-rows and marks in step: every run whose rows are out of date is marked.
+time costs a fixed 50 ms in pandas, more than collecting them. The repository's incidents,
+which read all its failures, are found once, when the collect ends: a batch's flush marks them
+waiting instead (``store.derived.defer_incidents``). A kill leaves raw rows, derived rows and
+marks in step: every run whose rows are out of date is marked, and so are the incidents.
 
 Bump ``store.derived.VERSION`` whenever a change here, or in a function used here, changes a
 derived value: the collector and ``ciflake db upgrade`` then rebuild the tables, and until they
@@ -25,7 +27,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
-from analytics.incidents import candidate_spans, detect
+from analytics.incidents import affected_spans, candidate_spans, detect
 from analytics.outcomes import logical_jobs, logical_runs, with_run_categories
 from analytics.verdicts import job_categories
 from store import derived
@@ -40,6 +42,7 @@ from store.frame_queries import (
     load_jobs,
     run_outcomes,
 )
+from store.incidents import Spans
 from store.project import IncidentSettings, Project
 from store.runfilter import Bind, RunFilter
 
@@ -91,34 +94,58 @@ def refresh(conn: Connection, run_ids: Sequence[int], strip: str) -> None:
 
 
 def incidents(
-    bind: Bind, repo: str, settings: IncidentSettings
+    bind: Bind, repo: str, settings: IncidentSettings, spans: Spans | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(incidents, their failures) of ``repo`` from its stored failures: only the jobs around
-    a burst big enough to be one are read to weigh it."""
-    failures = incident_rows.incident_failures(bind, repo)
+    """(incidents, their failures) of ``repo`` from its stored failures (that started within
+    ``spans``, given): only the jobs around a burst big enough to be one are read to weigh
+    it."""
+    failures = incident_rows.incident_failures(bind, repo, spans)
     spans = candidate_spans(failures, settings)
     jobs = incident_rows.exposed_jobs(bind, repo, spans) if spans else failures.iloc[:0]
     return detect(failures, jobs, settings, repo)
 
 
-def refresh_incidents(conn: Connection, repo: str, settings: IncidentSettings) -> None:
-    """Recompute ``repo``'s incidents in ``conn``'s transaction. An incident spans many runs
-    and its share weighs the jobs around it, so every change of a run's rows recomputes them
-    all: one read of the failures, and of the jobs around the bursts (see bench/RESULTS.md)."""
-    found, members = incidents(conn, repo, settings)
-    incident_rows.replace(conn, repo, _records(found), _records(members))
+def refresh_incidents(
+    conn: Connection,
+    repo: str,
+    settings: IncidentSettings,
+    run_ids: Sequence[int] | None = None,
+) -> None:
+    """Recompute ``repo``'s incidents in ``conn``'s transaction: all of them, or (given the
+    ``run_ids`` whose rows changed) those in the spans these runs can change
+    (``analytics.incidents.affected_spans``), which a nightly collect's hundred runs keep to
+    a few days. An incident spans many runs and its share weighs the jobs around it, so it is
+    found again whole: one read of the failures, and of the jobs around the bursts."""
+    spans = None
+    if run_ids is not None:
+        touched, held = incident_rows.touched_by(conn, run_ids)
+        starts = incident_rows.failure_starts(conn, repo)
+        spans = affected_spans(starts, touched, held, settings)
+        if not spans:
+            return
+    found, members = incidents(conn, repo, settings, spans)
+    incident_rows.replace(conn, repo, _records(found), _records(members), spans)
 
 
-def flush(conn: Connection, repo: str, project: Project) -> int:
-    """Recompute the pending runs of ``repo`` and its incidents and clear the runs' marks, in
-    ``conn``'s transaction; returns how many runs there were."""
+def flush(conn: Connection, repo: str, project: Project, *, incidents: bool = True) -> int:
+    """Recompute the pending runs of ``repo`` and clear their marks, in ``conn``'s
+    transaction, then its incidents if they are out of date; returns how many runs there were.
+    Without ``incidents`` (a collect's batch), the incidents are marked waiting instead: the
+    collect's last flush finds them once, rather than every batch reading all the failures."""
     ids = derived.pending(conn, repo)
     for start in range(0, len(ids), REBUILD_CHUNK):
         chunk = ids[start : start + REBUILD_CHUNK]
         refresh(conn, chunk, project.job_name_strip)
         derived.clear_pending(conn, chunk)
-    if ids:
-        refresh_incidents(conn, repo, project.analysis.incidents)
+    if not incidents:
+        if ids:
+            derived.defer_incidents(conn, repo)
+        return len(ids)
+    waiting = derived.incidents_waiting(conn, repo)
+    if ids or waiting:
+        settings = project.analysis.incidents  # all of them after the batches' flushes
+        refresh_incidents(conn, repo, settings, None if waiting else ids)
+        derived.incidents_found(conn, repo, settings.rule)
     return len(ids)
 
 
@@ -167,8 +194,8 @@ def ensure_current(engine: Engine, repo: str, project: Project) -> bool:
     if made_right:
         settings = project.analysis.incidents
         with engine.begin() as conn:
-            if not flush(conn, repo, project):
-                refresh_incidents(conn, repo, settings)
+            flush(conn, repo, project, incidents=False)
+            refresh_incidents(conn, repo, settings)
             derived.mark_current(conn, repo, VERSION, strip, settings.rule)
         return False
     rebuild(engine, repo, project)
@@ -179,7 +206,7 @@ def differences(engine: Engine, repo: str, project: Project) -> dict[str, int]:
     """Rows of the stored derived tables of ``repo`` that differ from a fresh computation from
     the raw rows, per table (missing, extra or changed rows): empty when they agree. Runs
     marked pending are known to be out of date and left out, and so are the incidents while
-    any run is pending (a collect recomputes them with its pending runs)."""
+    any run is pending or they wait for a collect's end (which recomputes them)."""
     strip = project.job_name_strip
     waiting = set(derived.pending(engine, repo))
     ids = [run_id for run_id in derived.run_ids(engine, repo) if run_id not in waiting]
@@ -199,7 +226,7 @@ def differences(engine: Engine, repo: str, project: Project) -> dict[str, int]:
         ("logical_runs", stored_runs, fresh_runs),
         ("logical_jobs", stored_jobs, fresh_jobs),
     ]
-    if not waiting:
+    if not waiting and not derived.incidents_waiting(engine, repo):
         found_incidents, members = incidents(engine, repo, project.analysis.incidents)
         stored_incidents = incident_rows.load_incidents(engine, repo)
         tables += [

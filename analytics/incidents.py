@@ -20,7 +20,7 @@ explains, and a broader burst that overlaps it stands only on the failures left 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -142,14 +142,42 @@ def candidate_spans(
     """The time spans, merged where they overlap, of every burst big enough to be an
     incident: the only spans whose jobs ``detect`` needs to weigh a burst against the jobs
     exposed to it."""
-    spans = sorted((b.start, b.end) for cause in CAUSES for b in bursts(failures, cause, settings))
+    return _merged((b.start, b.end) for cause in CAUSES for b in bursts(failures, cause, settings))
+
+
+def _merged(spans: Iterable[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
     merged: list[tuple[datetime, datetime]] = []
-    for start, end in spans:
+    for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))
     return merged
+
+
+def affected_spans(
+    starts: pd.Series,
+    touched: pd.Series,
+    held: Sequence[tuple[datetime, datetime]],
+    settings: IncidentSettings,
+) -> list[tuple[datetime, datetime]]:
+    """Where changed runs can change the incidents, merged: the stretches of failures (their
+    start times ``starts``) without a gap over the window that hold a start of the runs' jobs
+    (``touched``) or overlap an incident that held one of their failures (``held``), and those
+    incidents' spans. A burst chains failures at most the window apart, so it never crosses
+    such a gap, and an incident only weighs the jobs within its span: detection within these
+    spans finds what detection over every failure finds there, and nothing changes outside."""
+    times = starts.sort_values(ignore_index=True)
+    stretch = (times.diff() > pd.Timedelta(hours=settings.window_hours)).cumsum()
+    bounds = times.groupby(stretch).agg(["min", "max"])
+    first, last = bounds["min"].reset_index(drop=True), bounds["max"].reset_index(drop=True)
+    touched = touched.dropna().reset_index(drop=True)
+    begun = pd.Series(first.searchsorted(touched, side="right") - 1)  # the last stretch begun
+    ends = last.reindex(begun).reset_index(drop=True)  # NaT before the first stretch
+    hit = pd.Series(first.index.isin(begun[touched <= ends]))
+    for start, end in held:
+        hit |= (first <= end) & (last >= start)
+    return _merged([*zip(first[hit], last[hit], strict=True), *held])
 
 
 def _exposed(jobs: pd.DataFrame, burst: Burst) -> int:

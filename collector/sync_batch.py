@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from collector import lazy, time_limits
@@ -369,24 +369,24 @@ class BatchStage:
 
     def _derive(self, session: Session, run_ids: list[int]) -> None:
         """``run_ids`` marked pending in the transaction that stored their raw rows, and every
-        pending run recomputed there once enough are."""
+        pending run recomputed there once enough are (the incidents wait for the end)."""
         session.flush()
         conn = session.connection()
         if (
             run_ids
             and derived_rows.mark_pending(conn, self.repo, run_ids) >= derived_rows.FLUSH_RUNS
         ):
-            self._recompute(conn)
+            lazy.derived().flush(conn, self.repo, self.project, incidents=False)
 
     def flush_derived(self) -> None:
-        """Recompute the runs still pending: the collect's last act."""
+        """Recompute the runs still pending and the incidents the batches left waiting: the
+        collect's last act."""
         with self._session() as session, session.begin():
             conn = session.connection()
-            if derived_rows.pending(conn, self.repo):
-                self._recompute(conn)
-
-    def _recompute(self, conn: Connection) -> None:
-        lazy.derived().flush(conn, self.repo, self.project)
+            if derived_rows.pending(conn, self.repo) or derived_rows.incidents_waiting(
+                conn, self.repo
+            ):
+                lazy.derived().flush(conn, self.repo, self.project)
 
     def _count_logs(self, results: Sequence[Any]) -> None:
         for result in results:

@@ -1,7 +1,7 @@
 """SQL of the derived tables (``logical_runs``, ``logical_jobs``, ``derived_pending``,
-``derived_state``): replace a set of runs' rows, mark and list the runs pending, say whether
-a repository's tables are current, list the runs to rebuild. What goes in the rows is computed
-by analytics.derived."""
+``derived_state``): replace a set of runs' rows, mark and list the runs pending, mark a
+repository's incidents as waiting for the end of a collect, say whether a repository's tables
+are current, list the runs to rebuild. What goes in the rows is computed by analytics.derived."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, delete, func, select, update
 
 from store.models import DerivedPending, DerivedState, LogicalJob, LogicalRun, WorkflowRun
 from store.runfilter import Bind, connected
@@ -21,6 +21,10 @@ CHUNK = 500  # run ids per IN (...): far below SQLite's limit of bound parameter
 # Kept here, with the pending marks, so that a collect needs no pandas until it recomputes.
 VERSION = 2
 FLUSH_RUNS = 1_000  # pending runs that a collect's batch recomputes in its own transaction
+# ``derived_state.incident_rule`` while runs were recomputed after the incidents were found: no
+# settings' rule, so the collector finds the incidents again (at its end, or at the next
+# collect's start after a kill), and a check leaves them out meanwhile.
+INCIDENTS_WAITING = "waiting for the collect's end"
 
 
 def _chunks(ids: Sequence[int]) -> list[Sequence[int]]:
@@ -62,6 +66,27 @@ def pending(bind: Bind, repo: str | None) -> list[int]:
 def clear_pending(conn: Connection, run_ids: Sequence[int]) -> None:
     for chunk in _chunks(list(run_ids)):
         conn.execute(delete(DerivedPending).where(DerivedPending.run_id.in_(chunk)))
+
+
+def defer_incidents(conn: Connection, repo: str) -> None:
+    """Mark ``repo``'s incidents out of date, in the transaction that recomputed runs without
+    them: a collect finds them once, when it ends, rather than with every batch that flushes."""
+    stmt = update(DerivedState).where(DerivedState.repo == repo)
+    conn.execute(stmt.values(incident_rule=INCIDENTS_WAITING))
+
+
+def incidents_waiting(bind: Bind, repo: str) -> bool:
+    """Whether ``repo``'s incidents were marked out of date by ``defer_incidents`` and not
+    found since."""
+    stmt = select(DerivedState.incident_rule).where(DerivedState.repo == repo)
+    with connected(bind) as conn:
+        return conn.scalar(stmt) == INCIDENTS_WAITING
+
+
+def incidents_found(conn: Connection, repo: str, incident_rule: str) -> None:
+    """``repo``'s incidents were just found with the settings ``incident_rule``."""
+    stmt = update(DerivedState).where(DerivedState.repo == repo)
+    conn.execute(stmt.values(incident_rule=incident_rule))
 
 
 def mark_current(

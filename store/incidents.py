@@ -12,7 +12,15 @@ from sqlalchemy import Connection, Select, String, and_, delete, func, or_, sele
 
 from store.frame_queries import label_tuples
 from store.models import Failure, Incident, IncidentFailure, Job, WorkflowRun
-from store.runfilter import Bind, RunFilter, as_frame, conclusion, filtered, raw_frame
+from store.runfilter import (
+    Bind,
+    RunFilter,
+    as_frame,
+    conclusion,
+    connected,
+    filtered,
+    raw_frame,
+)
 from store.upsert import upsert
 
 if TYPE_CHECKING:
@@ -37,20 +45,36 @@ CHUNK = 2_000  # rows per insert: far below SQLite's and psycopg's limits of bou
 SPAN_CHUNK = 200  # spans per query of exposed_jobs, as store.derived's CHUNK of run ids
 
 
+Spans = Sequence[tuple[datetime, datetime]]
+
+
 def replace(
     conn: Connection,
     repo: str,
     incidents: Sequence[Mapping[str, Any]],
     members: Sequence[Mapping[str, Any]],
+    spans: Spans | None = None,
 ) -> None:
     """``repo``'s incidents become ``incidents`` (rows of INCIDENT_COLUMNS) and their failures
-    ``members`` (rows of MEMBER_COLUMNS), in ``conn``'s transaction."""
-    ids = select(Incident.id).where(Incident.repo == repo)
-    conn.execute(delete(IncidentFailure).where(IncidentFailure.incident_id.in_(ids)))
-    conn.execute(delete(Incident).where(Incident.repo == repo))
+    ``members`` (rows of MEMBER_COLUMNS), in ``conn``'s transaction; given ``spans``, only its
+    incidents that overlap one of them are replaced."""
+    stale = Incident.repo == repo
+    for start in range(0, len(spans or ()), SPAN_CHUNK):
+        chunk = (spans or ())[start : start + SPAN_CHUNK]
+        overlap = or_(*(and_(Incident.started_at <= b, Incident.ended_at >= a) for a, b in chunk))
+        _delete(conn, and_(stale, overlap))
+    if spans is None:
+        _delete(conn, stale)
     upsert(conn, Incident, incidents)
     for start in range(0, len(members), CHUNK):
         upsert(conn, IncidentFailure, members[start : start + CHUNK])
+
+
+def _delete(conn: Connection, which: Any) -> None:
+    """The incidents ``which`` selects, and their failures."""
+    ids = select(Incident.id).where(which)
+    conn.execute(delete(IncidentFailure).where(IncidentFailure.incident_id.in_(ids)))
+    conn.execute(delete(Incident).where(which))
 
 
 def _incidents() -> Select[*tuple[Any, ...]]:
@@ -123,17 +147,64 @@ def _frame(bind: Bind, stmt: Any) -> pd.DataFrame:
     return frame.assign(labels=label_tuples(frame["labels"]))
 
 
-def incident_failures(bind: Bind, repo: str) -> pd.DataFrame:
-    """Every failed job attempt of ``repo`` (not the run-level failures of runs without jobs),
-    with its category, signature and deciding line and the job's facts (``_job_facts``)."""
-    stmt = (
-        select(*_job_facts(), Failure.category, Failure.signature, Failure.line)
+def _failed(repo: str, *columns: Any) -> Select[*tuple[Any, ...]]:
+    """``columns`` of every failed job attempt of ``repo`` (not the run-level failures of runs
+    without jobs)."""
+    return (
+        select(*columns)
         .join(Failure, and_(Failure.job_id == Job.id, Failure.run_id == Job.run_id))
         .join(WorkflowRun, WorkflowRun.id == Job.run_id)
         .where(WorkflowRun.repo == repo)
-        .order_by(Job.run_id, Job.run_attempt, Job.id)
     )
-    return _frame(bind, stmt)
+
+
+def _within(spans: Spans) -> Any:
+    at = _started()
+    return or_(*(at.between(a, b) for a, b in spans))
+
+
+def incident_failures(bind: Bind, repo: str, spans: Spans | None = None) -> pd.DataFrame:
+    """Every failed job attempt of ``repo`` (given ``spans``: that started within one of
+    them), with its category, signature and deciding line and the job's facts
+    (``_job_facts``)."""
+    import pandas as pd
+
+    stmt = _failed(repo, *_job_facts(), Failure.category, Failure.signature, Failure.line)
+    stmt = stmt.order_by(Job.run_id, Job.run_attempt, Job.id)
+    if spans is None:
+        return _frame(bind, stmt)
+    frames = [
+        _frame(bind, stmt.where(_within(spans[i : i + SPAN_CHUNK])))
+        for i in range(0, max(len(spans), 1), SPAN_CHUNK)
+    ]
+    found = [frame for frame in frames if not frame.empty] or frames[:1]  # keeps the dtypes
+    return pd.concat(found, ignore_index=True).sort_values(
+        ["run_id", "run_attempt", "job_id"], ignore_index=True
+    )
+
+
+def failure_starts(bind: Bind, repo: str) -> pd.Series:
+    """When each failed job attempt of ``repo`` started (as ``incident_failures``' ``at``)."""
+    return raw_frame(bind, _failed(repo, _started().label("at")), ("at",))["at"]
+
+
+def touched_by(bind: Bind, run_ids: Sequence[int]) -> tuple[pd.Series, list[tuple[Any, Any]]]:
+    """What ``run_ids`` can change of the incidents: when each of their job attempts started,
+    and the spans of the stored incidents that hold one of their failures."""
+    import pandas as pd
+
+    starts: list[pd.Series] = []
+    spans: list[tuple[Any, Any]] = []
+    member = IncidentFailure
+    for i in range(0, len(run_ids), SPAN_CHUNK):
+        chunk = run_ids[i : i + SPAN_CHUNK]
+        jobs = select(_started().label("at")).join(WorkflowRun, WorkflowRun.id == Job.run_id)
+        starts.append(raw_frame(bind, jobs.where(Job.run_id.in_(chunk)), ("at",))["at"])
+        held = select(member.incident_id).where(member.run_id.in_(chunk))
+        stmt = select(Incident.started_at, Incident.ended_at).where(Incident.id.in_(held))
+        with connected(bind) as conn:
+            spans += [(a, b) for a, b in conn.execute(stmt)]
+    return pd.concat(starts, ignore_index=True) if starts else pd.Series(), spans
 
 
 def exposed_jobs(bind: Bind, repo: str, spans: Sequence[tuple[datetime, datetime]]) -> pd.DataFrame:

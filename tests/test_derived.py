@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete, func, select, update
@@ -239,35 +240,42 @@ def test_the_collect_only_commands_make_pandas_lean(command, tmp_path, monkeypat
     assert asked == ["lean", "run"]
 
 
+def _made_up_incident(conn) -> None:
+    """``REPO``'s incidents become one that no detection finds, holding one stored failure."""
+    from datetime import UTC, datetime
+
+    from store import incidents
+
+    failure = conn.execute(select(Failure.run_id, Failure.run_attempt, Failure.job_id)).first()
+    assert failure is not None
+    at = datetime(2026, 8, 14, 13, tzinfo=UTC)
+    row = {
+        "id": "x" * 32,
+        "repo": REPO,
+        "kind": "signature",
+        "category": "network",
+        "signature": "s",
+        "runner": None,
+        "label": "made up",
+        "started_at": at,
+        "ended_at": at,
+        "jobs": 1,
+        "runs": 1,
+        "workflows": 1,
+    }
+    incidents.replace(conn, REPO, [row], [dict(failure._mapping, incident_id=row["id"])])
+
+
 def test_rebuild_check_compares_the_incidents_and_rebuild_mends_them(collected_db, runner):
     """A stored incident that a fresh detection does not find (and its failure) shows in
     ``db rebuild --check``; ``db rebuild`` puts back what the detection finds."""
-    from datetime import UTC, datetime
-
     from store import incidents
 
     db_url = collected_db().url
     engine = make_engine(db_url)
     fresh = derived.incidents(engine, REPO, _project(db_url).analysis.incidents)
     with engine.begin() as conn:
-        failure = conn.execute(select(Failure.run_id, Failure.run_attempt, Failure.job_id)).first()
-        assert failure is not None
-        at = datetime(2026, 8, 14, 13, tzinfo=UTC)
-        row = {
-            "id": "x" * 32,
-            "repo": REPO,
-            "kind": "signature",
-            "category": "network",
-            "signature": "s",
-            "runner": None,
-            "label": "made up",
-            "started_at": at,
-            "ended_at": at,
-            "jobs": 1,
-            "runs": 1,
-            "workflows": 1,
-        }
-        incidents.replace(conn, REPO, [row], [dict(failure._mapping, incident_id=row["id"])])
+        _made_up_incident(conn)
     check = ["--db", db_url, "db", "rebuild", "--check"]
     bad = runner.invoke(cli, check)
     assert bad.exit_code == 1, bad.output
@@ -296,4 +304,146 @@ def test_other_incident_settings_find_the_incidents_again_without_a_rebuild(coll
     assert derived.is_whole(engine, REPO, looser) and not derived.is_whole(engine, REPO, project)
     assert len(load_incidents(engine, REPO)) > before
     assert derived.differences(engine, REPO, looser) == {}
+    engine.dispose()
+
+
+def _noting_incident_finds(monkeypatch, events: list[str]) -> None:
+    """ "incidents" added to ``events`` each time ``analytics.derived`` finds them."""
+    refresh = derived.refresh_incidents
+
+    def noted(conn, repo, settings, run_ids=None):
+        events.append("incidents")
+        refresh(conn, repo, settings, run_ids)
+
+    monkeypatch.setattr(derived, "refresh_incidents", noted)
+
+
+def test_a_batch_flush_leaves_the_incidents_waiting_and_the_next_start_finds_them(
+    collected_db, monkeypatch
+):
+    """A collect's batch recomputes its pending runs without the incidents, which read every
+    failure of the repository: it marks them waiting, in the same transaction. Killed there,
+    the database says so (``db rebuild --check`` leaves them out, the collector's next start
+    finds them); readers keep the logical tables meanwhile."""
+    from store import derived as derived_rows
+
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    project = _project(db_url)
+    ids = derived_rows.run_ids(engine, REPO)[:50]
+    found: list[str] = []
+    _noting_incident_finds(monkeypatch, found)
+    with engine.begin() as conn:
+        derived_rows.mark_pending(conn, REPO, ids)
+        assert derived.flush(conn, REPO, project, incidents=False) == len(ids)
+        _made_up_incident(conn)  # as if the batch's runs had changed the incidents
+    assert found == []
+    assert derived_rows.incidents_waiting(engine, REPO)
+    assert derived.is_current(engine, REPO, project.job_name_strip)
+    assert not derived.is_whole(engine, REPO, project)
+    assert derived.differences(engine, REPO, project) == {}  # the incidents are left out
+    assert derived.ensure_current(engine, REPO, project) is False  # the next collect's start
+    assert found == ["incidents"]
+    assert derived.is_whole(engine, REPO, project)
+    assert "made up" not in set(load_incidents(engine, REPO)["label"])
+    assert derived.differences(engine, REPO, project) == {}
+    engine.dispose()
+
+
+def test_a_collect_finds_the_incidents_once_at_its_end(db_url, monkeypatch):
+    """Every batch that brings ``FLUSH_RUNS`` pending runs recomputes them; the incidents are
+    found once, by the collect's last flush, which leaves nothing waiting (and once before, by
+    the rebuild that starts a new database's first collect)."""
+    from datetime import UTC, datetime
+
+    from store import derived as derived_rows
+    from tests.support.collected import DEFAULT
+    from tests.support.hubtools import collect
+
+    monkeypatch.setattr(derived_rows, "FLUSH_RUNS", 5)
+    events: list[str] = []
+    flush = derived.flush
+
+    def flushed(conn, repo, project, *, incidents=True):
+        events.append("last flush" if incidents else "batch flush")
+        return flush(conn, repo, project, incidents=incidents)
+
+    monkeypatch.setattr(derived, "flush", flushed)
+    _noting_incident_finds(monkeypatch, events)
+    with DEFAULT.hub() as hub:
+        report = collect(hub, db_url, since=datetime(2026, 11, 9, tzinfo=UTC))
+    assert report.runs_new > 10 and not report.stopped
+    batches = events.count("batch flush")
+    assert batches > 1
+    assert events == ["incidents", *["batch flush"] * batches, "last flush", "incidents"]
+    engine = make_engine(db_url)
+    assert derived.is_whole(engine, REPO, _project(db_url))
+    assert derived.differences(engine, REPO, _project(db_url)) == {}
+    engine.dispose()
+
+
+def test_a_collect_finds_again_only_the_incidents_its_runs_can_change(
+    demo_db, tmp_path, monkeypatch
+):
+    """The collect's last flush finds the incidents again only in the spans its pending runs
+    can change (analytics.incidents.affected_spans): an incident whose failures go, then come
+    back, goes and comes back, and what is stored is a detection over every failure (the demo's
+    incidents and their failures), from a tenth of the failures at most."""
+    import sqlite3
+
+    from sqlalchemy import insert
+
+    from store import derived as derived_rows
+    from store import incidents as incident_rows
+    from store.models import IncidentFailure
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    with (
+        sqlite3.connect(demo_db.removeprefix("sqlite:///")) as source,
+        sqlite3.connect(tmp_path / "demo.db") as copy,
+    ):
+        source.backup(copy)
+    engine = make_engine(url)
+    project = load_config(env={}, db_url=url).project(REPO)
+    before = load_incidents(engine, REPO)
+    read: list[int] = []
+    failures = incident_rows.incident_failures
+    monkeypatch.setattr(
+        incident_rows,
+        "incident_failures",
+        lambda *a: read.append(len(frame := failures(*a))) or frame,
+    )
+    incident = before.iloc[len(before) // 2]["id"]
+    with engine.connect() as conn:
+        runs = sorted(
+            set(
+                conn.scalars(
+                    select(IncidentFailure.run_id).where(IncidentFailure.incident_id == incident)
+                )
+            )
+        )
+        rows = [
+            dict(r._mapping) for r in conn.execute(select(Failure).where(Failure.run_id.in_(runs)))
+        ]
+
+    everything = len(incident_rows.failure_starts(engine, REPO))
+
+    def collected(change) -> pd.DataFrame:
+        with engine.begin() as conn:
+            change(conn)
+            derived_rows.mark_pending(conn, REPO, runs)
+            read.clear()
+            assert derived.flush(conn, REPO, project) == len(runs)
+        assert read and max(read) < everything / 10, (read, everything)
+        fresh, members = derived.incidents(engine, REPO, project.analysis.incidents)
+        stored = load_incidents(engine, REPO)
+        pd.testing.assert_frame_equal(stored, fresh, check_dtype=False)
+        kept = incident_rows.load_members(engine, RunFilter(repo=REPO))
+        assert derived._rows(kept) == derived._rows(members)
+        return stored
+
+    gone = collected(lambda conn: conn.execute(delete(Failure).where(Failure.run_id.in_(runs))))
+    assert incident not in set(gone["id"]) and len(gone) >= len(before) - 1
+    back = collected(lambda conn: conn.execute(insert(Failure), rows))
+    pd.testing.assert_frame_equal(back, before)
     engine.dispose()

@@ -8,7 +8,13 @@ import itertools
 import pandas as pd
 import pytest
 
-from analytics.incidents import FAILURE_COLUMNS, JOB_COLUMNS, candidate_spans, detect
+from analytics.incidents import (
+    FAILURE_COLUMNS,
+    JOB_COLUMNS,
+    affected_spans,
+    candidate_spans,
+    detect,
+)
 from store.project import IncidentSettings
 
 SETTINGS = IncidentSettings(window_hours=6, min_jobs=5, min_runs=3, min_workflows=2, min_share=0.6)
@@ -44,9 +50,15 @@ def job(
     }
 
 
-def run(rows: list[dict[str, object]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run(
+    rows: list[dict[str, object]], within: list[tuple[pd.Timestamp, pd.Timestamp]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Detection on ``rows`` (only the failures that started ``within`` those spans, given)."""
     frame = pd.DataFrame(rows)
     failures = frame[frame["category"].notna()][FAILURE_COLUMNS].reset_index(drop=True)
+    if within is not None:
+        inside = failures["at"].map(lambda at: any(a <= at <= b for a, b in within))
+        failures = failures[inside].reset_index(drop=True)
     spans = candidate_spans(failures, SETTINGS)
     within = frame["at"].map(lambda at: any(a <= at <= b for a, b in spans))
     return detect(failures, frame[within][JOB_COLUMNS], SETTINGS, "o/r")
@@ -217,3 +229,62 @@ def test_a_stuck_host_in_one_workflow_is_an_incident_and_its_signature_alone_is_
     ]
     incidents, _ = run(jobs(None))
     assert incidents.empty
+
+
+def _updated(
+    before: list[dict[str, object]], after: list[dict[str, object]], changed: set[object]
+) -> pd.DataFrame:
+    """The incidents of ``after`` as a collect keeps them: those found on ``before``, found
+    again only within ``affected_spans`` of the runs ``changed``."""
+    old, old_members = run(before)
+    frame = pd.DataFrame(after)
+    touched = frame[frame["run_id"].isin(changed)]["at"]
+    held_ids = set(old_members[old_members["run_id"].isin(changed)]["incident_id"])
+    held = [(r.started_at, r.ended_at) for r in old.itertuples() if r.id in held_ids]
+    starts = frame[frame["category"].notna()]["at"]
+    spans = affected_spans(starts, touched, held, SETTINGS)
+    overlaps = old.apply(lambda r: any(r.started_at <= b and r.ended_at >= a for a, b in spans), 1)
+    kept = old[~overlaps] if len(old) else old
+    found = pd.concat([kept, run(after, spans)[0]], ignore_index=True)
+    return found.sort_values(["started_at", "id"], ignore_index=True)
+
+
+def _changes() -> dict[str, tuple[list[dict[str, object]], list[dict[str, object]], set[object]]]:
+    """(before, after, the runs that changed) of a few collects: outages a day apart, then
+    runs added, gone or diluting one."""
+    first, second, third = outage(range(5)), outage(range(24, 29)), outage(range(48, 53))
+    calm = [job(h, workflow=("a.yml", "b.yml")[h % 2]) for h in range(5, 70, 3)]
+    base = [*first, *second, *third, *calm]
+    bridge = outage(range(6, 24, 3))  # chains the first two outages into one burst
+    far = outage(range(100, 106))  # a new outage of its own
+    dilute = [job(h + 0.5, workflow=("a.yml", "b.yml")[h % 2]) for h in range(24, 29)] * 2
+    gone = {row["run_id"] for row in second[:3]}
+    return {
+        "a bridge": (base, [*base, *bridge], {r["run_id"] for r in bridge}),
+        "a new outage": (base, [*base, *far], {r["run_id"] for r in far}),
+        "green jobs within one": (base, [*base, *dilute], {r["run_id"] for r in dilute}),
+        "failures gone": (base, [r for r in base if r["run_id"] not in gone], gone),
+    }
+
+
+@pytest.mark.parametrize(
+    "change", ["a bridge", "a new outage", "green jobs within one", "failures gone"]
+)
+def test_detection_within_the_affected_spans_finds_what_detection_over_everything_finds(
+    change: str,
+) -> None:
+    """A collect finds the incidents again only where its runs can change them: the rest kept
+    and the spans found again equal a detection over every failure."""
+    before, after, changed = _changes()[change]
+    expected = run(after)[0]
+    assert not expected.equals(run(before)[0])  # the change does change the incidents
+    pd.testing.assert_frame_equal(_updated(before, after, changed), expected, check_dtype=False)
+
+
+def test_the_affected_spans_leave_out_the_stretches_no_changed_run_is_in() -> None:
+    rows = [*outage(range(5)), *outage(range(24, 29)), *outage(range(48, 53))]
+    frame = pd.DataFrame(rows)
+    touched = frame["at"].iloc[[6]]  # in the second outage
+    spans = affected_spans(frame["at"], touched, [], SETTINGS)
+    assert spans == [(T0 + pd.Timedelta(hours=24), T0 + pd.Timedelta(hours=28))]
+    assert affected_spans(frame["at"], pd.Series([T0 + pd.Timedelta(hours=15)]), [], SETTINGS) == []
