@@ -396,11 +396,11 @@ def _versus(
         "target": f"<= {NOISE:.2f}x",
         "met": ratio <= NOISE,
         "command": f"CIFLAKE_BENCH_BASELINE={revision[:7]} {COMMAND}",
-        "note": f"the data step, medians of {rounds} cold runs each (the page scripts "
+        "note": f"the data step, medians of {rounds} cold runs each (those runs' page scripts "
         f"{now.script:.2f} s vs {then.script:.2f} s), the same database, each page timed "
-        "alike (a page the older code did not have, or that reads nothing on either side, "
-        f"is not compared), the two sides taking turns page by page; above {NOISE:.2f}x "
-        "counts as slower",
+        "alike (a page the older code did not have, or with no data step on one side, is "
+        f"not compared), the two sides taking turns page by page; above {NOISE:.2f}x counts "
+        "as slower",
     }
 
 
