@@ -1,25 +1,39 @@
-"""The data step of every dashboard page: the server time of the page's script (its
-``dashboard/views`` file, run by Streamlit's router after ``app.py`` drew the sidebar) with
-every cache empty, on the scale-1 history and on sixteen copies of it (about a million jobs),
-on SQLite and on PostgreSQL, against #49's targets (0.15 s at scale 1, 0.8 s at 16x); beside
-it, the floor of one aggregated statement over the scope's logical jobs and runs in the same
-run. Then the peak RSS of the dashboard's server process once a browser visited every page at
-16x (``python -m bench.run dashboard``; the databases: bench/databases.py).
+"""The data step of every dashboard page, as #49 means it: the time a page's script, with
+every cache empty, spends getting its tables (inside ``reports.tables.build``, the registry
+every table a page shows comes from, and inside the loaders of dashboard/loaders that read the
+database otherwise: the change events, what the store lacks, the data stamp, a signature's
+failures), on the scale-1 history and on sixteen copies of it (about a million jobs), on
+SQLite and on PostgreSQL, against #49's targets (0.15 s at scale 1, 0.8 s at 16x). Drawing
+(Plotly figures, Streamlit elements) is the rest of the page's script, given beside it;
+the browser's rows (bench/browser.py) measure what a person waits for.
 
-The page runs under Streamlit's AppTest, so the figure is whatever the page does, whichever
-loaders and tables it calls: nothing here names them. ``CIFLAKE_BENCH_REPEATS=N`` sets the
-cold runs per page (default 3).
+Each page's row splits its data step into the database's part (time inside the DBAPI:
+connecting and the pool's ping, each statement's execute and the fetch of its rows, where
+SQLite computes them; and the number of statements) and the rest, pandas and our Python over
+the rows; a page over its target names which part alone is over it: its statements (the
+database's floor for them) or our code. Beside them, the floor of one aggregated statement
+over the scope's logical jobs and runs in the same run. Then the peak RSS of the dashboard's
+server process once a browser visited every page at 16x (``python -m bench.run dashboard``;
+the databases: bench/databases.py).
 
-With ``CIFLAKE_BENCH_BASELINE=REV`` (a commit), the same pages are also measured on the code of
-REV (a temporary git worktree, the same databases, the same run; the two sides take turns page
-by page, so that drift in the machine's speed falls on both) and each page gets a row of its
-time now over its time then: a change may not make a page slower. The baseline checkout is
-given this one file (its cold measurement and measuring server), which imports nothing of the
-benchmark's other modules at its top."""
+The page runs under Streamlit's AppTest, the timings wrapped around the registry, the
+database-reading loaders (found in their source: those that open the engine), SQLAlchemy's
+connection checkout and its DBAPI cursors, in the measuring process only; no product code
+changes for it. ``CIFLAKE_BENCH_REPEATS=N`` sets the cold runs per page (default 3); a row
+gives the run with the median data step.
+
+With ``CIFLAKE_BENCH_BASELINE=REV`` (a commit that has the registry), the same pages are also
+measured on the code of REV (a temporary git worktree, the same databases, the same run; the
+two sides take turns page by page, so that drift in the machine's speed falls on both) and
+each page that reads data gets a row of its data step now over its data step then: a change
+may not make a page slower. The baseline checkout is given this one file (its cold
+measurement and measuring server), which imports nothing of the benchmark's other modules at
+its top."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import gc
 import importlib
 import json
@@ -34,8 +48,10 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from subprocess import PIPE
+from types import ModuleType
 from typing import Any
 
 import dashboard
@@ -43,6 +59,7 @@ import dashboard
 COMMAND = "python -m bench.run dashboard"
 APP = Path(dashboard.__file__).with_name("app.py")
 VIEWS = APP.with_name("views")
+LOADERS = APP.with_name("loaders")
 TIMEOUT = 600  # s: a page at 16x on a loaded machine
 REPEATS = int(os.environ.get("CIFLAKE_BENCH_REPEATS", "3"))
 NOISE = 1.10  # now/then above this counts as slower: cold runs of one page vary by about that
@@ -63,29 +80,126 @@ def pages() -> list[str]:
     return sorted(path.stem for path in VIEWS.glob("*.py"))
 
 
-SPENT: list[float] = []  # the server time of each page script run in this process
+@dataclass
+class Run:
+    """One cold run of a page's script: its server time, the data step within it, the
+    database's part of that and its statements."""
+
+    script: float
+    data: float
+    database: float
+    statements: int
+
+    @property
+    def pandas(self) -> float:
+        """The data step outside the database: pandas and our Python over the rows."""
+        return self.data - self.database
 
 
-def _timing_pages() -> None:
+class _Clock:
+    """Seconds spent inside the calls it times (``timed``), a call made inside another timed
+    call counted once, with the outer one; ``statements`` counts the DBAPI executes."""
+
+    def __init__(self) -> None:
+        self.seconds, self.statements, self._inside = 0.0, 0, False
+
+    def timed(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._inside:
+                return function(*args, **kwargs)
+            self._inside, started = True, time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+                self._inside = False
+
+        return timed
+
+
+DATA, DATABASE = _Clock(), _Clock()
+SPENT: list[Run] = []  # each page script run in this process
+Patch = Callable[[Any, str, Any], None]
+
+
+class _TimedCursor:
+    """A DBAPI cursor whose executes and fetches are timed on DATABASE (SQLite computes the
+    rows during the fetch, psycopg converts them to Python there); anything else is the
+    cursor's own."""
+
+    def __init__(self, cursor: Any) -> None:
+        object.__setattr__(self, "_cursor", cursor)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._cursor, name)
+        if name in ("execute", "executemany"):
+            DATABASE.statements += 1
+        elif not name.startswith("fetch"):
+            return value
+        return DATABASE.timed(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._cursor, name, value)
+
+
+def _database_loaders() -> Iterator[tuple[ModuleType, str]]:
+    """(module, name) of every loader of dashboard/loaders that reads the database itself (it
+    opens the engine) rather than through the registry: a loader that calls
+    ``tables.build`` is timed inside it, not around its cache."""
+    for path in sorted(LOADERS.glob("*.py")):
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        for node in body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            called = {
+                call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+                for call in ast.walk(node)
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute | ast.Name)
+            }
+            if "engine" in called and "build" not in called:
+                yield importlib.import_module(f"dashboard.loaders.{path.stem}"), node.name
+
+
+def _timing(patch: Patch = setattr) -> None:
     """Time every run of a page's script (StreamlitPage.run, which st.navigation's router
-    calls) into SPENT."""
+    calls) into SPENT, with the data step within it: the time inside ``reports.tables.build``
+    (the registry, every table a page shows) and inside the loaders that read the database
+    otherwise (``_database_loaders``), and the database's part: every DBAPI connection's
+    checkout (connecting, the ping) and each statement's execute and fetch. ``patch``
+    (setattr, or a test's monkeypatch.setattr) puts each timed function in place."""
+    from sqlalchemy.engine import Engine
+    from sqlalchemy.engine.default import DefaultExecutionContext
     from streamlit.navigation.page import StreamlitPage
 
+    from reports import tables
+
+    patch(tables, "build", DATA.timed(tables.build))
+    for module, name in _database_loaders():
+        patch(module, name, DATA.timed(getattr(module, name)))
+    patch(Engine, "raw_connection", DATABASE.timed(Engine.raw_connection))
+    create_cursor = DefaultExecutionContext.create_cursor
+    patch(DefaultExecutionContext, "create_cursor", lambda self: _TimedCursor(create_cursor(self)))
     run = StreamlitPage.run
 
     def timed(self: StreamlitPage) -> None:
+        before = DATA.seconds, DATABASE.seconds, DATABASE.statements
         started = time.perf_counter()
         try:
             run(self)
         finally:
-            SPENT.append(time.perf_counter() - started)
+            script = time.perf_counter() - started
+            data, database, statements = DATA.seconds, DATABASE.seconds, DATABASE.statements
+            SPENT.append(
+                Run(script, data - before[0], database - before[1], statements - before[2])
+            )
 
-    StreamlitPage.run = timed  # type: ignore[method-assign]
+    patch(StreamlitPage, "run", timed)
 
 
-def page_seconds(page: str) -> float:
-    """The server time of one run of ``page``'s script, opened as the first page of a new
-    session (app.py's sidebar and status lines run before it and are not counted)."""
+def page_run(page: str) -> Run:
+    """One run of ``page``'s script, opened as the first page of a new session (app.py's
+    sidebar and status lines run before it and are not counted), timed by ``_timing``."""
     from streamlit.testing.v1 import AppTest
 
     runs = len(SPENT)
@@ -98,11 +212,11 @@ def page_seconds(page: str) -> float:
     return SPENT[-1]
 
 
-def _cold(db_url: str, page: str) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of one page's script, every cache empty: in a child forked from
-    an interpreter that ran every page once and emptied its caches (``_prepare``), which is a
-    server's process before its first view, without paying the imports (about 8 s here) again
-    for each measurement."""
+def _cold(db_url: str, page: str) -> Run:
+    """One run of a page's script, every cache empty: in a child
+    forked from an interpreter that ran every page once and emptied its caches
+    (``_prepare``), which is a server's process before its first view, without paying the
+    imports (about 8 s here) again for each measurement."""
     if threading.active_count() != 1:
         raise RuntimeError("forking with threads running: the child could inherit held locks")
     read, write = os.pipe()
@@ -110,9 +224,7 @@ def _cold(db_url: str, page: str) -> tuple[float, float]:
     if pid == 0:
         os.close(read)
         try:
-            seconds = page_seconds(page)
-            rss = _peak_mb(os.getpid())
-            os.write(write, json.dumps([seconds, rss]).encode())
+            os.write(write, json.dumps(asdict(page_run(page))).encode())
             os._exit(0)
         except BaseException:
             traceback.print_exc()
@@ -123,8 +235,7 @@ def _cold(db_url: str, page: str) -> tuple[float, float]:
     _, status = os.waitpid(pid, 0)
     if status != 0 or not answer:
         raise RuntimeError(f"the {page} page failed on {db_url}")
-    seconds, rss = json.loads(answer)
-    return float(seconds), float(rss)
+    return Run(**json.loads(answer))
 
 
 def _peak_mb(pid: int) -> float:
@@ -151,33 +262,33 @@ def _prepare(db_url: str) -> None:
                 continue
             for name in names:
                 importlib.import_module(name)
-    _timing_pages()
+    _timing()
     for page in pages():
-        page_seconds(page)
+        page_run(page)
     st.cache_data.clear()
     st.cache_resource.clear()  # the engines too: a child opens its own connections
     gc.collect()
 
 
-def _all_pages(db_url: str, repeats: int) -> dict[str, list[tuple[float, float]]]:
+def _all_pages(db_url: str, repeats: int) -> dict[str, list[dict[str, Any]]]:
     """``repeats`` cold measurements of every page (``python -m bench.dashboard URL N``: the
     forks come from a clean interpreter, not from the benchmark runner)."""
     _prepare(db_url)
-    return {page: [_cold(db_url, page) for _ in range(repeats)] for page in pages()}
+    return {page: [asdict(_cold(db_url, page)) for _ in range(repeats)] for page in pages()}
 
 
 def _serve(db_url: str) -> None:
     """``python -m bench.dashboard --serve URL``: one cold measurement per page name read on
-    stdin, answered as a JSON line [seconds, rss], so that two checkouts can take turns page
+    stdin, answered as a JSON line (a ``Run``), so that two checkouts can take turns page
     by page without paying their imports each time."""
     _prepare(db_url)
     print("ready", flush=True)
     for line in sys.stdin:
-        print(json.dumps(_cold(db_url, line.strip())), flush=True)
+        print(json.dumps(asdict(_cold(db_url, line.strip()))), flush=True)
 
 
 @contextmanager
-def _side(db_url: str, code: Path | None) -> Iterator[Callable[[str], tuple[float, float]]]:
+def _side(db_url: str, code: Path | None) -> Iterator[Callable[[str], Run]]:
     """A measuring server (``_serve``) running the code of ``code`` (a checkout; default:
     this one), as a function of a page name."""
     command = [sys.executable, "-m", "bench.dashboard", "--serve", db_url]
@@ -198,11 +309,10 @@ def _side(db_url: str, code: Path | None) -> Iterator[Callable[[str], tuple[floa
                 raise RuntimeError(f"a page measurement failed:\n{errors.read()[-3000:]}")
             return line
 
-        def measure(page: str) -> tuple[float, float]:
+        def measure(page: str) -> Run:
             stdin.write(page + "\n")
             stdin.flush()
-            seconds, rss = json.loads(answer())
-            return float(seconds), float(rss)
+            return Run(**json.loads(answer()))
 
         if answer().strip() != "ready":  # imported; anything else is not a measurement
             errors.seek(0)
@@ -213,7 +323,7 @@ def _side(db_url: str, code: Path | None) -> Iterator[Callable[[str], tuple[floa
             stdin.close()  # the server's loop ends; Popen's exit waits for it
 
 
-def _measured(db_url: str, repeats: int = REPEATS) -> dict[str, list[tuple[float, float]]]:
+def _measured(db_url: str, repeats: int = REPEATS) -> dict[str, list[Run]]:
     """Every page measured ``repeats`` times by this checkout's code."""
     done = subprocess.run(
         [sys.executable, "-m", "bench.dashboard", db_url, str(repeats)],
@@ -222,17 +332,20 @@ def _measured(db_url: str, repeats: int = REPEATS) -> dict[str, list[tuple[float
     )
     if done.returncode != 0:
         raise RuntimeError(f"measuring the pages on {db_url} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    return {page: [Run(**run) for run in runs] for page, runs in measured.items()}
 
 
-def _interleaved(db_url: str, code: Path, rounds: int) -> tuple[dict, dict]:
+def _interleaved(
+    db_url: str, code: Path, rounds: int
+) -> tuple[dict[str, list[Run]], dict[str, list[Run]]]:
     """(now, then): ``rounds`` cold measurements of every page on this code and on ``code``, the
     two sides taking turns page by page (which goes first alternates), so that the machine's
     speed, which drifts by 20% within a minute here, falls on both alike. A first round, not
     counted, reads the database into the OS's cache for both: "cold" is the dashboard's
     caches, not the disk."""
-    now: dict[str, list] = {}
-    then: dict[str, list] = {}
+    now: dict[str, list[Run]] = {}
+    then: dict[str, list[Run]] = {}
     with _side(db_url, None) as measure_now, _side(db_url, code) as measure_then:
         sides = [(now, measure_now), (then, measure_then)]
         both = [page for page in pages() if (code / "dashboard" / "views" / f"{page}.py").exists()]
@@ -267,21 +380,65 @@ def _baseline() -> Iterator[tuple[str, Path] | None]:
             subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=True)
 
 
-def _versus(page: str, label: str, now: float, then: float, revision: str, rounds: int) -> dict:
-    ratio = now / then
+def _median(runs: list[Run]) -> Run:
+    """The run whose data step is the median (the lower of the two middle ones): its parts
+    then add up to it."""
+    return sorted(runs, key=lambda run: run.data)[(len(runs) - 1) // 2]
+
+
+def _versus(
+    page: str, label: str, now: Run, then: Run, revision: str, rounds: int
+) -> dict[str, Any]:
+    ratio = now.data / then.data
     return {
         "figure": f"Dashboard data, {page} page, {label}: now / at {revision[:7]}",
-        "value": f"{ratio:.2f}x ({now:.2f} s vs {then:.2f} s)",
+        "value": f"{ratio:.2f}x ({now.data:.2f} s vs {then.data:.2f} s)",
         "target": f"<= {NOISE:.2f}x",
         "met": ratio <= NOISE,
         "command": f"CIFLAKE_BENCH_BASELINE={revision[:7]} {COMMAND}",
-        "note": f"medians of {rounds} cold runs each, the same database, each page's script "
-        "timed alike (a page the older code did not have is not timed), "
-        f"the two sides taking turns page by page; above {NOISE:.2f}x counts as slower",
+        "note": f"the data step, medians of {rounds} cold runs each (those runs' page scripts "
+        f"{now.script:.2f} s vs {then.script:.2f} s), the same database, each page timed "
+        "alike (a page the older code did not have, or with no data step on one side, is "
+        f"not compared), the two sides taking turns page by page; above {NOISE:.2f}x counts "
+        "as slower",
     }
 
 
-def measure() -> list[dict]:
+def _stopped_by(run: Run, target: float) -> str:
+    """Which part of a data step over ``target`` stops it: the database's (its statements,
+    each one aggregated already, cannot go faster) or ours (pandas and Python)."""
+    parts = [
+        f"its statements (the database's part alone, {run.database:.2f} s in "
+        f"{run.statements}, is over the target)" * (run.database > target),
+        f"our code (the pandas part alone, {run.pandas:.2f} s, is over the target)"
+        * (run.pandas > target),
+    ]
+    stopped = " and ".join(part for part in parts if part)
+    if not stopped:
+        return (
+            f"; stopped by both together: database {run.database:.2f} s, pandas "
+            f"{run.pandas:.2f} s, neither alone over the target"
+        )
+    return f"; stopped by {stopped}"
+
+
+def _page_row(page: str, where: str, run: Run, target: float, note: str) -> dict[str, Any]:
+    """The row of one page's data step: its median ``run``, against ``target``."""
+    met = run.data <= target
+    return {
+        "figure": f"Dashboard data, {page} page, {where} (cold)",
+        "value": f"{run.data:.2f} s",
+        "target": f"<= {target:g} s",
+        "met": met,
+        "command": COMMAND,
+        "note": f"data {run.data:.2f} s = database {run.database:.2f} s in {run.statements} "
+        f"statements + pandas {run.pandas:.2f} s; page script {run.script:.2f} s, of which "
+        f"data {run.data:.2f} s, drawing the rest{'' if met else _stopped_by(run, target)}; "
+        + note,
+    }
+
+
+def measure() -> list[dict[str, Any]]:
     with _baseline() as baseline:
         return _measure(baseline)
 
@@ -352,24 +509,21 @@ def _page_rows(
         }
         for name, seconds in floors.items()
     ]
-    for page, results in now.items():
-        seconds = statistics.median(s for s, _ in results)
+    where = f"{label}, {backend}"
+    for page, runs in now.items():
+        run = _median(runs)
         if baseline and page in before:
-            then = statistics.median(s for s, _ in before[page])
-            rows.append(_versus(page, f"{label}, {backend}", seconds, then, baseline[0], rounds))
-        rows.append(
-            {
-                "figure": f"Dashboard data, {page} page, {label}, {backend} (cold)",
-                "value": f"{seconds:.2f} s",
-                "target": f"<= {target:g} s",
-                "met": seconds <= target,
-                "command": COMMAND,
-                "note": f"{jobs:,} jobs; the server time of the page's script (views/{page}.py "
-                "under Streamlit's AppTest, after app.py's sidebar), every cache empty; "
-                f"median of {rounds if baseline else REPEATS}; the floors of the same run: "
-                f"{floor_note}",
-            }
+            then = _median(before[page])
+            if run.data and then.data:
+                rows.append(_versus(page, where, run, then, baseline[0], rounds))
+        note = (
+            f"{jobs:,} jobs; the data step: time inside reports.tables.build and the loaders "
+            f"that read the database, during the page's script (views/{page}.py under "
+            "Streamlit's AppTest, after app.py's sidebar), every cache empty; the database: "
+            "DBAPI connect, execute and fetch; the run with the median data step of "
+            f"{rounds if baseline else REPEATS}; the floors of the same run: {floor_note}"
         )
+        rows.append(_page_row(page, where, run, target, note))
     return rows
 
 
