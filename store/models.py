@@ -86,11 +86,14 @@ class Workflow(Base):
 
 # The columns every scoped read asks of a run (store.runfilter.conditions) and the page
 # statements group or order by (store.job_counts), so they read this index alone: ordered by
-# workflow and time within a repository and branch, as the window statements partition.
+# workflow and time within a branch and repository, as the window statements partition. The
+# branch comes first so that a read of a whole repository (store.failure_counts) keeps the
+# repo index, whose run order its lookups of the failures follow (this one cost it 0.2 s
+# CPU at 16x).
 SCOPE_READS = Index(
     "ix_workflow_runs_scope_reads",
-    "repo",
     "head_branch",
+    "repo",
     "workflow_path",
     "created_at",
     "id",
