@@ -193,12 +193,14 @@ HUB_WORDS = ("fakehub", "hubtools", "demo_db", "collected import", "collected_db
 # then every other module with a slow test, so that the workers finish together rather than one
 # alone on a long test at the end. First the scale-1 acceptances, each a collect of verl's whole
 # volume (minutes): the 500-request nights (built on PostgreSQL when the session has it) and
-# the evidence of seeds 1-3 (seed 1's collect is the full collect the nights are compared with,
-# by a test that waits for both and so comes later, in its module's order), so that these
-# builds start at once on workers of their own; the browser tests, one xdist group, start first
-# anyway (pytest-xdist hands out the largest group first) and build the demo's database. Then
-# these modules' other tests; a module's tests otherwise stay together: its module-scoped
-# fixtures are made once.
+# the evidence of seeds 1-3, so that these builds start at once. pytest-xdist hands out the
+# largest xdist group first and then keeps two tests queued on each worker: the nights with the
+# two tests that read them (one group), the browser tests (one group, they build the demo's
+# database), seed 1's full collect with the test that reads it alone (one group; the nights'
+# test reads it too, later), then seeds 2 and 3, the one queued behind seed 1's group, the
+# other taken by the browser worker, so that no worker runs two of the longest builds in a row
+# after the nights. Then these modules' other tests; a module's tests otherwise stay together:
+# its module-scoped fixtures are made once.
 LONGEST_FIRST = (
     "test_collect_budget.py::test_500_request_nights_at_scale_1_keep_their_budget",
     "test_evidence_acceptance.py::test_evidence_at_scale_1",

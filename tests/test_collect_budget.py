@@ -8,7 +8,13 @@ from datetime import timedelta
 import pytest
 
 import fakehub
-from tests.support.collected import AT_SCALE_1, DEFAULT, NIGHTS_OF_500, collected
+from tests.support.collected import (
+    AT_SCALE_1,
+    DEFAULT,
+    NIGHTS_OF_500,
+    NIGHTS_OF_500_GROUP,
+    collected,
+)
 from tests.support.hubtools import TEST_SCALE, collect, snapshot
 from tests.support.hubtools import migrated as migrated_engine
 
@@ -211,6 +217,7 @@ def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
 
 
 @pytest.mark.slow
+@NIGHTS_OF_500_GROUP
 def test_500_request_nights_at_scale_1_keep_their_budget(collected_elsewhere):
     """The acceptance run of #17, verl's volume at 500 counted requests a collect: its nights.
 
@@ -223,6 +230,7 @@ def test_500_request_nights_at_scale_1_keep_their_budget(collected_elsewhere):
 
 
 @pytest.mark.slow
+@NIGHTS_OF_500_GROUP
 def test_500_request_nights_at_scale_1_equal_one_full_collect(collected_elsewhere, tmp_path):
     """The acceptance run of #17: the nights above store what one full collect stores, for at
     most 5% more requests.

@@ -26,7 +26,13 @@ from reports.tables import TABLES
 from store.engine import make_engine
 from store.events import all_events
 from store.settings import Config, load_config
-from tests.support.collected import AT_SCALE_1, NIGHTS_OF_500, collected
+from tests.support.collected import (
+    AT_SCALE_1,
+    AT_SCALE_1_GROUP,
+    NIGHTS_OF_500,
+    NIGHTS_OF_500_GROUP,
+    collected,
+)
 
 REPO = "verl-project/verl"
 Answers = dict[str, Any]
@@ -177,6 +183,7 @@ def test_the_demo_answers_the_same(demo_url: str, tmp_path: Path, monkeypatch) -
 
 
 @pytest.mark.slow
+@AT_SCALE_1_GROUP
 def test_scale_1_answers_the_same(tmp_path: Path, monkeypatch) -> None:
     """About 30 s: every answer twice over a year of verl's CI at scale 1, collected in one go
     on SQLite (the collect is shared with the evidence acceptance)."""
@@ -185,6 +192,7 @@ def test_scale_1_answers_the_same(tmp_path: Path, monkeypatch) -> None:
 
 
 @pytest.mark.slow
+@NIGHTS_OF_500_GROUP
 def test_scale_1_nights_answer_the_same(collected_elsewhere, tmp_path: Path, monkeypatch) -> None:
     """About 25 s: the exports and the summary, which read the same frames as the pages, over
     the same year collected in nights of 500 requests (tests/test_collect_budget.py), on

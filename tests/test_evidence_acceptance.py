@@ -13,7 +13,7 @@ from analytics.config_tables import event_table
 from analytics.frames import logical_run_frame
 from store.runfilter import RunFilter
 from store.settings import load_config
-from tests.support.collected import Scenario, collected
+from tests.support.collected import AT_SCALE_1_GROUP, Scenario, collected
 from tests.support.evidence_truth import score
 from tests.support.hubtools import migrated
 from tests.support.settings import ANALYSIS
@@ -65,7 +65,7 @@ def test_evidence_at_the_default_scale(seed, tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [pytest.param(1, marks=AT_SCALE_1_GROUP), 2, 3])
 def test_evidence_at_scale_1(seed, tmp_path, capsys):
     """Over 60 s: a collect of verl's whole simulated history at scale 1 (about 90 s here).
     The scale is the acceptance (#15); seed 1's collect is shared with the budgeted nights of

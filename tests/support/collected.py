@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -97,6 +98,12 @@ AT_SCALE_1 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000)
 # when the session has it (the ``collected_elsewhere`` fixture), so that scale 1 is collected
 # on both backends without a second full collect.
 NIGHTS_OF_500 = Scenario(seed=1, scale=1.0, rate_limit=1_000_000, max_requests=500)
+# The tests that read one of these two builds run on the worker that builds it, after it: one
+# dispatched to another worker slept there on the build's lock for minutes (the nights take the
+# longest, 6-7 minutes in make test), and the build's worker, holding three tests or two, is not
+# given a second build to run after its own (pytest-xdist queues more behind a worker's last two).
+NIGHTS_OF_500_GROUP = pytest.mark.xdist_group("nights-of-500")
+AT_SCALE_1_GROUP = pytest.mark.xdist_group("scale-1-seed-1")
 # Thin data, for the reports, pages and summary that must say so rather than fail (#46).
 # The nightly example's first night on verl's volume: the hour's 1,000 requests, at most 700 of
 # them, collected from the collector's own first window; the backfill is far from done.
