@@ -52,7 +52,8 @@ def staleness(
     x the usual gap, NO_VERDICT with fewer than ``min_gaps`` gaps or no ``reference``, OK
     otherwise. Pass the runs in scope (default-branch pushes and schedules): a PR-only
     workflow has no rhythm to miss."""
-    ordered = runs.sort_values(["created_at", "run_id"], kind="stable")
+    read = [by, "run_id", "created_at", "event", "head_sha"]  # a sort copies every column kept
+    ordered = runs[read].sort_values(["created_at", "run_id"], kind="stable")
     gaps = ordered.groupby(by)["created_at"].diff().dt.total_seconds() / 3600
     out = (
         ordered.assign(gap=gaps)
