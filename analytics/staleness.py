@@ -101,8 +101,11 @@ def _commit_gaps(ordered: pd.DataFrame, by: str) -> pd.DataFrame:
     driven = ordered.loc[work, by].unique()
     at = position[codes]
     chosen = ordered[by].isin(driven).to_numpy() & (at >= 0)
-    ran = pd.DataFrame({by: ordered[by][chosen].to_numpy(), "pos": at[chosen]})
-    ran = ran.drop_duplicates().sort_values([by, "pos"], kind="stable")
+    keys, pos = ordered[by][chosen], at[chosen]
+    # Each (by value, commit) once, by commit within its group: one sort of integer pairs.
+    group = pd.factorize(keys)[0].astype(np.int64)  # a missing value (-1): grouped by none
+    _, first = np.unique(group * len(order) + pos, return_index=True)
+    ran = pd.DataFrame({by: keys.iloc[first].to_numpy(), "pos": pos[first]})
     out = (
         ran.assign(gap=ran.groupby(by)["pos"].diff())
         .groupby(by)
