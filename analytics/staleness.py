@@ -52,7 +52,8 @@ def staleness(
     x the usual gap, NO_VERDICT with fewer than ``min_gaps`` gaps or no ``reference``, OK
     otherwise. Pass the runs in scope (default-branch pushes and schedules): a PR-only
     workflow has no rhythm to miss."""
-    ordered = runs.sort_values(["created_at", "run_id"], kind="stable")
+    read = [by, "run_id", "created_at", "event", "head_sha"]  # a sort copies every column kept
+    ordered = runs[read].sort_values(["created_at", "run_id"], kind="stable")
     gaps = ordered.groupby(by)["created_at"].diff().dt.total_seconds() / 3600
     out = (
         ordered.assign(gap=gaps)
@@ -100,8 +101,11 @@ def _commit_gaps(ordered: pd.DataFrame, by: str) -> pd.DataFrame:
     driven = ordered.loc[work, by].unique()
     at = position[codes]
     chosen = ordered[by].isin(driven).to_numpy() & (at >= 0)
-    ran = pd.DataFrame({by: ordered[by][chosen].to_numpy(), "pos": at[chosen]})
-    ran = ran.drop_duplicates().sort_values([by, "pos"], kind="stable")
+    keys, pos = ordered[by][chosen], at[chosen]
+    # Each (by value, commit) once, by commit within its group: one sort of integer pairs.
+    group = pd.factorize(keys)[0].astype(np.int64)  # a missing value (-1): grouped by none
+    _, first = np.unique(group * len(order) + pos, return_index=True)
+    ran = pd.DataFrame({by: keys.iloc[first].to_numpy(), "pos": pos[first]})
     out = (
         ran.assign(gap=ran.groupby(by)["pos"].diff())
         .groupby(by)

@@ -4,7 +4,8 @@ incidents, the changepoints of a lineage's red rate, the job x day grid of a wor
 The timeline, the changepoints and the grid read their counts with one aggregated statement
 over the derived tables while they are current (store.overview_counts); otherwise the same
 counts come from the frames of raw rows (analytics.overview_counts), and the same code makes
-the tables of them."""
+the tables of them. The status tiles read every run of the range (STALE's usual gap), from the
+derived tables with only the columns a tile reads."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from store import overview_counts as counts_sql
 from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
 from store.page_queries import daily_job_presence, run_span
 from store.project import Project
+from store.runfilter import RunFilter
 
 STATUS_COLUMNS = [
     "level",
@@ -168,7 +170,7 @@ def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame
     """A status tile per lineage, then per workflow (analytics.recent.tile_tables): the last
     ``recent_days`` before the repository's newest run (or the query's end, if earlier)."""
     where = query.where(project)
-    runs = logical_run_frame(engine, project, where, lean=True)
+    runs = _tile_runs(engine, project, where)
     _, newest = run_span(engine, project.repo)
     reference = pd.Timestamp(newest) if newest else None
     if reference is not None and query.until is not None:
@@ -183,6 +185,19 @@ def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame
         members=incidents.load_members(engine, where),
     )
     return tiles.reindex(columns=STATUS_COLUMNS)
+
+
+def _tile_runs(engine: Engine, project: Project, where: RunFilter) -> pd.DataFrame:
+    """The logical runs of ``where`` with what a tile reads (analytics.recent.TILE_COLUMNS):
+    from the derived tables, only those columns, and the web address of each workflow's
+    newest run alone (a lineage's newest is one of them), the only one a tile shows."""
+    if not _current(engine, project):
+        return logical_run_frame(engine, project, where, lean=True)
+    runs = counts_sql.tile_runs(engine, where)
+    latest = runs["created_at"] == runs.groupby("workflow_path")["created_at"].transform("max")
+    newest = runs[latest].groupby("workflow_path")["run_id"].max()
+    urls = counts_sql.run_urls(engine, [int(run_id) for run_id in newest])
+    return with_lineage(runs.assign(html_url=runs["run_id"].map(urls)), project)
 
 
 def incident_lineages_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """The Overview's counts, each one aggregated statement over the derived tables (logical runs
-and jobs, the first incident of each run): a few thousand rows, however many runs there are.
+and jobs, the first incident of each run): a few thousand rows, however many runs there are;
+and the status tiles' runs, every one but with only the few columns a tile reads.
 What depends on the configuration (lineages, invalid windows) is applied by the caller on
 these counts, or passed in as parameters. The same text runs on SQLite and PostgreSQL."""
 
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, case, func, literal, select
 
 from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
-from store.runfilter import Bind, RunFilter, UTCDay, filtered, raw_frame
+from store.runfilter import Bind, RunFilter, UTCDay, connected, filtered, raw_frame
 from store.vocabulary import RED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -102,3 +103,29 @@ def incident_workflows(bind: Bind, where: RunFilter) -> pd.DataFrame:
         .order_by(member.incident_id, WorkflowRun.workflow_path)
     )
     return raw_frame(bind, filtered(stmt, where))
+
+
+TILE_RUN_COLUMNS = ["run_id", "workflow_path", "created_at", "event", "head_sha", "logical_outcome"]
+
+
+def tile_runs(bind: Bind, where: RunFilter) -> pd.DataFrame:
+    """The logical runs of ``where`` with only what a status tile reads of each
+    (TILE_RUN_COLUMNS): the status reads every run of the range (STALE's usual gap), and their
+    other columns (the web address above all) cost more to fetch than the rest of the tile."""
+    run = WorkflowRun
+    stmt = select(
+        run.id.label("run_id"),
+        run.workflow_path,
+        run.created_at,
+        run.event,
+        run.head_sha,
+        LogicalRun.logical_outcome,
+    ).join(LogicalRun, LogicalRun.run_id == run.id)
+    return raw_frame(bind, filtered(stmt, where), ("created_at",))
+
+
+def run_urls(bind: Bind, run_ids: Sequence[int]) -> dict[int, str | None]:
+    """The web address of each of ``run_ids`` (a tile's newest run)."""
+    stmt = select(WorkflowRun.id, WorkflowRun.html_url).where(WorkflowRun.id.in_(run_ids))
+    with connected(bind) as conn:
+        return {run_id: url for run_id, url in conn.execute(stmt)}

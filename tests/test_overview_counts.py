@@ -88,3 +88,28 @@ def test_a_new_date_range_or_scope_reads_the_silent_workflows_no_more(
     table_inputs._COUNTS.clear()
     pd.testing.assert_frame_equal(shared, build(engine, project, "status", shorter))
     assert len(reads) == 2
+
+
+def test_the_status_reads_each_workflows_newest_web_address_alone(
+    demo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiles read their runs' few columns from the derived tables, and the web address of
+    each workflow's newest run alone: the same tiles as from the whole logical runs."""
+    engine, project, query, _ = demo
+    asked: list[list[int]] = []
+    urls = overview_tables.counts_sql.run_urls
+
+    def counted(bind: Any, run_ids: list[int]) -> dict[int, str | None]:
+        asked.append(list(run_ids))
+        return urls(bind, run_ids)
+
+    monkeypatch.setattr(overview_tables.counts_sql, "run_urls", counted)
+    status = build(engine, project, "status", query)
+    runs = overview_tables.logical_run_frame(engine, project, query.where(project), lean=True)
+    assert len(asked) == 1 and len(asked[0]) == runs["workflow_path"].nunique()
+    monkeypatch.setattr(overview_tables, "_tile_runs", lambda *_: runs)
+    whole = build(engine, project, "status", query)
+    pd.testing.assert_frame_equal(status, whole)
+    newest = runs.sort_values(["created_at", "run_id"]).groupby("lineage")["html_url"].last()
+    lineages = status[status["level"] == "lineage"].set_index("name")["last_run_url"]
+    assert lineages.notna().all() and lineages.to_dict() == newest.reindex(lineages.index).to_dict()
