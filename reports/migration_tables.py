@@ -19,7 +19,7 @@ from analytics.before_after import (
     before_after_of,
     category_shift_of,
     from_segments,
-    headline,
+    headlines,
     tally,
     windows_of,
 )
@@ -170,7 +170,7 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
     return events.assign(
         before_runs=[int(rows["before_runs"].sum()) for rows in found],
         after_runs=[int(rows["after_runs"].sum()) for rows in found],
-        answer=[headline(rows, project.analysis, incidents) for rows in found],
+        answer=headlines(found, project.analysis, incidents),
     )[ANSWER_COLUMNS].reset_index(drop=True)
 
 
