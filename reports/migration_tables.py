@@ -31,12 +31,11 @@ from analytics.config_tables import (
 from analytics.evidence import CONFIG_BASIS
 from analytics.frames import logical_run_frame
 from analytics.once import run_incidents
-from analytics.outcomes import mark_invalid_windows
 from reports.query import Query
 from reports.table_inputs import events_of, logical_jobs_of, shared_counts, with_lineage
 from reports.table_spec import ReportTable
 from store.incidents import load_incidents, load_members
-from store.migration_counts import first_runs_of_new, job_segments, last_runs, segment_tally
+from store.migration_counts import job_segments, last_runs, segment_tally
 from store.project import Project
 from store.runfilter import RunFilter
 
@@ -90,32 +89,53 @@ def _events(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     return events
 
 
+def _cuts(events: pd.DataFrame, window_days: int) -> list[pd.Timestamp]:
+    """The times the events' windows start and end at and the events' dates, sorted: the
+    segments between them count every window (store.migration_counts)."""
+    window, dates = pd.Timedelta(days=window_days), events["event_date"]
+    return sorted({*(dates - window), *dates, *(dates + window)})
+
+
+def _segments(engine: Engine, project: Project, where: RunFilter) -> pd.DataFrame:
+    """store.migration_counts.segment_tally of ``where`` cut at every event's windows (the
+    derived tables current): read once for the window tables and first-runs (reports.
+    table_inputs.shared_counts): do not modify."""
+    analysis, events = project.analysis, events_of(engine, project)
+    cuts = [cut.to_pydatetime() for cut in _cuts(events, analysis.window_days)]
+    invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
+    return shared_counts(
+        f"migration-segments {_configured(project)}",
+        engine,
+        project,
+        where,
+        lambda _: segment_tally(
+            engine,
+            where,
+            cuts,
+            analysis.first_runs,
+            [(path, start.to_pydatetime(), end.to_pydatetime()) for path, start, end, _ in invalid],
+            CONFIG_BASIS,
+        ),
+    )
+
+
 def _window_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The window counts (analytics.before_after.TALLY_COLUMNS) of every event over the runs
-    of the query's scope (every date): one statement when the derived tables are current,
-    else from the raw rows' frames, the same counts either way; computed once for the page's
-    four window tables (reports.table_inputs.shared_counts): do not modify."""
+    of the query's scope (every date): from the segments' counts when the derived tables are
+    current, else from the raw rows' frames, the same counts either way; computed once for the
+    page's four window tables (reports.table_inputs.shared_counts): do not modify."""
     events, every = events_of(engine, project), query.where(project, dated=False)
     analysis = project.analysis
-    window = pd.Timedelta(days=analysis.window_days)
-    dates = events["event_date"]
-    cuts = sorted({*dates, *(dates - window), *(dates + window)})
 
     def compute(current: bool) -> pd.DataFrame:
         if not current:
             runs = logical_run_frame(engine, project, every)
             incident = run_incidents(runs, load_members(engine, every))
             return tally(runs, events, analysis.window_days, analysis.first_runs, incident)
-        invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
-        segments = segment_tally(
-            engine,
-            every,
-            [cut.to_pydatetime() for cut in cuts],
-            analysis.first_runs,
-            [(path, start.to_pydatetime(), end.to_pydatetime()) for path, start, end, _ in invalid],
-            CONFIG_BASIS,
+        segments = _segments(engine, project, every)
+        return from_segments(
+            segments, _cuts(events, analysis.window_days), events, analysis.window_days
         )
-        return from_segments(segments, cuts, events, analysis.window_days)
 
     return shared_counts(
         f"migration-windows {_configured(project)}", engine, project, every, compute
@@ -190,16 +210,10 @@ def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
     analysis = project.analysis
     if derived.is_current(engine, project.repo, project.job_name_strip):
         spans = successors.born_spans(events, analysis.window_days)
-        found = first_runs_of_new(
-            engine,
-            every,
-            [(start.to_pydatetime(), end.to_pydatetime()) for start, end in spans],
-            analysis.first_runs,
-        )
+        segments = _segments(engine, project, every)
+        found, born = successors.first_runs_of_new(segments, spans, analysis.first_runs)
         # the dtypes of the logical runs' frame (analytics.frames), whatever rows came back
-        found = found.astype({"logical_outcome": object, "failure_category": "str"})
-        runs = mark_invalid_windows(found, invalid_window_table(project.invalid_windows))
-        born = runs.drop_duplicates("workflow_path").set_index("workflow_path")["born"]
+        runs = found.astype({"logical_outcome": object, "failure_category": "str"})
     else:
         runs, born = logical_run_frame(engine, project, every), None
     strips = successors.successor_first_runs(
@@ -219,9 +233,7 @@ def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.Da
     events, every = events_of(engine, project), query.where(project, dated=False)
     current = derived.is_current(engine, project.repo, project.job_name_strip)
     if current:
-        window = pd.Timedelta(days=project.analysis.window_days)
-        dates = events["event_date"]
-        cuts = sorted({*(dates - window), *dates, *(dates + window)})
+        cuts = _cuts(events, project.analysis.window_days)
         counted = job_segments(engine, every, [cut.to_pydatetime() for cut in cuts])
         jobs = with_lineage(counted.assign(run_id=np.nan, html_url=None), project)
     else:
