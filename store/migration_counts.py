@@ -175,11 +175,13 @@ def last_runs(
             for path, name, at in jobs
         )
     )
+    # the times alone too: an index finds those runs, where the OR above scans every job
+    at_times = run.created_at.in_(sorted({at for _, _, at in jobs}))
     stmt = filtered(
         select(run.workflow_path, job.logical_job, run.created_at, run.id.label("run_id"))
         .add_columns(run.html_url)
         .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
-        .where(chosen, job.logical_outcome != "excluded"),
+        .where(at_times, chosen, job.logical_outcome != "excluded"),
         where,
     )
     return raw_frame(bind, stmt, ("created_at",))
