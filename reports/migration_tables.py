@@ -119,27 +119,20 @@ def _segments(engine: Engine, project: Project, where: RunFilter) -> pd.DataFram
     )
 
 
-def _window_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+def _window_counts(
+    engine: Engine, project: Project, where: RunFilter, current: bool
+) -> pd.DataFrame:
     """The window counts (analytics.before_after.TALLY_COLUMNS) of every event over the runs
-    of the query's scope (every date): from the segments' counts when the derived tables are
-    current, else from the raw rows' frames, the same counts either way; computed once for the
-    page's four window tables (reports.table_inputs.shared_counts): do not modify."""
-    events, every = events_of(engine, project), query.where(project, dated=False)
-    analysis = project.analysis
-
-    def compute(current: bool) -> pd.DataFrame:
-        if not current:
-            runs = logical_run_frame(engine, project, every)
-            incident = run_incidents(runs, load_members(engine, every))
-            return tally(runs, events, analysis.window_days, analysis.first_runs, incident)
-        segments = _segments(engine, project, every)
-        return from_segments(
-            segments, _cuts(events, analysis.window_days), events, analysis.window_days
-        )
-
-    return shared_counts(
-        f"migration-windows {_configured(project)}", engine, project, every, compute
-    )
+    of ``where``: from the segments' counts when the derived tables are ``current``, else
+    from the raw rows' frames, the same counts either way."""
+    events, analysis = events_of(engine, project), project.analysis
+    if current:
+        segments = _segments(engine, project, where)
+        cuts = _cuts(events, analysis.window_days)
+        return from_segments(segments, cuts, events, analysis.window_days)
+    runs = logical_run_frame(engine, project, where)
+    incident = run_incidents(runs, load_members(engine, where))
+    return tally(runs, events, analysis.window_days, analysis.first_runs, incident)
 
 
 def _configured(project: Project) -> str:
@@ -149,13 +142,26 @@ def _configured(project: Project) -> str:
 
 
 def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(pairs, tagged) of analytics.before_after.windows_of for the query's events."""
-    counts = _window_counts(engine, project, query)
-    paths = with_lineage(counts[["workflow_path"]].drop_duplicates(), project)
-    lineage_of = paths.set_index("workflow_path")["lineage"]
-    lineages = config_lineages(project.workflows)
-    events = _events(engine, project, query)
-    return windows_of(counts, events, lineage_of, lineages, project.analysis.first_runs)
+    """(pairs, tagged) of analytics.before_after.windows_of for the query's events, over the
+    runs of its scope (every date): those of every event computed once for the page's window
+    tables (reports.table_inputs.shared_counts), the query's events' chosen."""
+    every = query.where(project, dated=False)
+
+    def compute(current: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+        counts = _window_counts(engine, project, every, current)
+        paths = with_lineage(counts[["workflow_path"]].drop_duplicates(), project)
+        lineage_of = paths.set_index("workflow_path")["lineage"]
+        lineages = config_lineages(project.workflows)
+        events = events_of(engine, project)
+        return windows_of(counts, events, lineage_of, lineages, project.analysis.first_runs)
+
+    name = f"migration-windows {_configured(project)}"
+    pairs, tagged = shared_counts(name, engine, project, every, compute)
+    chosen = pairs["event_date"].isin(_events(engine, project, query)["event_date"])
+    if chosen.all():
+        return pairs, tagged
+    pairs = pairs[chosen].reset_index(drop=True)
+    return pairs, tagged[tagged["pair"].isin(pairs["pair"])].reset_index(drop=True)
 
 
 def before_after_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
