@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import fisher_exact
 
-from analytics.before_after import headline
+from analytics.before_after import headline, headlines
 from tests.support.settings import analysis
 
 
@@ -111,3 +111,21 @@ def test_pooling_lets_small_lineages_reach_min_runs_together():
 
 def test_no_rows_no_numbers():
     assert headline(_rows(), analysis(window_days=14)) == "No runs in the 14 days either side."
+
+
+def test_a_pages_answers_pooled_together_say_what_each_alone_says():
+    """The Migrations page rates every event's pooled counts in one frame: each event's
+    sentence is still its own (its counts, its label, its migration words), an empty one too."""
+    settings = analysis(window_days=14, min_runs=5)
+    events = [
+        _rows(_row((18, 1, 1), (10, 4, 6))),
+        _rows(),
+        _rows(_row((3, 0, 0), (0, 0, 3), lineage="A"), _row((3, 0, 0), (0, 1, 2), lineage="B")),
+        _rows(_row((3, 0, 0), (2, 4, 4), pr=None, title="image bump", kind="image")),
+    ]
+    said = headlines(events, settings)
+    assert said == [headline(rows, settings) for rows in events]
+    assert said[0].startswith("#7357: successors 0.50 [0.30, 0.70] n=20 in the 14 days after")
+    assert said[1] == "No runs in the 14 days either side."
+    assert said[2].endswith("; significant change, worse (p=0.0022)")
+    assert said[3].startswith("image bump: after ")
