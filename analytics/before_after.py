@@ -317,30 +317,38 @@ def headline(rows: pd.DataFrame, analysis: Analysis, incidents: pd.DataFrame | N
     the after window's red runs are one incident on 2026-08-14 (HF Hub, 23 jobs); counted
     once: no significant change (p=0.41)". ``incidents``: store.incidents.load_incidents,
     for the incident's date and cause."""
-    return headlines([rows], analysis, incidents)[0]
+    return headlines(rows, [np.arange(len(rows))], analysis, incidents)[0]
 
 
 def headlines(
-    events: Sequence[pd.DataFrame], analysis: Analysis, incidents: pd.DataFrame | None = None
+    table: pd.DataFrame,
+    events: Sequence[np.ndarray],
+    analysis: Analysis,
+    incidents: pd.DataFrame | None = None,
 ) -> list[str]:
-    """The headline of each event's rows in ``events``, their pooled rates computed in one
-    frame: a frame and its rates per event cost a page's answers a quarter of a second."""
+    """The headline of each event's rows of ``table`` (``events``: their positions), their
+    pooled rates computed in one frame and their rows never copied: a frame, a copy of a wide
+    table and rates per event cost a page's answers a quarter of a second."""
     window_days, min_runs = analysis.window_days, analysis.min_runs
-    pooled = _pooled(events, min_runs)
+    if table.empty:
+        return [f"No runs in the {window_days} days either side." for _ in events]
+    pooled = _pooled(table, events, min_runs)
     labels = verdict_label(pooled).tolist()
     records = pooled.to_dict("records")
+    pr, title, kind, lineage = (
+        table[column].to_numpy(dtype=object)
+        for column in ("event_pr", "event_title", "event_kind", "lineage")
+    )
     sentences = []
     for index, rows in enumerate(events):
-        if rows.empty:
+        if not len(rows):
             sentences.append(f"No runs in the {window_days} days either side.")
             continue
-        first = rows.iloc[0]
-        label = (
-            f"#{int(first['event_pr'])}" if pd.notna(first["event_pr"]) else first["event_title"]
-        )
-        if (lineages := rows["lineage"].nunique()) > 1:
+        first = rows[0]
+        label = f"#{int(pr[first])}" if pd.notna(pr[first]) else title[first]
+        if (lineages := len({name for name in lineage[rows] if pd.notna(name)})) > 1:
             label += f" ({lineages} lineages pooled)"
-        migration = first["event_kind"] == "migration"
+        migration = kind[first] == "migration"
         names = {"after": "successors", "before": "predecessors"} if migration else {}
         at = index * len(POOLED)
         mine = dict(zip(POOLED, records[at : at + len(POOLED)], strict=True))
@@ -359,7 +367,8 @@ def headlines(
         sentence = f"{label}: {said}; {answer}"
         once = _answer(mine, ONCE)
         if _conclusion(once) != _conclusion(answer):
-            sentence += f"; {_incident_share(rows, incidents)}; counted once: {once}"
+            share = _incident_share(table.iloc[rows], incidents)
+            sentence += f"; {share}; counted once: {once}"
         sentences.append(sentence)
     return sentences
 
@@ -370,16 +379,14 @@ POOLED_SIDES = [(side, suffix) for suffix in ("", ONCE) for side in ("after", "b
 POOLED = [f"{side}{suffix}" for side, suffix in POOLED_SIDES]
 
 
-def _pooled(events: Sequence[pd.DataFrame], min_runs: int) -> pd.DataFrame:
-    """Each side's counts summed over each event's rows, with rates: per event, one row per
-    side of POOLED, as it is (``after``, ``before``) and counted once (``after_once``,
-    ``before_once``)."""
+def _pooled(table: pd.DataFrame, events: Sequence[np.ndarray], min_runs: int) -> pd.DataFrame:
+    """Each side's counts summed over each event's rows of ``table``, with rates: per event,
+    one row per side of POOLED, as it is (``after``, ``before``) and counted once
+    (``after_once``, ``before_once``)."""
     columns = ["runs", *COUNTED_OUTCOMES]
     summed = [f"{side}_{c}{suffix}" for side, suffix in POOLED_SIDES for c in columns]
-    counts = np.zeros((len(events), len(summed)), dtype=np.int64)
-    for index, rows in enumerate(events):
-        if len(rows):  # no rows: no columns either, maybe
-            counts[index] = rows[summed].to_numpy(dtype=np.int64).sum(axis=0)
+    every = table[summed].to_numpy(dtype=np.int64)
+    counts = np.array([every[rows].sum(axis=0) for rows in events], dtype=np.int64)
     frame = pd.DataFrame(counts.reshape(-1, len(columns)), columns=columns)
     return add_rates(frame.assign(excluded=0), min_runs)
 

@@ -186,17 +186,19 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
     """Each event's answer in one sentence (analytics.before_after.headline), from its
     lineages with a run on either side, and the runs it pools either side."""
     table = before_after_table(engine, project, query)
-    counted = table[table["before_runs"] + table["after_runs"] > 0]
+    counted = table[table["before_runs"] + table["after_runs"] > 0].reset_index(drop=True)
     incidents = load_incidents(engine, project.repo)
     events = _events(engine, project, query)
+    titles = counted["event_title"].to_numpy(dtype=object)
     found = [
-        counted[(counted["event_date"] == date) & (counted["event_title"] == title)]
+        np.flatnonzero((counted["event_date"] == date).to_numpy() & (titles == title))
         for date, title in zip(events["event_date"], events["event_title"], strict=True)
     ]
+    before, after = (counted[f"{side}_runs"].to_numpy() for side in ("before", "after"))
     return events.assign(
-        before_runs=[int(rows["before_runs"].sum()) for rows in found],
-        after_runs=[int(rows["after_runs"].sum()) for rows in found],
-        answer=headlines(found, project.analysis, incidents),
+        before_runs=[int(before[rows].sum()) for rows in found],
+        after_runs=[int(after[rows].sum()) for rows in found],
+        answer=headlines(counted, found, project.analysis, incidents),
     )[ANSWER_COLUMNS].reset_index(drop=True)
 
 
