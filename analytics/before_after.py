@@ -9,8 +9,8 @@ is known (analytics.evidence).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import cast
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -317,55 +317,85 @@ def headline(rows: pd.DataFrame, analysis: Analysis, incidents: pd.DataFrame | N
     the after window's red runs are one incident on 2026-08-14 (HF Hub, 23 jobs); counted
     once: no significant change (p=0.41)". ``incidents``: store.incidents.load_incidents,
     for the incident's date and cause."""
+    return headlines(rows, [np.arange(len(rows))], analysis, incidents)[0]
+
+
+def headlines(
+    table: pd.DataFrame,
+    events: Sequence[np.ndarray],
+    analysis: Analysis,
+    incidents: pd.DataFrame | None = None,
+) -> list[str]:
+    """The headline of each event's rows of ``table`` (``events``: their positions), their
+    pooled rates computed in one frame and their rows never copied: a frame, a copy of a wide
+    table and rates per event cost a page's answers a quarter of a second."""
     window_days, min_runs = analysis.window_days, analysis.min_runs
-    if rows.empty:
-        return f"No runs in the {window_days} days either side."
-    first = rows.iloc[0]
-    label = f"#{int(first['event_pr'])}" if pd.notna(first["event_pr"]) else first["event_title"]
-    if (lineages := rows["lineage"].nunique()) > 1:
-        label += f" ({lineages} lineages pooled)"
-    migration = first["event_kind"] == "migration"
-    names = {"after": "successors", "before": "predecessors"} if migration else {}
-    pooled = _pooled(rows, min_runs)
-    labels = verdict_label(pooled.loc[["after", "before"]])
-    said = ", vs ".join(
-        f"{names.get(side, side)} {labels[side]} in the {window_days} days {side}"
-        for side in ("after", "before")
+    if table.empty:
+        return [f"No runs in the {window_days} days either side." for _ in events]
+    pooled = _pooled(table, events, min_runs)
+    labels = verdict_label(pooled).tolist()
+    records = pooled.to_dict("records")
+    pr, title, kind, lineage = (
+        table[column].to_numpy(dtype=object)
+        for column in ("event_pr", "event_title", "event_kind", "lineage")
     )
-    answer = _answer(pooled, "")
-    if answer == NO_ANSWER:
-        return (
-            f"{label}: {said}; not enough data to compare (a side has fewer than {min_runs} runs)"
+    sentences = []
+    for index, rows in enumerate(events):
+        if not len(rows):
+            sentences.append(f"No runs in the {window_days} days either side.")
+            continue
+        first = rows[0]
+        label = f"#{int(pr[first])}" if pd.notna(pr[first]) else title[first]
+        if (lineages := len({name for name in lineage[rows] if pd.notna(name)})) > 1:
+            label += f" ({lineages} lineages pooled)"
+        migration = kind[first] == "migration"
+        names = {"after": "successors", "before": "predecessors"} if migration else {}
+        at = index * len(POOLED)
+        mine = dict(zip(POOLED, records[at : at + len(POOLED)], strict=True))
+        said = ", vs ".join(
+            f"{names.get(side, side)} {labels[at + POOLED.index(side)]} in the {window_days} "
+            f"days {side}"
+            for side in ("after", "before")
         )
-    sentence = f"{label}: {said}; {answer}"
-    once = _answer(pooled, ONCE)
-    if _conclusion(once) == _conclusion(answer):
-        return sentence
-    return f"{sentence}; {_incident_share(rows, incidents)}; counted once: {once}"
+        answer = _answer(mine, "")
+        if answer == NO_ANSWER:
+            sentences.append(
+                f"{label}: {said}; not enough data to compare (a side has fewer than "
+                f"{min_runs} runs)"
+            )
+            continue
+        sentence = f"{label}: {said}; {answer}"
+        once = _answer(mine, ONCE)
+        if _conclusion(once) != _conclusion(answer):
+            share = _incident_share(table.iloc[rows], incidents)
+            sentence += f"; {share}; counted once: {once}"
+        sentences.append(sentence)
+    return sentences
 
 
 NO_ANSWER = "not enough data"
+# the pooled sides of an event (side, suffix), in their order in _pooled's rows, and their names
+POOLED_SIDES = [(side, suffix) for suffix in ("", ONCE) for side in ("after", "before")]
+POOLED = [f"{side}{suffix}" for side, suffix in POOLED_SIDES]
 
 
-def _pooled(rows: pd.DataFrame, min_runs: int) -> pd.DataFrame:
-    """Each side's counts summed over ``rows``, with rates: one row per side as it is
-    (``after``, ``before``) and counted once (``after_once``, ``before_once``)."""
+def _pooled(table: pd.DataFrame, events: Sequence[np.ndarray], min_runs: int) -> pd.DataFrame:
+    """Each side's counts summed over each event's rows of ``table``, with rates: per event,
+    one row per side of POOLED, as it is (``after``, ``before``) and counted once
+    (``after_once``, ``before_once``)."""
     columns = ["runs", *COUNTED_OUTCOMES]
-    sides = [(side, suffix) for suffix in ("", ONCE) for side in ("after", "before")]
-    counts = pd.DataFrame(
-        [[int(rows[f"{side}_{c}{suffix}"].sum()) for c in columns] for side, suffix in sides],
-        columns=columns,
-        index=[f"{side}{suffix}" for side, suffix in sides],
-    )
-    return add_rates(counts.assign(excluded=0), min_runs)
+    summed = [f"{side}_{c}{suffix}" for side, suffix in POOLED_SIDES for c in columns]
+    every = table[summed].to_numpy(dtype=np.int64)
+    counts = np.array([every[rows].sum(axis=0) for rows in events], dtype=np.int64)
+    frame = pd.DataFrame(counts.reshape(-1, len(columns)), columns=columns)
+    return add_rates(frame.assign(excluded=0), min_runs)
 
 
-def _answer(pooled: pd.DataFrame, suffix: str) -> str:
-    """The pooled before/after answer of the counts ending in ``suffix`` (rows of
-    ``_pooled``): "no significant change (p=0.31)", "significant change, worse (p=0.048)",
-    or NO_ANSWER."""
-    rows = pooled.to_dict("index")
-    after, before = (rows[f"{side}{suffix}"] for side in ("after", "before"))
+def _answer(pooled: Mapping[str, Mapping[Hashable, Any]], suffix: str) -> str:
+    """The pooled before/after answer of the counts ending in ``suffix`` (an event's rows of
+    ``_pooled`` by side): "no significant change (p=0.31)", "significant change, worse
+    (p=0.048)", or NO_ANSWER."""
+    after, before = (pooled[f"{side}{suffix}"] for side in ("after", "before"))
     if not (after["enough_data"] and before["enough_data"]):
         return NO_ANSWER
     a, c = int(before["pass"]), int(after["pass"])

@@ -4,8 +4,10 @@ definition, shared by the dashboard's Migrations page and the nightly summary's 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
+import numpy as np
 import pandas as pd
 
 BORN_BEFORE = pd.Timedelta(days=1)  # a workflow first run up to a day before its event is its own
@@ -25,6 +27,23 @@ def born_spans(events: pd.DataFrame, window_days: int) -> list[tuple[pd.Timestam
     """Per event, [from, to): a workflow first run then is one the event created."""
     window = pd.Timedelta(days=window_days)
     return [(date - BORN_BEFORE, date + window) for date in events["event_date"]]
+
+
+def first_runs_of_new(
+    segments: pd.DataFrame, spans: Sequence[tuple[pd.Timestamp, pd.Timestamp]], first_runs: int
+) -> tuple[pd.DataFrame, pd.Series]:
+    """(runs, born): the first ``first_runs`` counted runs of each workflow first run in one
+    of ``spans`` ([from, to): born_spans), by created_at then run_id, from the runs counted
+    per segment (store.migration_counts.segment_tally, which has each workflow's first runs
+    of each segment and its groups' first times); and ``born``: workflow_path -> its first
+    run, as successor_first_runs takes them."""
+    born = segments.groupby("workflow_path")["first_at"].min()
+    new = np.zeros(len(born), dtype=bool)
+    for start, end in spans:
+        new |= ((born >= start) & (born < end)).to_numpy()
+    firsts = segments[segments["run_id"].notna() & segments["workflow_path"].isin(born.index[new])]
+    firsts = firsts.sort_values(["created_at", "run_id"], kind="stable")
+    return firsts.groupby("workflow_path").head(first_runs).reset_index(drop=True), born
 
 
 def successor_first_runs(

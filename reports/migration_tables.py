@@ -19,7 +19,7 @@ from analytics.before_after import (
     before_after_of,
     category_shift_of,
     from_segments,
-    headline,
+    headlines,
     tally,
     windows_of,
 )
@@ -31,12 +31,11 @@ from analytics.config_tables import (
 from analytics.evidence import CONFIG_BASIS
 from analytics.frames import logical_run_frame
 from analytics.once import run_incidents
-from analytics.outcomes import mark_invalid_windows
 from reports.query import Query
 from reports.table_inputs import events_of, logical_jobs_of, shared_counts, with_lineage
 from reports.table_spec import ReportTable
 from store.incidents import load_incidents, load_members
-from store.migration_counts import first_runs_of_new, job_segments, last_runs, segment_tally
+from store.migration_counts import job_segments, last_runs, segment_tally
 from store.project import Project
 from store.runfilter import RunFilter
 
@@ -90,36 +89,50 @@ def _events(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     return events
 
 
-def _window_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    """The window counts (analytics.before_after.TALLY_COLUMNS) of every event over the runs
-    of the query's scope (every date): one statement when the derived tables are current,
-    else from the raw rows' frames, the same counts either way; computed once for the page's
-    four window tables (reports.table_inputs.shared_counts): do not modify."""
-    events, every = events_of(engine, project), query.where(project, dated=False)
-    analysis = project.analysis
-    window = pd.Timedelta(days=analysis.window_days)
-    dates = events["event_date"]
-    cuts = sorted({*dates, *(dates - window), *(dates + window)})
+def _cuts(events: pd.DataFrame, window_days: int) -> list[pd.Timestamp]:
+    """The times the events' windows start and end at and the events' dates, sorted: the
+    segments between them count every window (store.migration_counts)."""
+    window, dates = pd.Timedelta(days=window_days), events["event_date"]
+    return sorted({*(dates - window), *dates, *(dates + window)})
 
-    def compute(current: bool) -> pd.DataFrame:
-        if not current:
-            runs = logical_run_frame(engine, project, every)
-            incident = run_incidents(runs, load_members(engine, every))
-            return tally(runs, events, analysis.window_days, analysis.first_runs, incident)
-        invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
-        segments = segment_tally(
+
+def _segments(engine: Engine, project: Project, where: RunFilter) -> pd.DataFrame:
+    """store.migration_counts.segment_tally of ``where`` cut at every event's windows (the
+    derived tables current): read once for the window tables and first-runs (reports.
+    table_inputs.shared_counts): do not modify."""
+    analysis, events = project.analysis, events_of(engine, project)
+    cuts = [cut.to_pydatetime() for cut in _cuts(events, analysis.window_days)]
+    invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
+    return shared_counts(
+        f"migration-segments {_configured(project)}",
+        engine,
+        project,
+        where,
+        lambda _: segment_tally(
             engine,
-            every,
-            [cut.to_pydatetime() for cut in cuts],
+            where,
+            cuts,
             analysis.first_runs,
             [(path, start.to_pydatetime(), end.to_pydatetime()) for path, start, end, _ in invalid],
             CONFIG_BASIS,
-        )
-        return from_segments(segments, cuts, events, analysis.window_days)
-
-    return shared_counts(
-        f"migration-windows {_configured(project)}", engine, project, every, compute
+        ),
     )
+
+
+def _window_counts(
+    engine: Engine, project: Project, where: RunFilter, current: bool
+) -> pd.DataFrame:
+    """The window counts (analytics.before_after.TALLY_COLUMNS) of every event over the runs
+    of ``where``: from the segments' counts when the derived tables are ``current``, else
+    from the raw rows' frames, the same counts either way."""
+    events, analysis = events_of(engine, project), project.analysis
+    if current:
+        segments = _segments(engine, project, where)
+        cuts = _cuts(events, analysis.window_days)
+        return from_segments(segments, cuts, events, analysis.window_days)
+    runs = logical_run_frame(engine, project, where)
+    incident = run_incidents(runs, load_members(engine, where))
+    return tally(runs, events, analysis.window_days, analysis.first_runs, incident)
 
 
 def _configured(project: Project) -> str:
@@ -129,13 +142,26 @@ def _configured(project: Project) -> str:
 
 
 def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(pairs, tagged) of analytics.before_after.windows_of for the query's events."""
-    counts = _window_counts(engine, project, query)
-    paths = with_lineage(counts[["workflow_path"]].drop_duplicates(), project)
-    lineage_of = paths.set_index("workflow_path")["lineage"]
-    lineages = config_lineages(project.workflows)
-    events = _events(engine, project, query)
-    return windows_of(counts, events, lineage_of, lineages, project.analysis.first_runs)
+    """(pairs, tagged) of analytics.before_after.windows_of for the query's events, over the
+    runs of its scope (every date): those of every event computed once for the page's window
+    tables (reports.table_inputs.shared_counts), the query's events' chosen."""
+    every = query.where(project, dated=False)
+
+    def compute(current: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+        counts = _window_counts(engine, project, every, current)
+        paths = with_lineage(counts[["workflow_path"]].drop_duplicates(), project)
+        lineage_of = paths.set_index("workflow_path")["lineage"]
+        lineages = config_lineages(project.workflows)
+        events = events_of(engine, project)
+        return windows_of(counts, events, lineage_of, lineages, project.analysis.first_runs)
+
+    name = f"migration-windows {_configured(project)}"
+    pairs, tagged = shared_counts(name, engine, project, every, compute)
+    chosen = pairs["event_date"].isin(_events(engine, project, query)["event_date"])
+    if chosen.all():
+        return pairs, tagged
+    pairs = pairs[chosen].reset_index(drop=True)
+    return pairs, tagged[tagged["pair"].isin(pairs["pair"])].reset_index(drop=True)
 
 
 def before_after_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -160,17 +186,19 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
     """Each event's answer in one sentence (analytics.before_after.headline), from its
     lineages with a run on either side, and the runs it pools either side."""
     table = before_after_table(engine, project, query)
-    counted = table[table["before_runs"] + table["after_runs"] > 0]
+    counted = table[table["before_runs"] + table["after_runs"] > 0].reset_index(drop=True)
     incidents = load_incidents(engine, project.repo)
     events = _events(engine, project, query)
+    titles = counted["event_title"].to_numpy(dtype=object)
     found = [
-        counted[(counted["event_date"] == date) & (counted["event_title"] == title)]
+        np.flatnonzero((counted["event_date"] == date).to_numpy() & (titles == title))
         for date, title in zip(events["event_date"], events["event_title"], strict=True)
     ]
+    before, after = (counted[f"{side}_runs"].to_numpy() for side in ("before", "after"))
     return events.assign(
-        before_runs=[int(rows["before_runs"].sum()) for rows in found],
-        after_runs=[int(rows["after_runs"].sum()) for rows in found],
-        answer=[headline(rows, project.analysis, incidents) for rows in found],
+        before_runs=[int(before[rows].sum()) for rows in found],
+        after_runs=[int(after[rows].sum()) for rows in found],
+        answer=headlines(counted, found, project.analysis, incidents),
     )[ANSWER_COLUMNS].reset_index(drop=True)
 
 
@@ -190,16 +218,10 @@ def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
     analysis = project.analysis
     if derived.is_current(engine, project.repo, project.job_name_strip):
         spans = successors.born_spans(events, analysis.window_days)
-        found = first_runs_of_new(
-            engine,
-            every,
-            [(start.to_pydatetime(), end.to_pydatetime()) for start, end in spans],
-            analysis.first_runs,
-        )
+        segments = _segments(engine, project, every)
+        found, born = successors.first_runs_of_new(segments, spans, analysis.first_runs)
         # the dtypes of the logical runs' frame (analytics.frames), whatever rows came back
-        found = found.astype({"logical_outcome": object, "failure_category": "str"})
-        runs = mark_invalid_windows(found, invalid_window_table(project.invalid_windows))
-        born = runs.drop_duplicates("workflow_path").set_index("workflow_path")["born"]
+        runs = found.astype({"logical_outcome": object, "failure_category": "str"})
     else:
         runs, born = logical_run_frame(engine, project, every), None
     strips = successors.successor_first_runs(
@@ -219,9 +241,7 @@ def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.Da
     events, every = events_of(engine, project), query.where(project, dated=False)
     current = derived.is_current(engine, project.repo, project.job_name_strip)
     if current:
-        window = pd.Timedelta(days=project.analysis.window_days)
-        dates = events["event_date"]
-        cuts = sorted({*(dates - window), *dates, *(dates + window)})
+        cuts = _cuts(events, project.analysis.window_days)
         counted = job_segments(engine, every, [cut.to_pydatetime() for cut in cuts])
         jobs = with_lineage(counted.assign(run_id=np.nan, html_url=None), project)
     else:

@@ -5,7 +5,7 @@ frames a page's tables share."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 from sqlalchemy import Engine
@@ -42,7 +42,8 @@ def with_lineage(frame: pd.DataFrame, project: Project) -> pd.DataFrame:
 
 
 COUNTS_KEPT = 16  # counts frames kept (a few per page and filter), the oldest dropped first
-_COUNTS: dict[tuple[Any, ...], pd.DataFrame] = {}
+_COUNTS: dict[tuple[Any, ...], Any] = {}
+Counts = TypeVar("Counts")  # a frame, or a few frames computed together
 
 
 def shared_counts(
@@ -50,8 +51,8 @@ def shared_counts(
     engine: Engine,
     project: Project,
     where: RunFilter,
-    compute: Callable[[bool], pd.DataFrame],
-) -> pd.DataFrame:
+    compute: Callable[[bool], Counts],
+) -> Counts:
     """The counts frame ``name`` of ``where``: ``compute(current)`` (``current``: whether the
     derived tables are, so the frame comes from one aggregated statement or from the raw
     rows), kept per database, filter and data stamp (store.bookkeeping.data_stamp), so that
@@ -63,7 +64,8 @@ def shared_counts(
         while len(_COUNTS) >= COUNTS_KEPT:
             _COUNTS.pop(next(iter(_COUNTS)))
         _COUNTS[key] = compute(current)
-    return _COUNTS[key]
+    found: Counts = _COUNTS[key]
+    return found
 
 
 def silent_workflows_of(engine: Engine, project: Project) -> pd.DataFrame:

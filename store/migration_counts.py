@@ -1,8 +1,8 @@
 """The statements of the Migrations page's tables, the same text on SQLite and PostgreSQL, so
 that pandas and the statistics only see counts: the logical runs around the change events
-(the window tables: before-after, migration-answers, category-shift, basis-mix; analytics.
-before_after.from_segments), the first runs of the workflows the events created (first-runs),
-the logical jobs either side of each event (coverage-lost)."""
+and the first runs of each workflow (the window tables: before-after, migration-answers,
+category-shift, basis-mix, analytics.before_after.from_segments; and first-runs, analytics.
+successors.first_runs_of_new), the logical jobs either side of each event (coverage-lost)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ SEGMENT_COLUMNS = [
     "incident_id",
     "created_at",
     "run_id",
+    "html_url",
     "n",
+    "first_at",
 ]
 # (workflow_path, from, to): red runs of that workflow created in [from, to) are ci_config
 Invalid = tuple[str, datetime, datetime]
@@ -56,16 +58,18 @@ def segment_tally(
     invalid: Sequence[Invalid],
     config_basis: str,
 ) -> pd.DataFrame:
-    """The runs of ``where`` from the first of the sorted times ``cuts`` on, cut into
-    segments (``segment`` s: created in [cuts[s-1], cuts[s]), the last one open), in one
-    pass over the runs: per segment and group (workflow_path, logical_outcome,
-    failure_category, failure_basis, incident_id: the smallest incident of a red run), ``n``
-    runs; the first ``first_runs`` counted runs of each workflow in each segment are rows of
-    their own, with created_at and run_id (null on the other rows), and they are the only
-    rows of the open segment. Every window around an event is a run of segments
-    (analytics.before_after.from_segments). Red runs in an ``invalid`` window are
-    ``ci_config`` on ``config_basis`` unless the collector found them ci_config already
-    (analytics.outcomes.mark_invalid_windows)."""
+    """The runs of ``where`` cut into segments by the sorted times ``cuts`` (``segment`` s:
+    created in [cuts[s-1], cuts[s]), the first and last ones open), in one pass over the
+    runs: per segment and group (workflow_path, logical_outcome, failure_category,
+    failure_basis, incident_id: the smallest incident of a red run), ``n`` runs and
+    ``first_at``, the first one's time; the first ``first_runs`` counted runs of each
+    workflow in each segment are rows of their own, with created_at, run_id and html_url
+    (null on the other rows), and they are the only rows of the last segment. Every window
+    around an event is a run of segments (analytics.before_after.from_segments); a
+    workflow's first run is its first ``first_at`` and its first runs are the first of its
+    segments' (analytics.successors.first_runs_of_new): one pass for both. Red runs in an
+    ``invalid`` window are ``ci_config`` on ``config_basis`` unless the collector found them
+    ci_config already (analytics.outcomes.mark_invalid_windows)."""
     import pandas as pd
 
     if not cuts:
@@ -102,9 +106,8 @@ def segment_tally(
     counted = (logical.logical_outcome != "excluded").label("counted")
     rows = filtered(
         select(segment_of(run.created_at, cuts).label("segment"), *groups, counted)
-        .add_columns(run.created_at, run.id.label("run_id"))
-        .select_from(joined)
-        .where(run.created_at >= cuts[0]),
+        .add_columns(run.created_at, run.id.label("run_id"), run.html_url)
+        .select_from(joined),
         where,
     ).subquery()
     rank = func.row_number().over(
@@ -118,74 +121,14 @@ def segment_tally(
         *(ranked.c[g.name] for g in groups),
         case((first, ranked.c.created_at)).label("created_at"),
         case((first, ranked.c.run_id)).label("run_id"),
+        case((first, ranked.c.html_url)).label("html_url"),
     ]
     stmt = (
-        select(*keys, func.count().label("n"))
+        select(*keys, func.count().label("n"), func.min(ranked.c.created_at).label("first_at"))
         .where(or_(ranked.c.segment < len(cuts), first))
         .group_by(*keys)
     )
-    return raw_frame(bind, stmt, ("created_at",))
-
-
-FIRST_RUN_COLUMNS = [
-    "workflow_path",
-    "born",
-    "created_at",
-    "run_id",
-    "html_url",
-    "logical_outcome",
-    "failure_category",
-]
-# [from, to): a workflow whose first run falls in one of them is a successor's candidate
-Span = tuple[datetime, datetime]
-
-
-def first_runs_of_new(
-    bind: Bind, where: RunFilter, spans: Sequence[Span], first_runs: int
-) -> pd.DataFrame:
-    """The first ``first_runs`` counted (not excluded) logical runs of ``where`` of each
-    workflow whose first run (``born``: in ``where``, every run counted) falls in one of
-    ``spans``, in one statement: the workflows' first runs grouped, then only their runs
-    ranked. Columns: FIRST_RUN_COLUMNS (failure_category as stored: the invalid windows
-    are the caller's)."""
-    import pandas as pd
-
-    if not spans:
-        return pd.DataFrame(columns=FIRST_RUN_COLUMNS)
-    run, logical = WorkflowRun, LogicalRun
-    runs = logical.__table__.join(run.__table__, run.id == logical.run_id)
-    born = (
-        filtered(select(run.workflow_path, func.min(run.created_at).label("born")), where)
-        .select_from(runs)
-        .group_by(run.workflow_path)
-        .subquery()
-    )
-    new = (
-        select(born)
-        .where(
-            or_(false(), *(and_(born.c.born >= start, born.c.born < end) for start, end in spans))
-        )
-        .subquery()
-    )
-    rank = func.row_number().over(partition_by=run.workflow_path, order_by=(run.created_at, run.id))
-    ranked = filtered(
-        select(
-            run.workflow_path,
-            new.c.born,
-            run.created_at,
-            run.id.label("run_id"),
-            run.html_url,
-            logical.logical_outcome,
-            logical.failure_category,
-            rank.label("rank"),
-        )
-        .select_from(runs.join(new, new.c.workflow_path == run.workflow_path))
-        .where(logical.logical_outcome != "excluded"),
-        where,
-    ).subquery()
-    stmt = select(*(ranked.c[c] for c in FIRST_RUN_COLUMNS)).where(ranked.c.rank <= first_runs)
-    frame = raw_frame(bind, stmt, ("born", "created_at"))
-    return frame.sort_values(["created_at", "run_id"], kind="stable").reset_index(drop=True)
+    return raw_frame(bind, stmt, ("created_at", "first_at"))
 
 
 JOB_SEGMENT_COLUMNS = ["segment", "workflow_path", "logical_job", "n", "created_at"]
@@ -232,11 +175,13 @@ def last_runs(
             for path, name, at in jobs
         )
     )
+    # the times alone too: an index finds those runs, where the OR above scans every job
+    at_times = run.created_at.in_(sorted({at for _, _, at in jobs}))
     stmt = filtered(
         select(run.workflow_path, job.logical_job, run.created_at, run.id.label("run_id"))
         .add_columns(run.html_url)
         .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
-        .where(chosen, job.logical_outcome != "excluded"),
+        .where(at_times, chosen, job.logical_outcome != "excluded"),
         where,
     )
     return raw_frame(bind, stmt, ("created_at",))

@@ -7,11 +7,12 @@ Wilson 95% intervals: 18/20 = 0.90 [0.70, 0.97], 10/20 = 0.50 [0.30, 0.70] (cent
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import fisher_exact
 
-from analytics.before_after import headline
+from analytics.before_after import headline, headlines
 from tests.support.settings import analysis
 
 
@@ -111,3 +112,24 @@ def test_pooling_lets_small_lineages_reach_min_runs_together():
 
 def test_no_rows_no_numbers():
     assert headline(_rows(), analysis(window_days=14)) == "No runs in the 14 days either side."
+
+
+def test_a_pages_answers_pooled_together_say_what_each_alone_says():
+    """The Migrations page rates every event's pooled counts in one frame, each event's rows
+    found by their positions in the page's table: each event's sentence is still its own
+    (its counts, its label, its migration words), an event without rows too."""
+    settings = analysis(window_days=14, min_runs=5)
+    table = _rows(
+        _row((3, 0, 0), (0, 0, 3), lineage="A"),
+        _row((18, 1, 1), (10, 4, 6)),
+        _row((3, 0, 0), (2, 4, 4), pr=None, title="image bump", kind="image"),
+        _row((3, 0, 0), (0, 1, 2), lineage="B"),
+    )
+    events = [np.array([1]), np.array([], dtype=int), np.array([0, 3]), np.array([2])]
+    said = headlines(table, events, settings)
+    assert said == [headline(table.iloc[rows].reset_index(drop=True), settings) for rows in events]
+    assert said[0].startswith("#7357: successors 0.50 [0.30, 0.70] n=20 in the 14 days after")
+    assert said[1] == "No runs in the 14 days either side."
+    assert said[2].startswith("#7357 (2 lineages pooled): successors 0.00 [0.00, 0.39] n=6")
+    assert said[2].endswith("; significant change, worse (p=0.0022)")
+    assert said[3].startswith("image bump: after ")

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import insert, literal, select
 
+from analytics.successors import first_runs_of_new
 from store.engine import make_engine
 from store.migration_counts import (
-    first_runs_of_new,
     job_segments,
     last_runs,
     segment_of,
@@ -89,7 +89,7 @@ def test_segments_count_every_run_and_keep_each_workflows_first_runs(engine):
     _runs(
         engine,
         [
-            (1, "a.yml", -5, "pass", None),  # before the first cut: not read
+            (1, "a.yml", -5, "pass", None),  # before the first cut: segment 0
             (2, "a.yml", 1, "fail", "oom"),
             (3, "a.yml", 2, "excluded", None),  # not a first run, but counted
             (4, "a.yml", 3, "pass", None),
@@ -106,6 +106,7 @@ def test_segments_count_every_run_and_keep_each_workflows_first_runs(engine):
     segments = segment_tally(engine, where, cuts, 2, window, "config")
     counted = segments.groupby(["segment", "workflow_path", "logical_outcome"])["n"].sum()
     assert counted.to_dict() == {
+        (0, "a.yml", "pass"): 1,
         (1, "a.yml", "excluded"): 1,
         (1, "a.yml", "fail"): 1,
         (1, "a.yml", "flaky"): 1,
@@ -115,12 +116,19 @@ def test_segments_count_every_run_and_keep_each_workflows_first_runs(engine):
     }
     first = segments[segments["run_id"].notna()]
     assert sorted(zip(first["segment"], first["run_id"].astype(int), strict=True)) == [
+        (0, 1),
         (1, 2),
         (1, 4),
         (1, 6),
         (2, 7),
         (2, 8),
     ]
+    assert set(first["html_url"]) == {f"https://example.org/runs/{i}" for i in (1, 2, 4, 6, 7, 8)}
+    # each workflow's first run, excluded or not, and counted or not in the last segment
+    assert segments.groupby("workflow_path")["first_at"].min().to_dict() == {
+        "a.yml": T0 - timedelta(hours=5),
+        "b.yml": T0 + timedelta(hours=5),
+    }
     red = segments[segments["logical_outcome"].isin(["fail", "flaky"])].set_index("logical_outcome")
     assert red.loc["fail", ["failure_category", "failure_basis"]].tolist() == [
         "ci_config",
@@ -144,12 +152,17 @@ def test_first_runs_only_of_the_workflows_first_run_in_a_span(engine):
     )
     where = RunFilter(repo=REPO, events=("push",), branch="main")
     span = (T0 + timedelta(hours=24), T0 + timedelta(hours=100))
-    found = first_runs_of_new(engine, where, [span], 2)
-    assert found["run_id"].tolist() == [4, 5]
+    segments = segment_tally(engine, where, [*span], 2, [], "config")
+    found, born = first_runs_of_new(segments, [span], 2)
+    assert found["run_id"].astype(int).tolist() == [4, 5]
     assert set(found["workflow_path"]) == {"new.yml"}
-    assert (found["born"] == T0 + timedelta(hours=48)).all()
+    assert born.to_dict() == {
+        "late.yml": T0 + timedelta(hours=200),
+        "new.yml": T0 + timedelta(hours=48),
+        "old.yml": T0,
+    }
     assert found["html_url"].tolist() == [f"https://example.org/runs/{i}" for i in (4, 5)]
-    assert first_runs_of_new(engine, where, [], 2).empty
+    assert first_runs_of_new(segments, [], 2)[0].empty
 
 
 def test_jobs_counted_per_segment_with_their_last_time_and_the_last_run_found_again(engine):
