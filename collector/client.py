@@ -74,7 +74,12 @@ class Forbidden(ResourceError):
 
 class RouteDown(CollectError):
     """``ROUTE_DOWN`` different resources of one route refused in a row: not one resource's
-    fault but the route's, which stops a collect (or, for annotations, stops asking them)."""
+    fault but the route's, which stops a collect (or, for annotations refused by a token
+    without ``checks: read``, stops asking them). ``status``: the last refusal's."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class BlobGone(CollectError):
@@ -344,7 +349,8 @@ class GitHubClient:
             return error
         return RouteDown(
             f"GitHub refused {len(refused)} different {_route(resource)} in a row, the last "
-            f"with: {error}"
+            f"with: {error}",
+            error.status,
         )
 
     @property

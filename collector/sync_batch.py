@@ -29,6 +29,7 @@ from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
 from collector.logs import (
     LogFetcher,
     LogResult,
+    failure_row,
     job_payload,
     save_logs_and_failures,
     save_run_failure,
@@ -40,8 +41,12 @@ from collector.sync_report import CollectOptions, CollectReport
 from collector.sync_state import save_state
 from store import bookkeeping, retries
 from store import derived as derived_rows
+from store.compression import decompress
+from store.models import Failure
 from store.project import Project
 from store.retries import Refusal
+from store.triage import apply_corrections
+from store.upsert import upsert
 
 CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
 
@@ -93,10 +98,14 @@ class BatchStage:
 
     def forget_server_refusals(self) -> None:
         """After an outage stopped the collect: the 5xx refusals it recorded were the outage's,
-        not their resources', so the next collect asks them at once rather than a wait later."""
+        not their resources', so the next collect asks them at once rather than a wait later.
+        A log or a run's jobs is found again from what is stored (a job whose log failed, a
+        run left for the next collect): forgotten; annotations are asked again only through
+        their row: kept, due at once."""
         with self._session() as session, session.begin():
             for refusal in self._server_refused:
-                retries.clear(session, refusal.kind, [refusal.item_id])
+                forget = retries.forgive if refusal.kind == "annotations" else retries.clear
+                forget(session, refusal.kind, [refusal.item_id])
         self._server_refused = []
 
     def _waiting(
@@ -193,6 +202,10 @@ class BatchStage:
             save_annotations(session, fetched)
             if results:
                 save_logs_and_failures(session, results)
+            asked = {result.job["id"] for result in results}
+            late = [j for j in failed if j["id"] in fetched and j["id"] not in asked]
+            if late:
+                self._classify_again(session, late)
             for run in runs:
                 no_jobs = (
                     run.get("conclusion") == "failure"
@@ -268,6 +281,8 @@ class BatchStage:
             except ResourceError as exc:
                 refused.append(_refusal("annotations", job_id, workflow, run_of[job_id], exc))
             except RouteDown as exc:  # nothing stored: `collect --full` fills them in later
+                if exc.status >= 500:  # GitHub is down, not the token short of a permission:
+                    raise  # the collect stops before this batch is saved, and asks it again
                 self.report.annotations_refused = str(exc)
                 refused = []  # the route's fault, not these jobs': forget their refusals
                 with self._session() as session, session.begin():
@@ -345,6 +360,34 @@ class BatchStage:
                 result.status = "missing" if result.http_status == 404 else "given_up"
         answered = [r.job["id"] for r in results if r.status in ("ok", "expired", "missing")]
         self._clear(session, "log", answered)
+
+    def _classify_again(self, session: Session, jobs: Sequence[dict[str, Any]]) -> None:
+        """Failed jobs whose annotations came after their log was settled (archived, expired,
+        missing; annotations refused on an earlier collect): classified again from the stored
+        log and the new annotations, as ``reclassify`` would, so they say what a collect that
+        got both at once says. A job with no log row yet is classified when its log comes."""
+        logs = bookkeeping.stored_logs(session, [job["id"] for job in jobs])
+        results = [
+            LogResult(
+                job,
+                log.status,
+                content=decompress(log.content or b"", log.compression)
+                if log.status == "ok"
+                else None,
+                rules=self.fetcher.rules,
+            )
+            for job in jobs
+            if (log := logs.get(job["id"])) is not None and log.status != "error"
+        ]
+        now = datetime.now(UTC)
+        rows = [
+            failure_row(
+                r.job["run_id"], r.job.get("run_attempt") or 1, r.job["id"], r.classification, now
+            )
+            for r in results
+        ]
+        upsert(session, Failure, rows)
+        apply_corrections(session, [row["run_id"] for row in rows])
 
     def retry_failed_logs(self) -> None:
         """Ask again for the logs that failed (this collect or earlier) and whose wait has

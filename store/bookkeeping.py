@@ -77,6 +77,21 @@ def settled_log_job_ids(session: Session, job_ids: list[int]) -> set[int]:
     return settled
 
 
+def stored_logs(session: Session, job_ids: list[int]) -> dict[int, JobLog]:
+    """The ``job_logs`` rows of ``job_ids`` that have one (archived, expired, missing or
+    refused)."""
+    found: dict[int, JobLog] = {}
+    for start in range(0, len(job_ids), 500):
+        chunk = job_ids[start : start + 500]
+        found.update(
+            {
+                log.job_id: log
+                for log in session.scalars(select(JobLog).where(JobLog.job_id.in_(chunk)))
+            }
+        )
+    return found
+
+
 def stored_annotations(session: Session, job_ids: list[int]) -> dict[int, list[Any]]:
     """The annotations already fetched for any of ``job_ids``: never asked for again."""
     found: dict[int, list[Any]] = {}

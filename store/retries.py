@@ -93,6 +93,20 @@ def clear(session: Session, kind: str, item_ids: Sequence[int]) -> None:
         )
 
 
+def forgive(session: Session, kind: str, item_ids: Sequence[int]) -> None:
+    """An outage refused these, not their resources: each row's last try is not counted and
+    the resource is due at once. The row stays: for annotations it is what asks them again."""
+    for start in range(0, len(item_ids), 500):
+        chunk = item_ids[start : start + 500]
+        rows = session.scalars(
+            select(FetchRetry).where(FetchRetry.kind == kind, FetchRetry.item_id.in_(chunk))
+        )
+        for row in rows:
+            row.tries = max(row.tries - 1, 0)
+            row.given_up = False
+            row.last_tried_at -= wait_after(row.tries)
+
+
 def waiting(session: Session, kind: str, item_ids: Sequence[int], now: datetime) -> set[int]:
     """Which of ``item_ids`` must not be asked now: given up, or still in their wait."""
     found: set[int] = set()

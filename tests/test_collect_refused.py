@@ -190,11 +190,14 @@ def test_a_refusal_just_before_an_outage_stops_the_collect_is_asked_again_at_onc
     with pytest.raises((ServerError, RouteDown), match="502"):
         collect_without_waits(hub, url)
     assert hub.admin("GET", "stuck")[jobs]["hits"] > 0
-    assert _retries(url) == {}
+    # the outage's refusals: none waits (annotations keep their row, due at once)
+    kept = _retries(url)
+    assert all(kind == "annotations" and row.tries == 0 for (kind, _), row in kept.items())
     monkeypatch.undo()
     hub.admin("POST", "faults", {"spec": ""})
     hub.admin("POST", "stuck", {"path": jobs, "status": None})
     assert not collect_without_waits(hub, url).stopped
+    assert not _retries(url)
     with Session(migrated(url)) as session:
         assert session.get(WorkflowRun, run_id) is not None
         stored_jobs = session.scalar(select(func.count()).select_from(Job))
@@ -210,6 +213,54 @@ def test_a_whole_route_refused_stops_the_collect(hub, tmp_path):
     with pytest.raises(RouteDown, match="refused 5 different"):
         collect_without_waits(hub, url)
     assert hub.admin("GET", "stuck")[path]["hits"] == ROUTE_DOWN
+
+
+def test_an_outage_of_the_annotations_route_stops_the_collect_and_loses_nothing(
+    hub, collected_db, tmp_path
+):
+    """Annotations answering 502 for job after job is GitHub down, not a token without
+    ``checks: read`` (a 403): the collect stops before the batch is saved, instead of storing
+    its failures without their annotations for good; the next collect equals a clean one."""
+    clean = snapshot(migrated(collected_db().url))
+    path = f"/repos/{hub.repos[0]}/check-runs/{{id}}/annotations"
+    hub.admin("POST", "stuck", {"path": path, "status": 502, "message": "Bad Gateway"})
+    url = f"sqlite:///{tmp_path / 'outage.db'}"
+    with pytest.raises(RouteDown, match="502"):
+        collect_without_waits(hub, url)
+    hub.admin("POST", "stuck", {"path": path, "status": None})
+    assert not collect_without_waits(hub, url).stopped
+    assert snapshot(migrated(url)) == clean
+
+
+def test_annotations_refused_just_before_an_outage_are_asked_again_at_once(
+    hub, collected_db, tmp_path, monkeypatch
+):
+    """One job's annotations refused (500) and recorded, then an outage stops the collect: the
+    refusal was the outage's, and its row is all that says to ask them again, so it stays, due
+    at once: the next collect, GitHub answering, equals a clean one."""
+    clean = snapshot(migrated(collected_db().url))
+    job = next(f for f in hub.admin("GET", "truth")["failures"] if f["annotations"])
+    path = f"/repos/{hub.repos[0]}/check-runs/{job['job_id']}/annotations"
+    hub.admin("POST", "stuck", {"path": path, "status": 500, "message": "Server Error"})
+    real = store.retries.record
+
+    def then_an_outage(*args: Any) -> set[int]:
+        given_up = real(*args)
+        hub.admin("POST", "faults", {"spec": "502=1.0"})
+        return given_up
+
+    monkeypatch.setattr(store.retries, "record", then_an_outage)
+    url = f"sqlite:///{tmp_path / 'outage.db'}"
+    with pytest.raises((ServerError, RouteDown), match="502"):
+        collect_without_waits(hub, url)
+    kept = _retries(url)[("annotations", job["job_id"])]
+    assert kept.tries == 0 and not kept.given_up
+    monkeypatch.undo()
+    hub.admin("POST", "faults", {"spec": ""})
+    hub.admin("POST", "stuck", {"path": path, "status": None})
+    assert not collect_without_waits(hub, url).stopped
+    assert not _retries(url)
+    assert snapshot(migrated(url)) == clean
 
 
 def test_annotations_refused_for_one_job_are_asked_again_with_its_run(hub, collected_db, tmp_path):
