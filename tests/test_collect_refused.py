@@ -169,6 +169,21 @@ def test_a_run_whose_jobs_page_answers_502_at_every_size_stops_nothing_else(
         assert session.scalar(select(Failure).where(Failure.run_id == run_id)) is None
 
 
+def _stopped_by_an_outage_after_the_first_refusal(hub, url: str, monkeypatch) -> None:
+    """Collect into ``url`` until a refusal is recorded, then answer every request 502: the
+    collect stops on the outage (``monkeypatch.undo()`` and fakehub's faults reset end it)."""
+    real = store.retries.record
+
+    def then_an_outage(*args: Any) -> set[int]:
+        given_up = real(*args)
+        hub.admin("POST", "faults", {"spec": "502=1.0"})
+        return given_up
+
+    monkeypatch.setattr(store.retries, "record", then_an_outage)
+    with pytest.raises((ServerError, RouteDown), match="502"):
+        collect_without_waits(hub, url)
+
+
 def test_a_refusal_just_before_an_outage_stops_the_collect_is_asked_again_at_once(
     hub, tmp_path, monkeypatch
 ):
@@ -178,17 +193,8 @@ def test_a_refusal_just_before_an_outage_stops_the_collect_is_asked_again_at_onc
     run_id = hub.admin("GET", "truth")["failures"][0]["run_id"]
     jobs = f"/repos/{hub.repos[0]}/actions/runs/{run_id}/jobs"
     hub.admin("POST", "stuck", {"path": jobs, "status": 502, "message": "Bad Gateway"})
-    real = store.retries.record
-
-    def then_an_outage(*args: Any) -> set[int]:
-        given_up = real(*args)
-        hub.admin("POST", "faults", {"spec": "502=1.0"})
-        return given_up
-
-    monkeypatch.setattr(store.retries, "record", then_an_outage)
     url = f"sqlite:///{tmp_path / 'outage.db'}"
-    with pytest.raises((ServerError, RouteDown), match="502"):
-        collect_without_waits(hub, url)
+    _stopped_by_an_outage_after_the_first_refusal(hub, url, monkeypatch)
     assert hub.admin("GET", "stuck")[jobs]["hits"] > 0
     # the outage's refusals: none waits (annotations keep their row, due at once)
     kept = _retries(url)
@@ -242,17 +248,8 @@ def test_annotations_refused_just_before_an_outage_are_asked_again_at_once(
     job = next(f for f in hub.admin("GET", "truth")["failures"] if f["annotations"])
     path = f"/repos/{hub.repos[0]}/check-runs/{job['job_id']}/annotations"
     hub.admin("POST", "stuck", {"path": path, "status": 500, "message": "Server Error"})
-    real = store.retries.record
-
-    def then_an_outage(*args: Any) -> set[int]:
-        given_up = real(*args)
-        hub.admin("POST", "faults", {"spec": "502=1.0"})
-        return given_up
-
-    monkeypatch.setattr(store.retries, "record", then_an_outage)
     url = f"sqlite:///{tmp_path / 'outage.db'}"
-    with pytest.raises((ServerError, RouteDown), match="502"):
-        collect_without_waits(hub, url)
+    _stopped_by_an_outage_after_the_first_refusal(hub, url, monkeypatch)
     kept = _retries(url)[("annotations", job["job_id"])]
     assert kept.tries == 0 and not kept.given_up
     monkeypatch.undo()
