@@ -251,6 +251,20 @@ def save_logs_and_failures(session: Session, results: Sequence[LogResult]) -> No
     caller marks the runs for their derived rows in the same transaction."""
     now = datetime.now(UTC)
     logs = [log_row(r, now) for r in results]
+    upsert(session, JobLog, logs)
+    for result, row in zip(results, logs, strict=True):
+        if result.log is not None and row["content"] is None:
+            log = result.log
+            write_log_content(session, result.job["id"], log.compressed_size, log.chunks())
+    save_failures(session, results, now)
+    for result in results:
+        if result.log is not None:
+            result.log.close()
+
+
+def save_failures(session: Session, results: Sequence[LogResult], now: datetime) -> None:
+    """Record why each job failed (its classification), a maintainer's correction of its
+    signature applied over it."""
     failures = [
         failure_row(
             r.job["run_id"],
@@ -261,16 +275,8 @@ def save_logs_and_failures(session: Session, results: Sequence[LogResult]) -> No
         )
         for r in results
     ]
-    upsert(session, JobLog, logs)
-    for result, row in zip(results, logs, strict=True):
-        if result.log is not None and row["content"] is None:
-            log = result.log
-            write_log_content(session, result.job["id"], log.compressed_size, log.chunks())
     upsert(session, Failure, failures)
     apply_corrections(session, [row["run_id"] for row in failures])
-    for result in results:
-        if result.log is not None:
-            result.log.close()
 
 
 def run_classification(rules: RuleSet | None) -> Classification:

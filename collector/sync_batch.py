@@ -29,8 +29,8 @@ from collector.jobs import attempt_rows, failed_jobs, fetch_jobs, save_jobs
 from collector.logs import (
     LogFetcher,
     LogResult,
-    failure_row,
     job_payload,
+    save_failures,
     save_logs_and_failures,
     save_run_failure,
 )
@@ -42,11 +42,8 @@ from collector.sync_state import save_state
 from store import bookkeeping, retries
 from store import derived as derived_rows
 from store.compression import decompress
-from store.models import Failure
 from store.project import Project
 from store.retries import Refusal
-from store.triage import apply_corrections
-from store.upsert import upsert
 
 CHECKS_RETENTION = timedelta(days=400)  # GitHub archives checks data (jobs) after that
 
@@ -379,15 +376,7 @@ class BatchStage:
             for job in jobs
             if (log := logs.get(job["id"])) is not None and log.status != "error"
         ]
-        now = datetime.now(UTC)
-        rows = [
-            failure_row(
-                r.job["run_id"], r.job.get("run_attempt") or 1, r.job["id"], r.classification, now
-            )
-            for r in results
-        ]
-        upsert(session, Failure, rows)
-        apply_corrections(session, [row["run_id"] for row in rows])
+        save_failures(session, results, datetime.now(UTC))
 
     def retry_failed_logs(self) -> None:
         """Ask again for the logs that failed (this collect or earlier) and whose wait has

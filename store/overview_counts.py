@@ -105,13 +105,11 @@ def incident_workflows(bind: Bind, where: RunFilter) -> pd.DataFrame:
     return raw_frame(bind, filtered(stmt, where))
 
 
-TILE_RUN_COLUMNS = ["run_id", "workflow_path", "created_at", "event", "head_sha", "logical_outcome"]
-
-
 def tile_runs(bind: Bind, where: RunFilter) -> pd.DataFrame:
-    """The logical runs of ``where`` with only what a status tile reads of each
-    (TILE_RUN_COLUMNS): the status reads every run of the range (STALE's usual gap), and their
-    other columns (the web address above all) cost more to fetch than the rest of the tile."""
+    """The logical runs of ``where`` with only what a status tile reads of each (run_id,
+    workflow_path, created_at, event, head_sha, logical_outcome): the status reads every run
+    of the range (STALE's usual gap), and their other columns (the web address above all)
+    cost more to fetch than the rest of the tile."""
     run = WorkflowRun
     stmt = select(
         run.id.label("run_id"),
