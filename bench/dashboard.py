@@ -55,6 +55,7 @@ from types import ModuleType
 from typing import Any
 
 import dashboard
+from reports import table_inputs
 
 COMMAND = "python -m bench.run dashboard"
 APP = Path(dashboard.__file__).with_name("app.py")
@@ -244,7 +245,7 @@ def _peak_mb(pid: int) -> float:
     return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 
 
-def _prepare(db_url: str) -> None:
+def _prepare(db_url: str, patch: Patch = setattr) -> None:
     """Import what app.py and every page import (read from their source) and run every page
     once, then empty every cache, before the forks: a child then times the page's data and
     drawing, not the imports and first uses (Plotly builds its validators on first use) that
@@ -262,11 +263,12 @@ def _prepare(db_url: str) -> None:
                 continue
             for name in names:
                 importlib.import_module(name)
-    _timing()
+    _timing(patch)
     for page in pages():
         page_run(page)
     st.cache_data.clear()
     st.cache_resource.clear()  # the engines too: a child opens its own connections
+    table_inputs.forget_counts()  # the counts pages share: computed again by a first view
     gc.collect()
 
 

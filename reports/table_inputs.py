@@ -68,6 +68,12 @@ def shared_counts(
     return found
 
 
+def forget_counts() -> None:
+    """Empty shared_counts' memo: what a new server process starts with, so a cold
+    measurement (bench/dashboard.py) runs every statement a first page view runs."""
+    _COUNTS.clear()
+
+
 def silent_workflows_of(engine: Engine, project: Project) -> pd.DataFrame:
     """analytics.silence.silent_workflows, which reads every run of the repository whatever the
     filter (its moment is the newest stored run, so the data stamp keys it): read once per

@@ -8,6 +8,7 @@ import pytest
 
 from bench import dashboard
 from bench.dashboard import Run
+from reports import table_inputs
 
 
 def test_a_pages_data_step_and_its_database_part_are_measured(thin_db, monkeypatch):
@@ -20,6 +21,19 @@ def test_a_pages_data_step_and_its_database_part_are_measured(thin_db, monkeypat
     export = dashboard.page_run("export")
     assert (export.data, export.database, export.statements) == (0, 0, 0)
     assert export.script > 0
+
+
+def test_a_cold_run_computes_again_the_counts_a_page_shares(thin_db, monkeypatch):
+    """The forks start from a process that ran every page: the counts memo it filled
+    (reports.table_inputs.shared_counts) is emptied with Streamlit's caches, or a cold run
+    would skip a page's costliest statement."""
+    monkeypatch.setenv("CIFLAKE_DB_URL", thin_db("first night"))
+    monkeypatch.setattr(table_inputs, "_COUNTS", {})
+    dashboard._prepare(thin_db("first night"), monkeypatch.setattr)
+    assert table_inputs._COUNTS == {}
+    flaky = dashboard.page_run("flaky_jobs")
+    assert table_inputs._COUNTS  # the page's first view computed its counts again
+    assert flaky.statements >= 3  # its job counts, the verdicts of its job, the repair turns
 
 
 def test_the_loaders_timed_beside_the_registry_are_those_that_read_the_database():
