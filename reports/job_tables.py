@@ -41,6 +41,7 @@ from store.frame_queries import json_dicts, load_failures, load_jobs
 from store.incidents import incidents_hitting, load_members
 from store.job_counts import failed_job_environments, failed_jobs, job_counts, red_turns
 from store.project import Project
+from store.runfilter import RunFilter
 
 FLAKY_COLUMNS = [
     "lineage",
@@ -155,13 +156,27 @@ def flaky_jobs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
 
 def verdicts_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     if _current(engine, project):
-        failed = _neighboured(failed_jobs(engine, query.where(project), query.logical_job))
+        where = _workflows_of_job(engine, project, query)
+        failed = _neighboured(failed_jobs(engine, where, query.logical_job))
         table = verdicts.decided(with_lineage(failed, project))
     else:
         failures = failures_frame(engine, query.where(project, dated=False))
         table = verdicts.job_verdicts(logical_jobs_of(engine, project, query), failures)
     members = load_members(engine, query.where(project))
     return verdicts_once(table, members)[VERDICTS_COLUMNS]
+
+
+def _workflows_of_job(engine: Engine, project: Project, query: Query) -> RunFilter:
+    """``query``'s filter, cut to the workflows its logical job ran in when it names one (the
+    counts that the flaky-jobs table shares say which): the job's rows, its neighbours and
+    its green runs of the same commit are all in them, and the runs' scope index then reads
+    those workflows' runs alone instead of every run of the scope."""
+    where = query.where(project)
+    if query.logical_job is None:
+        return where
+    counts = _per_job_counts(engine, project, query)
+    ran_in = counts.loc[counts["logical_job"] == query.logical_job, "workflow_path"]
+    return replace(where, paths=tuple(sorted(ran_in.unique()))) if len(ran_in) else where
 
 
 def _neighboured(failed: pd.DataFrame) -> pd.DataFrame:
