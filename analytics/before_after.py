@@ -279,11 +279,11 @@ def _side_rates(pairs: pd.Series, tagged: pd.DataFrame, min_runs: int) -> pd.Dat
     """Per pair of ``pairs`` (aligned on it) and side of SIDES, what analytics.once.
     stability_once gives per (pair, side) of ``tagged``, with the side's prefix: the counts
     (0 when the side has no row), rates (NaN then) and enough_data (runs >= min_runs), and
-    ONCE_COLUMNS counted once. Counted in numpy over one array of
-    pair x side x outcome: stability_once and a merge per side cost the table 40 ms."""
-    at = pd.Index(pairs).get_indexer(tagged["pair"])
-    side = pd.Index(SIDES).get_indexer(tagged["side"])
-    outcome = pd.Index(OUTCOMES).get_indexer(tagged["logical_outcome"])
+    ONCE_COLUMNS counted once. Counted in numpy over one array of pair x side x outcome:
+    stability_once and a merge per side cost the table 40 ms."""
+    at = pd.Index(pairs).get_indexer(pd.Index(tagged["pair"]))
+    side = pd.Index(SIDES).get_indexer(pd.Index(tagged["side"]))
+    outcome = pd.Index(OUTCOMES).get_indexer(pd.Index(tagged["logical_outcome"]))
     kept = (at >= 0) & (side >= 0)
     group = at * len(SIDES) + side
     bins = len(pairs) * len(SIDES)
