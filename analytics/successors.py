@@ -65,22 +65,19 @@ def successor_first_runs(
         born = runs.groupby("workflow_path")["created_at"].min()
     counted = runs[runs["logical_outcome"] != "excluded"]
     counted = counted.sort_values(["created_at", "run_id"], kind="stable")
+    # every workflow's first runs, once: an event's strips are those of the workflows it made
+    first = counted.groupby("workflow_path").head(first_runs)
+    first = first.assign(order=first.groupby("workflow_path").cumcount() + 1)
     strips = []
     spans = born_spans(events, window_days)
     for event, (start, end) in zip(events.itertuples(), spans, strict=True):
         new = born[(born >= start) & (born < end)]
         if new.empty:
             continue
-        first = (
-            counted[counted["workflow_path"].isin(new.index)]
-            .groupby("workflow_path")
-            .head(first_runs)
-        )
         strips.append(
-            first.assign(
+            first[first["workflow_path"].isin(new.index)].assign(
                 event_pr=event.event_pr,  # type: ignore[arg-type]  # Int64: an int or pd.NA
                 event_title=cast(str, event.event_title),
-                order=first.groupby("workflow_path").cumcount() + 1,
             )
         )
     if not strips:

@@ -78,10 +78,9 @@ FIRST_RUNS_COLUMNS = ["event_date", *successors.COLUMNS]
 COVERAGE_LOST_COLUMNS = list(coverage.LOST_COLUMNS)
 
 
-def _events(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    """The change events dated within the query's since/until, numbered (their index) by
-    their place among every event, as the window counts number them."""
-    events = events_of(engine, project)
+def _dated(events: pd.DataFrame, query: Query) -> pd.DataFrame:
+    """The change ``events`` (events_of) dated within the query's since/until, numbered
+    (their index) by their place among every event, as the window counts number them."""
     if query.since is not None:
         events = events[events["event_date"] >= query.since]
     if query.until is not None:
@@ -96,11 +95,13 @@ def _cuts(events: pd.DataFrame, window_days: int) -> list[pd.Timestamp]:
     return sorted({*(dates - window), *dates, *(dates + window)})
 
 
-def _segments(engine: Engine, project: Project, where: RunFilter) -> pd.DataFrame:
+def _segments(
+    engine: Engine, project: Project, where: RunFilter, events: pd.DataFrame
+) -> pd.DataFrame:
     """store.migration_counts.segment_tally of ``where`` cut at every event's windows (the
-    derived tables current): read once for the window tables and first-runs (reports.
-    table_inputs.shared_counts): do not modify."""
-    analysis, events = project.analysis, events_of(engine, project)
+    derived tables current; ``events``: every event, events_of): read once for the window
+    tables and first-runs (reports.table_inputs.shared_counts): do not modify."""
+    analysis = project.analysis
     cuts = [cut.to_pydatetime() for cut in _cuts(events, analysis.window_days)]
     invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
     return shared_counts(
@@ -120,14 +121,14 @@ def _segments(engine: Engine, project: Project, where: RunFilter) -> pd.DataFram
 
 
 def _window_counts(
-    engine: Engine, project: Project, where: RunFilter, current: bool
+    engine: Engine, project: Project, where: RunFilter, events: pd.DataFrame, current: bool
 ) -> pd.DataFrame:
-    """The window counts (analytics.before_after.TALLY_COLUMNS) of every event over the runs
-    of ``where``: from the segments' counts when the derived tables are ``current``, else
-    from the raw rows' frames, the same counts either way."""
-    events, analysis = events_of(engine, project), project.analysis
+    """The window counts (analytics.before_after.TALLY_COLUMNS) of every event (``events``)
+    over the runs of ``where``: from the segments' counts when the derived tables are
+    ``current``, else from the raw rows' frames, the same counts either way."""
+    analysis = project.analysis
     if current:
-        segments = _segments(engine, project, where)
+        segments = _segments(engine, project, where, events)
         cuts = _cuts(events, analysis.window_days)
         return from_segments(segments, cuts, events, analysis.window_days)
     runs = logical_run_frame(engine, project, where)
@@ -141,23 +142,24 @@ def _configured(project: Project) -> str:
     return repr((project.events, project.analysis, project.invalid_windows, project.workflows))
 
 
-def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _windows(
+    engine: Engine, project: Project, query: Query, events: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(pairs, tagged) of analytics.before_after.windows_of for the query's events, over the
-    runs of its scope (every date): those of every event computed once for the page's window
-    tables (reports.table_inputs.shared_counts), the query's events' chosen."""
+    runs of its scope (every date): those of every event (``events``: events_of) computed once
+    for the page's window tables (reports.table_inputs.shared_counts), the query's chosen."""
     every = query.where(project, dated=False)
 
     def compute(current: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-        counts = _window_counts(engine, project, every, current)
+        counts = _window_counts(engine, project, every, events, current)
         paths = with_lineage(counts[["workflow_path"]].drop_duplicates(), project)
         lineage_of = paths.set_index("workflow_path")["lineage"]
         lineages = config_lineages(project.workflows)
-        events = events_of(engine, project)
         return windows_of(counts, events, lineage_of, lineages, project.analysis.first_runs)
 
     name = f"migration-windows {_configured(project)}"
     pairs, tagged = shared_counts(name, engine, project, every, compute)
-    chosen = pairs["event_date"].isin(_events(engine, project, query)["event_date"])
+    chosen = pairs["event_date"].isin(_dated(events, query)["event_date"])
     if chosen.all():
         return pairs, tagged
     pairs = pairs[chosen].reset_index(drop=True)
@@ -165,12 +167,18 @@ def _windows(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFra
 
 
 def before_after_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    return _before_after(engine, project, query, events_of(engine, project))
+
+
+def _before_after(
+    engine: Engine, project: Project, query: Query, events: pd.DataFrame
+) -> pd.DataFrame:
     """Every event's rows (computed once for before-after and migration-answers: reports.
     table_inputs.shared_counts), those of the events within the query's dates chosen."""
     every = query.where(project, dated=False)
 
     def compute(current: bool) -> pd.DataFrame:
-        pairs, tagged = _windows(engine, project, replace(query, since=None, until=None))
+        pairs, tagged = _windows(engine, project, replace(query, since=None, until=None), events)
         table = before_after_of(pairs, tagged, project.analysis, query.scope)
         renamed = {f"first_success_rate_{end}": f"first_ci_{end}" for end in ("low", "high")}
         table = as_exported(table, basis_mix_of(pairs, tagged, per_lineage=True))
@@ -178,17 +186,18 @@ def before_after_table(engine: Engine, project: Project, query: Query) -> pd.Dat
 
     name = f"migration-before-after {query.scope} {_configured(project)}"
     table = shared_counts(name, engine, project, every, compute)
-    dated = table["event_date"].isin(_events(engine, project, query)["event_date"])
+    dated = table["event_date"].isin(_dated(events, query)["event_date"])
     return table[dated].reset_index(drop=True)
 
 
 def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """Each event's answer in one sentence (analytics.before_after.headline), from its
     lineages with a run on either side, and the runs it pools either side."""
-    table = before_after_table(engine, project, query)
+    every = events_of(engine, project)
+    table = _before_after(engine, project, query, every)
     counted = table[table["before_runs"] + table["after_runs"] > 0].reset_index(drop=True)
     incidents = load_incidents(engine, project.repo)
-    events = _events(engine, project, query)
+    events = _dated(every, query)
     titles = counted["event_title"].to_numpy(dtype=object)
     found = [
         np.flatnonzero((counted["event_date"] == date).to_numpy() & (titles == title))
@@ -203,22 +212,24 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
 
 
 def category_shift_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    return category_shift_of(*_windows(engine, project, query))[SHIFT_COLUMNS]
+    windows = _windows(engine, project, query, events_of(engine, project))
+    return category_shift_of(*windows)[SHIFT_COLUMNS]
 
 
 def basis_mix_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    return basis_mix_of(*_windows(engine, project, query), per_lineage=False)[BASIS_COLUMNS]
+    windows = _windows(engine, project, query, events_of(engine, project))
+    return basis_mix_of(*windows, per_lineage=False)[BASIS_COLUMNS]
 
 
 def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """analytics.successors over the query's runs of every date (a workflow's first run in a
     date range is not its first run): when the derived tables are current, one statement
     reads only the first runs of the workflows first run around an event."""
-    every, events = query.where(project, dated=False), _events(engine, project, query)
-    analysis = project.analysis
+    every, every_event = query.where(project, dated=False), events_of(engine, project)
+    events, analysis = _dated(every_event, query), project.analysis
     if derived.is_current(engine, project.repo, project.job_name_strip):
         spans = successors.born_spans(events, analysis.window_days)
-        segments = _segments(engine, project, every)
+        segments = _segments(engine, project, every, every_event)
         found, born = successors.first_runs_of_new(segments, spans, analysis.first_runs)
         # the dtypes of the logical runs' frame (analytics.frames), whatever rows came back
         runs = found.astype({"logical_outcome": object, "failure_category": "str"})
