@@ -17,13 +17,7 @@ import pandas as pd
 from scipy.special import gammaln
 
 from analytics.evidence import KNOWN, NO_LOG, described_counts
-from analytics.once import (
-    INCIDENT,
-    ONCE,
-    ONCE_COLUMNS,
-    largest_incident,
-    run_incidents,
-)
+from analytics.once import INCIDENT, ONCE, largest_incident, run_incidents, stability_once
 from analytics.outcomes import in_scope
 from analytics.rates import OUTCOMES, add_rates, verdict_label
 from store.project import Analysis
@@ -261,8 +255,16 @@ def before_after_of(
     window_days, min_runs = analysis.window_days, analysis.min_runs
     tagged = tagged.reset_index(drop=True)
     incident = tagged[INCIDENT]
-    table = pairs.reset_index(drop=True).assign(scope=scope, window_days=window_days)
-    table = pd.concat([table, _side_rates(table["pair"], tagged, min_runs)], axis=1)
+    table = pairs.assign(scope=scope, window_days=window_days)
+    rates = stability_once(tagged, incident, ["pair", "side"], min_runs, "n")
+    for side in SIDES:
+        mine = rates[rates["side"] == side].drop(columns="side").add_prefix(f"{side}_")
+        table = table.merge(mine, left_on="pair", right_on=f"{side}_pair", how="left")
+    counts = ["runs", *OUTCOMES, *(f"{c}{ONCE}" for c in ("runs", *COUNTED_OUTCOMES))]
+    count_columns = [f"{s}_{c}" for s in SIDES for c in counts]
+    table[count_columns] = table[count_columns].fillna(0).astype(int)
+    for side in SIDES:
+        table[f"{side}_enough_data"] = table[f"{side}_runs"] >= min_runs
     table["p_value"] = fisher_p_values(table, "before", "after")
     table["first_p_value"] = fisher_p_values(table, "before", "first")
     table["p_value_once"] = fisher_p_values(table, "before", "after", ONCE)
@@ -273,51 +275,6 @@ def before_after_of(
         table[f"{side}_incident_red"] = table["pair"].map(mine["incident_red"]).fillna(0)
         table[f"{side}_incident_red"] = table[f"{side}_incident_red"].astype(int)
     return table.drop(columns="pair")
-
-
-def _side_rates(pairs: pd.Series, tagged: pd.DataFrame, min_runs: int) -> pd.DataFrame:
-    """Per pair of ``pairs`` (aligned on it) and side of SIDES, what analytics.once.
-    stability_once gives per (pair, side) of ``tagged``, with the side's prefix: the counts
-    (0 when the side has no row), rates (NaN then) and enough_data (runs >= min_runs), and
-    ONCE_COLUMNS counted once. Counted in numpy over one array of pair x side x outcome:
-    stability_once and a merge per side cost the table 40 ms."""
-    at = pd.Index(pairs).get_indexer(pd.Index(tagged["pair"]))
-    side = pd.Index(SIDES).get_indexer(pd.Index(tagged["side"]))
-    outcome = pd.Index(OUTCOMES).get_indexer(pd.Index(tagged["logical_outcome"]))
-    kept = (at >= 0) & (side >= 0)
-    group = at * len(SIDES) + side
-    bins = len(pairs) * len(SIDES)
-    counted = kept & (outcome >= 0)
-    n = tagged["n"].to_numpy(dtype=np.int64)
-    cells = group * len(OUTCOMES) + outcome
-    hit = counted & tagged[INCIDENT].notna().to_numpy()
-    # counted once (analytics.once.once_counts): an incident's red rows of a (pair, side) are
-    # one row of weight 1, fail if one of them failed, else flaky
-    incident = pd.factorize(tagged[INCIDENT].to_numpy()[hit])[0]
-    keys, first = np.unique(np.stack([group[hit], incident]), axis=1, return_inverse=True)
-    failed = np.zeros(keys.shape[1], dtype=bool)
-    np.logical_or.at(failed, first.ravel(), outcome[hit] == OUTCOMES.index("fail"))
-    one = keys[0] * len(OUTCOMES) + np.where(
-        failed, OUTCOMES.index("fail"), OUTCOMES.index("flaky")
-    )
-    size = bins * len(OUTCOMES)
-    today = np.bincount(cells[counted], weights=n[counted], minlength=size)
-    once = np.bincount(cells[counted & ~hit], weights=n[counted & ~hit], minlength=size)
-    once += np.bincount(one, minlength=size)
-    # one frame of rates, rows (today, once) x side x pair: rates per frame cost a millisecond
-    stacked = np.stack([today, once]).reshape(2, len(pairs), len(SIDES), len(OUTCOMES))
-    frame = pd.DataFrame(
-        stacked.transpose(0, 2, 1, 3).reshape(-1, len(OUTCOMES)).astype(np.int64),
-        columns=OUTCOMES,
-    )
-    frame.insert(0, "runs", frame["pass"] + frame["flaky"] + frame["fail"])
-    rated = add_rates(frame, min_runs)
-    values = {c: rated[c].to_numpy().reshape(2, len(SIDES), len(pairs)) for c in rated.columns}
-    columns: dict[str, Any] = {}
-    for index, name in enumerate(SIDES):
-        columns.update({f"{name}_{c}": values[c][0, index] for c in rated.columns})
-        columns.update({f"{name}_{c}{ONCE}": values[c][1, index] for c in ONCE_COLUMNS})
-    return pd.DataFrame(columns, index=pairs.index)
 
 
 def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
