@@ -106,6 +106,5 @@ def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
 def hosts(runner_names: pd.Series) -> pd.Series:
     """The row of each runner name in the runners table: the name of a host that persists;
     HOSTED_RUNNERS for every GitHub-hosted VM, which runs one job and is gone."""
-    names = runner_names.astype(object)
-    hosted = names.str.startswith(HOSTED_RUNNER_PREFIX, na=False)
-    return names.mask(hosted.to_numpy(dtype=bool), HOSTED_RUNNERS)
+    hosted = runner_names.str.startswith(HOSTED_RUNNER_PREFIX).to_numpy(dtype=bool, na_value=False)
+    return runner_names.mask(hosted, HOSTED_RUNNERS)
