@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analytics.text import filled
-from store.vocabulary import GREEN_OUTCOMES
+from store.vocabulary import GREEN_OUTCOMES, HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS
 
 JOB_KEYS = ["workflow_path", "logical_job"]
 _MAX_CODE = 2**31
@@ -101,3 +101,10 @@ def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
         runner_pool=names[codes],  # code -1 (no labels) picks the last name
         runner_name=filled(jobs["runner_name"], NO_RUNNER_NAME),
     )
+
+
+def hosts(runner_names: pd.Series) -> pd.Series:
+    """The row of each runner name in the runners table: the name of a host that persists;
+    HOSTED_RUNNERS for every GitHub-hosted VM, which runs one job and is gone."""
+    hosted = runner_names.str.startswith(HOSTED_RUNNER_PREFIX).to_numpy(dtype=bool, na_value=False)
+    return runner_names.mask(hosted, HOSTED_RUNNERS)

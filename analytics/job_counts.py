@@ -6,9 +6,10 @@ database does the counting; the rates and intervals work on a few thousand rows.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from analytics.elsewhere import NO_RUNNER_NAME, with_runner_pool
+from analytics.elsewhere import NO_RUNNER_NAME, hosts, with_runner_pool
 from analytics.incidents import KIND
 from analytics.once import INCIDENT, ONCE, stability_once
 from analytics.rates import rank_by_lower_bound
@@ -78,10 +79,14 @@ def elsewhere_flags(counts: pd.DataFrame, where: str) -> pd.DataFrame:
 def runner_table(counts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
     """Stability of logical jobs per ``by``
     (runner_pool or runner_name), as they are and counted once, with failed_jobs and
-    works_elsewhere, ranked by the Wilson lower bound of the fail rate."""
+    works_elsewhere, ranked by the Wilson lower bound of the fail rate. Per runner_name the
+    GitHub-hosted VMs are one row (analytics.elsewhere.hosts); a failure on one of them works
+    elsewhere when its job went green on another runner, another VM included."""
     placed = _placed(counts)
-    table = stability_once(placed, placed[INCIDENT], [by], min_runs, weight="n")
     flags = elsewhere_flags(placed, by)
+    if by == "runner_name":
+        placed, flags = (f.assign(runner_name=hosts(f["runner_name"])) for f in (placed, flags))
+    table = stability_once(placed, placed[INCIDENT], [by], min_runs, weight="n")
     weighed = flags.assign(works=flags["fail"] * flags["works_elsewhere"])
     failed = weighed.groupby(by).agg(failed_jobs=("fail", "sum"), works=("works", "sum"))
     failed["works_elsewhere"] = failed.pop("works") / failed["failed_jobs"]
@@ -106,10 +111,17 @@ def works_elsewhere_of(jobs: pd.DataFrame, counts: pd.DataFrame) -> pd.Series:
 
 def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series:
     """How many runner incidents (store.incidents.INCIDENT_COLUMNS) each of ``places`` had: a
-    runner name, or a runner pool (its labels joined by "+", analytics.elsewhere
-    .with_runner_pool) when the incident names one of its labels."""
-    runners = incidents.loc[incidents["kind"] == KIND["host"], "runner"]
-    counts = runners.value_counts().to_dict()  # a dict: Series.get per place cost 0.1 ms
-    return places.astype(str).map(
-        lambda place: int(sum(counts.get(part, 0) for part in set(place.split("+"))))
-    )
+    runner name (a host incident on any GitHub-hosted VM counts for their pooled row,
+    analytics.elsewhere.hosts), or a runner pool (its labels joined by "+", analytics
+    .elsewhere.with_runner_pool) when the incident names one of its labels."""
+    runners = hosts(incidents.loc[incidents["kind"] == KIND["host"], "runner"])
+    counts = runners.value_counts().to_dict()
+    names = places.astype(str)
+    # Only a place named by an incident, or a pool of several labels, can have one: the
+    # others (thousands of runners) are 0 without a Python call each.
+    maybe = names.isin(list(counts)) | names.str.contains("+", regex=False)
+    found = np.zeros(len(names), dtype=int)
+    found[maybe.to_numpy(dtype=bool)] = [
+        sum(counts.get(part, 0) for part in set(place.split("+"))) for place in names[maybe]
+    ]
+    return pd.Series(found, index=places.index)

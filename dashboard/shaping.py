@@ -41,3 +41,14 @@ def runner_incidents(incidents: pd.DataFrame) -> pd.DataFrame:
     hosts = incidents[incidents["kind"] == RUNNER_KIND]
     table = hosts.sort_values(["runner", "started_at"], kind="stable")[RUNNER_INCIDENT_COLUMNS]
     return table.reset_index(drop=True)
+
+
+# The Runners page charts the runners with the most hard failures, at most this many: a chart
+# of thousands of bars reads as nothing; the table below it holds every runner.
+CHARTED_RUNNERS = 30
+
+
+def most_failed(runners: pd.DataFrame, limit: int = CHARTED_RUNNERS) -> pd.DataFrame:
+    """The ``limit`` rows of the runners table with the most hard failures (``fail``), most
+    first; ties keep the table's order (surest fail rate first)."""
+    return runners.sort_values("fail", ascending=False, kind="stable").head(limit)

@@ -266,7 +266,8 @@ TABLES = (
     ),
     ReportTable(
         "runners",
-        "a runner (host name): stability, works-elsewhere and runner incidents",
+        "a runner (host name; GitHub's hosted VMs are one row): stability, works-elsewhere "
+        "and runner incidents",
         RUNNERS_COLUMNS,
         _runner_table("runner_name", RUNNERS_COLUMNS),
     ),

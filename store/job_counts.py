@@ -152,6 +152,7 @@ def failed_job_environments(bind: Bind, where: RunFilter) -> pd.DataFrame:
         .join(job, and_(job.red_job_id == fail.job_id, job.run_id == fail.run_id))
         .join(run, run.id == job.run_id)
         .where(job.logical_outcome == "fail")
+        .where(cast(fail.env, Text) != "{}")  # most logs print none: their rows add nothing
         .order_by(fail.run_id, fail.run_attempt, fail.job_id)
     )
     return raw_frame(bind, filtered(stmt, where), ("created_at",))

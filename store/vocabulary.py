@@ -30,6 +30,12 @@ RED_OUTCOMES: tuple[str, ...] = ("fail", "flaky")
 GREEN_CONCLUSIONS: frozenset[str] = frozenset({"success"})
 RED_CONCLUSIONS: frozenset[str] = frozenset({"failure", "timed_out", "startup_failure"})
 
+# GitHub names each VM of its hosted runners (runner group "GitHub Actions") "GitHub Actions
+# <n>"; a VM runs one job and is gone, so a rate per VM means nothing: the runners table rates
+# the hosts that persist and pools the hosted VMs into one row, HOSTED_RUNNERS.
+HOSTED_RUNNER_PREFIX = "GitHub Actions "
+HOSTED_RUNNERS = "(GitHub-hosted)"
+
 EVENT_KINDS: tuple[str, ...] = ("migration", "fix", "config", "image")
 
 LOG_STATUSES: tuple[str, ...] = ("ok", "expired", "missing", "error")

@@ -15,10 +15,12 @@ from streamlit.testing.v1 import AppTest
 from analytics import elsewhere, overview_counts
 from dashboard import charts
 from dashboard.context import freshness_line
+from dashboard.shaping import CHARTED_RUNNERS
 from reports import tables
 from store.bookkeeping import LastCollect
 from store.engine import make_engine
 from store.models import Failure, JobLog, WorkflowRun
+from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS
 from tests.support.pg import wrong_password_url
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
@@ -193,6 +195,17 @@ def test_flaky_and_runner_pages_have_rows(app: AppTest) -> None:
     pools = app.dataframe[0].value
     shares = pools["works_elsewhere"].dropna()  # undefined where a pool had no failure
     assert len(shares) and shares.between(0, 1).all()
+
+
+def test_the_runner_chart_shows_the_runners_with_the_most_failures(app: AppTest) -> None:
+    _visit(app, "runners")
+    runners = next(f.value for f in app.dataframe if "runner_name" in f.value.columns)
+    assert HOSTED_RUNNERS in set(runners["runner_name"])
+    assert not runners["runner_name"].str.startswith(HOSTED_RUNNER_PREFIX).any()
+    (bars,) = [f["data"][0] for f in _plotted(app) if HOSTED_RUNNERS in f["data"][0]["y"]]
+    charted = runners.sort_values("fail", ascending=False, kind="stable").head(CHARTED_RUNNERS)
+    assert bars["y"][::-1] == charted["runner_name"].tolist()
+    assert any(f"the {CHARTED_RUNNERS} runners with the most hard" in c.value for c in app.caption)
 
 
 def test_repair_time_first_and_the_job_costs_on_request(app: AppTest) -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analytics.job_counts import counts_of, elsewhere_flags, flaky_table, runner_table
+from analytics.incidents import KIND
+from analytics.job_counts import (
+    counts_of,
+    elsewhere_flags,
+    flaky_table,
+    incidents_per_place,
+    runner_table,
+)
+from store.vocabulary import HOSTED_RUNNERS
 
 MONDAY = pd.Timestamp("2026-06-01 10:00", tz="UTC")
 
@@ -78,3 +86,28 @@ def test_a_failure_works_elsewhere_when_its_job_went_green_on_another_runner_tha
     table = runner_table(counts, "runner_name", min_runs=1).set_index("runner_name")
     assert table.loc["r1", ["failed_jobs", "works_elsewhere"]].tolist() == [2, 0.5]
     assert table.loc["(none)", ["failed_jobs", "works_elsewhere"]].tolist() == [1, 1.0]
+
+
+def test_the_hosted_vms_are_one_runner_and_their_failures_work_elsewhere_on_another_vm():
+    jobs = _jobs(
+        [
+            ("a", "fail", "GitHub Actions 1", 0, None),
+            ("a", "pass", "GitHub Actions 2", 1, None),  # another VM: works elsewhere
+            ("a", "flaky", "GitHub Actions 3", 2, None),
+            ("b", "fail", "r1", 0, None),
+            ("b", "pass", "r1", 1, None),
+        ]
+    )
+    table = runner_table(counts_of(jobs, _members(jobs)), "runner_name", min_runs=1)
+    assert sorted(table["runner_name"]) == [HOSTED_RUNNERS, "r1"]  # three VMs, one row
+    rows = table.set_index("runner_name")
+    hosted = rows.loc[HOSTED_RUNNERS, ["runs", "pass", "flaky", "fail", "failed_jobs"]]
+    assert hosted.tolist() == [3, 1, 1, 1, 1]
+    assert rows.at[HOSTED_RUNNERS, "works_elsewhere"] == 1.0
+    assert rows.at["r1", "works_elsewhere"] == 0.0  # only r1 itself went green
+    incidents = pd.DataFrame(
+        {"kind": KIND["host"], "runner": ["GitHub Actions 1", "GitHub Actions 9", "r1"]}
+    )
+    assert incidents_per_place(table["runner_name"], incidents).tolist() == [
+        {"r1": 1, HOSTED_RUNNERS: 2}[name] for name in table["runner_name"]
+    ]

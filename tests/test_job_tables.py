@@ -15,11 +15,14 @@ from sqlalchemy.orm import Session
 from analytics.health import repair_times, streaks_of_turns
 from reports import job_tables, tables
 from reports.query import Query
+from reports.table_inputs import logical_jobs_of
 from store.engine import make_engine
+from store.frame_queries import load_jobs
 from store.job_counts import job_counts, red_turns
 from store.models import LogicalRun, Workflow, WorkflowRun
 from store.runfilter import RunFilter
 from store.settings import ConfigError, load_config
+from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS
 
 START = datetime(2026, 6, 1, 10, tzinfo=UTC)
 KEYS = ["workflow_path", "head_branch"]
@@ -119,4 +122,26 @@ def test_the_verdicts_of_one_job_are_its_rows_of_every_verdict(thin_db, monkeypa
         assert read[-1].paths == tuple(sorted(ran_in[ran_in["logical_job"] == job].workflow_path))
     with pytest.raises(ConfigError, match="'runners' has no logical_job column"):
         tables.build(engine, project, "runners", Query(logical_job=job))
+    engine.dispose()
+
+
+def test_the_runners_table_pools_the_hosted_vms_and_keeps_every_self_hosted_runner(thin_db):
+    url = thin_db("first night")
+    engine = make_engine(url, read_only=True)
+    project = load_config(env={}, db_url=url).project()
+    query = Query(scope="all")
+    # GitHub's hosted VMs, runner group "GitHub Actions", are the runners named by the prefix
+    jobs = load_jobs(engine, query.where(project))
+    hosted = jobs["runner_group_name"] == "GitHub Actions"
+    named = jobs["runner_name"].astype(object).str.startswith(HOSTED_RUNNER_PREFIX, na=False)
+    assert hosted.sum() > 1 and (named == hosted).all()
+    logical = logical_jobs_of(engine, project, query)
+    ran = logical[logical["runner_name"].notna()]
+    on_vm = ran["runner_name"].astype(object).str.startswith(HOSTED_RUNNER_PREFIX)
+    assert ran.loc[on_vm, "runner_name"].nunique() > 1  # several VMs, one row
+    runners = tables.build(engine, project, "runners", query).set_index("runner_name")
+    assert set(runners.index) - {"(none)"} == {*ran.loc[~on_vm, "runner_name"], HOSTED_RUNNERS}
+    counted = ran[on_vm & (ran["logical_outcome"] != "excluded")]
+    assert runners.at[HOSTED_RUNNERS, "runs"] == len(counted)
+    assert runners.at[HOSTED_RUNNERS, "fail"] == (counted["logical_outcome"] == "fail").sum()
     engine.dispose()

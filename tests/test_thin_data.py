@@ -161,7 +161,8 @@ WORDS: dict[str, dict[str, tuple[str, ...]]] = {
         "migrations": (AROUND_7357,),
         "failures": ("n=1 failure", "No failure of unknown cause in the range."),
         "flaky_jobs": (f"{NOT_ENOUGH_DATA} (n=1): no row has the 5 counted runs",),
-        "runners": (f"{NOT_ENOUGH_DATA} (n=2)", f"{NOT_ENOUGH_DATA} (n=1)"),
+        # its two jobs ran on GitHub-hosted VMs: one pool and one runner row, (GitHub-hosted)
+        "runners": (f"{NOT_ENOUGH_DATA} (n=2)",),
         "export": ("runs of 2026-11-06 to 2026-11-06, scope default",),
     },
     "empty window": {  # the one run's database, pull requests only: no run in scope

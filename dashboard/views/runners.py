@@ -7,7 +7,8 @@ from analytics.rates import short_of_data
 from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
-from dashboard.shaping import runner_incidents
+from dashboard.shaping import CHARTED_RUNNERS, most_failed, runner_incidents
+from store.vocabulary import HOSTED_RUNNERS
 
 view = current_view()
 COLUMNS = [
@@ -48,8 +49,17 @@ for by, name, heading in (
     short = short_of_data(table, shared.project(view.filters.repo).analysis.min_runs)
     if short is not None:
         st.warning(short)
-    if len(table):
-        st.plotly_chart(charts.rate_bars(table, by, "fail_rate"), key=f"bars-{by}")
+    charted, limit = table, 25
+    if by == "runner_name":
+        st.caption(
+            "One row per runner name; GitHub's hosted runners are one row together, "
+            f"{HOSTED_RUNNERS}: each of their VMs runs one job and is gone. The chart: the "
+            f"{CHARTED_RUNNERS} runners with the most hard failures, of {len(table)}; the "
+            "table holds every one."
+        )
+        charted, limit = most_failed(table), CHARTED_RUNNERS
+    if len(charted):
+        st.plotly_chart(charts.rate_bars(charted, by, "fail_rate", limit), key=f"bars-{by}")
     tables.show(
         table[[by, *COLUMNS]],
         f"runner-rates-{by}",
