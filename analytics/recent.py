@@ -26,7 +26,7 @@ from analytics.before_after import fisher_p_values
 from analytics.once import INCIDENT, ONCE, label_once, run_incidents, stability_once
 from analytics.rates import verdict_label
 from analytics.silence import SILENT_COLUMNS, retirements
-from analytics.staleness import STALE, staleness
+from analytics.staleness import STALE, staleness, usual_gaps
 from store.project import Analysis
 from store.vocabulary import RED_OUTCOMES
 
@@ -160,6 +160,7 @@ class _Tiles:
         recent = windows[windows.pop("_recent").astype(bool)]
         before = windows.drop(recent.index)
         names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
+        pairs = runs[[by, "workflow_path"]].drop_duplicates()  # each name's workflows
         table = recent.set_index(by).reindex(names)
         table["runs"] = table["runs"].fillna(0).astype(int)
         table["pass"] = table["pass"].fillna(0).astype(int)
@@ -186,22 +187,24 @@ class _Tiles:
         table[f"label{ONCE}"] = label_once(table.reset_index(), min_runs).to_numpy()
         if by == "workflow_path":
             silence = self.per_workflow.set_index(by).reindex(names)
-        else:
-            silence = staleness(runs, by, end, self.stale_factor).set_index(by).reindex(names)
-            silence["status"] = self._stale_members(by).reindex(names)
+        else:  # the hours alone: the status is its workflows'
+            silence = usual_gaps(runs, by, end).reindex(names)
+            silence["status"] = self._stale_members(by, pairs).reindex(names)
         table["usual_gap_hours"] = silence["usual_gap_hours"]
         table["silent_hours"] = silence["silent_hours"]
-        retired = _retired_by(runs, by, self.removed).reindex(names)
-        quiet = self._silent(by).reindex(names)
+        retired = _retired_by(pairs, by, self.removed).reindex(names)
+        quiet = self._silent(by, pairs).reindex(names)
         table["silent_reason"] = quiet["reason"]
         table["silent_detail"] = quiet["detail"]
         table["silent_since"] = quiet["since"]
         table["status"] = _statuses(runs, by, end, window, table, silence, retired)
-        last = runs.groupby(by).tail(1).set_index(by).reindex(names)
+        last = runs[[by, "created_at", "html_url"]].groupby(by).tail(1).set_index(by).reindex(names)
         table["last_run"] = last["created_at"]
         table["last_run_url"] = last["html_url"]
         table["sparkline"] = (
-            sparklines(runs, by, runs["created_at"].min(), end)
+            sparklines(
+                runs[[by, "created_at", "logical_outcome"]], by, runs["created_at"].min(), end
+            )
             .reindex(names)
             .fillna(" " * SPARK_BUCKETS)
         )
@@ -210,14 +213,13 @@ class _Tiles:
         table["successors"] = retired["successors"]
         return table.reset_index().rename(columns={by: "name"})
 
-    def _silent(self, by: str) -> pd.DataFrame:
+    def _silent(self, by: str, pairs: pd.DataFrame) -> pd.DataFrame:
         """SILENT per ``by`` value: a workflow as analytics.silence says; a lineage when every
         one of its workflows that is not RETIRED is (their reasons, since the latest)."""
         if by == "workflow_path":
             return self.silent
         gone = set(self.removed["workflow_path"])
-        members = self.runs[[by, "workflow_path"]].drop_duplicates()
-        members = members[~members["workflow_path"].isin(gone)]
+        members = pairs[~pairs["workflow_path"].isin(gone)]
         quiet = members.join(self.silent[["reason", "detail", "since"]], on="workflow_path")
         every = quiet["reason"].notna().groupby(quiet[by]).all()
         quiet = quiet[quiet[by].isin(every.index[every])]
@@ -227,25 +229,23 @@ class _Tiles:
             since=("since", "max"),
         )
 
-    def _stale_members(self, by: str) -> pd.Series:
+    def _stale_members(self, by: str, pairs: pd.DataFrame) -> pd.Series:
         """A lineage is STALE when every one of its workflows that is not RETIRED is: its
         pooled gaps include its predecessors' busier days, which would call a quiet successor
         stale."""
         per_workflow = self.per_workflow.set_index("workflow_path")
         gone = set(self.removed["workflow_path"])  # retirements
-        members = self.runs[[by, "workflow_path"]].drop_duplicates()
-        members = members[~members["workflow_path"].isin(gone)]
+        members = pairs[~pairs["workflow_path"].isin(gone)]
         stale = members["workflow_path"].map(per_workflow["status"]).eq(STALE)
         every = stale.groupby(members[by]).all()
         return every.map({True: STALE, False: "OK"})
 
 
-def _retired_by(runs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFrame:
+def _retired_by(pairs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFrame:
     """``retirements`` per ``by`` value: a workflow as it is; a lineage only when every one of
     its workflows was retired (then it has no successor: its coverage is lost)."""
     if by == "workflow_path":
         return retired.set_index("workflow_path")
-    pairs = runs[[by, "workflow_path"]].drop_duplicates()  # a set per group: of a few pairs
     paths = pairs.groupby(by)["workflow_path"].agg(set)
     gone = set(retired["workflow_path"])
     whole = [name for name, members in paths.items() if members <= gone]
@@ -264,6 +264,7 @@ def _statuses(
     retired: pd.DataFrame,
 ) -> np.ndarray:
     names = table.index
+    runs = runs[[by, "created_at", "logical_outcome"]]  # a filter copies every column kept
     counted = runs[runs["logical_outcome"] != "excluded"]  # in order of creation (_Tiles)
     in_window = _window(counted, end - window, end)
     latest_two = counted.groupby(by).tail(2)

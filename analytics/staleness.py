@@ -54,21 +54,8 @@ def staleness(
     workflow has no rhythm to miss."""
     read = [by, "run_id", "created_at", "event", "head_sha"]  # a sort copies every column kept
     ordered = runs[read].sort_values(["created_at", "run_id"], kind="stable")
-    gaps = ordered.groupby(by)["created_at"].diff().dt.total_seconds() / 3600
-    out = (
-        ordered.assign(gap=gaps)
-        .groupby(by)
-        .agg(
-            last_run_at=("created_at", "max"),
-            usual_gap_hours=("gap", "median"),
-            gaps=("gap", "count"),
-        )
-    )
-    if reference is None or pd.isna(reference):
-        silent = pd.Series(np.nan, index=out.index, dtype=float)
-    else:
-        silent = (pd.Timestamp(reference) - out["last_run_at"]).dt.total_seconds() / 3600
-    out["silent_hours"] = silent
+    out = _hour_gaps(ordered, by, reference)
+    silent = out["silent_hours"]
     commits = _commit_gaps(ordered, by).reindex(out.index)
     by_commits = commits["usual_gap_commits"].notna()
     out["rule"] = np.where(by_commits, COMMITS, HOURS)
@@ -86,6 +73,37 @@ def staleness(
         default=OK,
     )
     return out[COLUMNS].reset_index()
+
+
+def usual_gaps(runs: pd.DataFrame, by: str, reference: pd.Timestamp | None) -> pd.DataFrame:
+    """The hours rule's measures alone, per ``by`` value of ``runs`` (with run_id and
+    created_at): last_run_at, usual_gap_hours, gaps, silent_hours, as ``staleness`` gives them,
+    indexed by ``by``: what a lineage's tile shows (its status is its workflows')."""
+    ordered = runs[[by, "run_id", "created_at"]].sort_values(
+        ["created_at", "run_id"], kind="stable"
+    )
+    return _hour_gaps(ordered, by, reference)
+
+
+def _hour_gaps(ordered: pd.DataFrame, by: str, reference: pd.Timestamp | None) -> pd.DataFrame:
+    """``usual_gaps`` of runs in order of creation."""
+    gaps = ordered.groupby(by)["created_at"].diff().dt.total_seconds() / 3600
+    out = (
+        ordered.assign(gap=gaps)
+        .groupby(by)
+        .agg(
+            last_run_at=("created_at", "max"),
+            usual_gap_hours=("gap", "median"),
+            gaps=("gap", "count"),
+        )
+    )
+    if reference is None or pd.isna(reference):
+        out["silent_hours"] = pd.Series(np.nan, index=out.index, dtype=float)
+    else:
+        out["silent_hours"] = (
+            pd.Timestamp(reference) - out["last_run_at"]
+        ).dt.total_seconds() / 3600
+    return out
 
 
 def _commit_gaps(ordered: pd.DataFrame, by: str) -> pd.DataFrame:

@@ -194,10 +194,17 @@ def _tile_runs(engine: Engine, project: Project, where: RunFilter) -> pd.DataFra
     if not _current(engine, project):
         return logical_run_frame(engine, project, where, lean=True)
     runs = counts_sql.tile_runs(engine, where)
-    latest = runs["created_at"] == runs.groupby("workflow_path")["created_at"].transform("max")
-    newest = runs[latest].groupby("workflow_path")["run_id"].max()
+    # Each text key hashed once, as the tiles' categories (sorted, as astype gives them), and
+    # the lineage of each of the few workflows rather than of every run.
+    paths = runs["workflow_path"].astype("category")
+    known = with_lineage(pd.DataFrame({"workflow_path": paths.cat.categories}), project)
+    names = pd.Index(sorted(set(known["lineage"])))
+    codes = names.get_indexer(known["lineage"])
+    lineage = pd.Categorical.from_codes(codes[paths.cat.codes.to_numpy()], categories=names)
+    latest = runs["created_at"] == runs.groupby(paths)["created_at"].transform("max")
+    newest = runs[latest].groupby(paths[latest])["run_id"].max()
     urls = counts_sql.run_urls(engine, [int(run_id) for run_id in newest])
-    return with_lineage(runs.assign(html_url=runs["run_id"].map(urls)), project)
+    return runs.assign(workflow_path=paths, lineage=lineage, html_url=runs["run_id"].map(urls))
 
 
 def incident_lineages_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analytics import staleness
 from analytics.config_tables import event_table
 from analytics.recent import (
     DOWN,
@@ -194,3 +195,28 @@ def test_a_quiet_successor_does_not_make_its_lineage_stale():
         .loc["l", "status"]
         == "STALE"
     )
+
+
+def test_lineage_tiles_count_commit_gaps_of_their_workflows_alone(monkeypatch):
+    """A lineage's STALE is its workflows' (analytics.recent), so its tile reads only its gaps
+    in hours (staleness.usual_gaps, the same numbers staleness gives): the commits, the cost
+    that grows with every run, are counted once, per workflow."""
+    runs = _runs(
+        _daily(OLD, range(0, 60), "pass") + _daily(NEW, range(0, 60, 2), "pass", lineage="k")
+    )
+    reference = runs["created_at"].max() + pd.Timedelta(days=1)
+    expected = staleness.staleness(runs, "lineage", reference, 3.0).set_index("lineage")
+    pd.testing.assert_frame_equal(
+        staleness.usual_gaps(runs, "lineage", reference),
+        expected[["last_run_at", "usual_gap_hours", "gaps", "silent_hours"]],
+    )
+    counted = []
+    commit_gaps = staleness._commit_gaps
+    monkeypatch.setattr(
+        staleness, "_commit_gaps", lambda *a: counted.append(a[1]) or commit_gaps(*a)
+    )
+    tiles = tile_tables(runs, reference, _events(), ANALYSIS, recent_days=14)
+    assert counted == ["workflow_path"]
+    lineages = tiles[tiles["level"] == "lineage"].set_index("name")
+    assert lineages["usual_gap_hours"].to_dict() == {"k": 48.0, "l": 24.0}
+    assert lineages["silent_hours"].to_dict() == {"k": 48.0, "l": 24.0}
