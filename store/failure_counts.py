@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING
 from sqlalchemy import and_, case, func, select, true
 
 from store.models import Failure, Job, JobLog, WorkflowRun
-from store.runfilter import Bind, RunFilter, UTCDay, as_frame, conditions, filtered, raw_frame
+from store.runfilter import (
+    Bind,
+    RunFilter,
+    Unindexed,
+    UTCDay,
+    as_frame,
+    conditions,
+    filtered,
+    raw_frame,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,7 +39,9 @@ def failure_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
     0), the first and last run's time."""
     run = WorkflowRun
     chosen = and_(true(), *conditions(replace(where, repo=None)))
-    every = (
+    # From the failures (fewer than the runs) out to each one's run and log by its key.
+    mine = [Unindexed(run.repo) == where.repo] if where.repo is not None else []
+    rows = (
         select(
             case((chosen, 1), else_=0).label("chosen"),
             Failure.signature,
@@ -43,8 +54,9 @@ def failure_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
         )
         .join(run, run.id == Failure.run_id)
         .outerjoin(JobLog, JobLog.job_id == Failure.job_id)
+        .where(*mine)
+        .subquery()
     )
-    rows = filtered(every, RunFilter(repo=where.repo)).subquery()
     picked = rows.c.chosen == 1
     keys = [
         rows.c.chosen,

@@ -18,8 +18,8 @@ from store.runfilter import (
     as_frame,
     conclusion,
     connected,
-    filtered,
     raw_frame,
+    selects_run,
 )
 from store.upsert import upsert
 
@@ -105,20 +105,16 @@ def load_members(bind: Bind, where: RunFilter = RunFilter()) -> pd.DataFrame:
     """The failures that belong to an incident, of the runs ``where`` selects; columns
     MEMBER_COLUMNS."""
     member = IncidentFailure
-    # Each member's run checked by its key, as in incidents_hitting: a join walked every run.
-    chosen = filtered(select(WorkflowRun.id).where(WorkflowRun.id == member.run_id), where)
     stmt = select(member.run_id, member.run_attempt, member.job_id, member.incident_id)
-    return as_frame(bind, stmt.where(chosen.exists()))
+    return as_frame(bind, stmt.where(selects_run(member.run_id, where)))
 
 
 def incidents_hitting(bind: Bind, where: RunFilter) -> pd.DataFrame:
     """The incidents with a failure in a run ``where`` selects (the pages' and the summary's
     dates, workflows and scope), oldest first; columns INCIDENT_COLUMNS, times UTC."""
     member = IncidentFailure
-    # Each member's run checked by its key (EXISTS): a join let SQLite walk every run of the
-    # repository first, 0.17 s on the 16x benchmark database against 1 ms.
-    chosen = filtered(select(WorkflowRun.id).where(WorkflowRun.id == member.run_id), where)
-    hit = select(member.incident_id).where(chosen.exists())
+    # A join let SQLite walk every run of the repository first: 0.17 s at 16x against 1 ms.
+    hit = select(member.incident_id).where(selects_run(member.run_id, where))
     return as_frame(bind, _incidents().where(Incident.id.in_(hit)), ("started_at", "ended_at"))
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVarTuple
 
-from sqlalchemy import ColumnElement, Connection, Engine, Select, case
+from sqlalchemy import ColumnElement, Connection, Engine, Select, case, select, true
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
@@ -56,6 +56,27 @@ def _utc_week_text(element: UTCWeek, compiler: Any, **kw: Any) -> str:
 def _utc_week_postgresql(element: UTCWeek, compiler: Any, **kw: Any) -> str:
     time = f"timezone('UTC', {compiler.process(element.clauses, **kw)})"
     return f"to_char(date_trunc('week', {time}), 'YYYY-MM-DD')"
+
+
+class Unindexed(FunctionElement[Any]):
+    """A column SQLite may not look rows up by (its unary ``+``, the documented way to keep a
+    term off the indexes), so that a statement over the rows hanging off a few runs (the
+    failures) starts from them and looks each run up by its key: the repository asked of the
+    joined runs let SQLite walk every run of it first, by ix_workflow_runs_repo_created_at
+    above all. PostgreSQL plans from its statistics and gets the bare column."""
+
+    name = "unindexed"
+    inherit_cache = True
+
+
+@compiles(Unindexed)
+def _unindexed_sqlite(element: Unindexed, compiler: Any, **kw: Any) -> str:
+    return f"+{compiler.process(element.clauses, **kw)}"
+
+
+@compiles(Unindexed, "postgresql")
+def _unindexed_postgresql(element: Unindexed, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
 
 
 def conclusion(model: Any) -> Any:
@@ -106,6 +127,20 @@ def conditions(where: RunFilter) -> list[ColumnElement[bool]]:
     if where.run_ids:
         terms.append(run.id.in_(where.run_ids))
     return terms
+
+
+def selects_run(run_id: Any, where: RunFilter) -> ColumnElement[bool]:
+    """Whether the run ``run_id`` names is one ``where`` selects, asked of that run alone by its
+    key (EXISTS): a statement that reads rows hanging off a few runs (failures, incident
+    members) then starts from them, where a join to the runs let the planner walk every run
+    of the repository first (by ix_workflow_runs_repo_created_at on SQLite: 0.06 -> 0.20 s
+    for the incidents' lineages at 16x). True when ``where`` selects every run."""
+    terms = conditions(where)
+    if not terms:
+        return true()
+    run = WorkflowRun
+    # its own runs even where the outer statement joins the runs too
+    return select(run.id).where(run.id == run_id, *terms).correlate_except(run).exists()
 
 
 Bind = Engine | Connection

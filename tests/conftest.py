@@ -22,6 +22,7 @@ from contextlib import ExitStack, contextmanager
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings
+from sqlalchemy import Engine
 
 from store.engine import make_engine
 from tests.support.collected import (
@@ -167,6 +168,17 @@ def collected_elsewhere(tmp_path) -> Iterator[Callable[..., Collected]]:
     runs it (on CI it must), else on SQLite. For a build so long that one backend is all the
     suite can afford: the scale-1 nights stand for PostgreSQL beside a full collect on SQLite."""
     yield from _copies(backends()[-1], tmp_path)
+
+
+@pytest.fixture(scope="module")
+def sqlite_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    """An empty SQLite database at the head schema, shared by a module: for query plans
+    (tests.support.plans)."""
+    from store.migrate import upgrade
+
+    engine = make_engine(f"sqlite:///{tmp_path_factory.mktemp('plans') / 'plans.db'}")
+    upgrade(engine)
+    return engine
 
 
 @pytest.fixture

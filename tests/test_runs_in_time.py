@@ -1,0 +1,73 @@
+"""Migration 0012's index on a repository's runs in time order: the loaders every page calls
+read the two ends of the history from it, and the statements that count failures or incident
+members start from those rows and look each run up by its key, so that the index cannot lead
+SQLite to walk every run of the repository (plans explained with the parameters each
+statement ran with, on an empty database: SQLite plans without statistics there as on the
+benchmark's)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from alembic import command
+from sqlalchemy import inspect
+
+from store.engine import make_engine
+from store.failure_counts import failure_counts
+from store.migrate import alembic_config, upgrade
+from store.overview_counts import incident_workflows
+from store.page_queries import latest_run_url, run_span
+from store.runfilter import RunFilter
+from tests.support.plans import query_plan
+
+INDEX = "ix_workflow_runs_repo_created_at"
+SCOPE = RunFilter(
+    "o/r",
+    datetime(2026, 1, 1, tzinfo=UTC),
+    datetime(2026, 2, 1, tzinfo=UTC),
+    events=("push", "schedule"),
+    branch="main",
+)
+
+
+def _runs_indexes(url: str) -> dict[str, list[str | None]]:
+    engine = make_engine(url)
+    found = {ix["name"]: ix["column_names"] for ix in inspect(engine).get_indexes("workflow_runs")}
+    engine.dispose()
+    return {str(name): columns for name, columns in found.items()}
+
+
+def test_the_history_s_ends_are_read_from_the_index(sqlite_engine):
+    span = query_plan(sqlite_engine, lambda: run_span(sqlite_engine, "o/r"))
+    latest = query_plan(sqlite_engine, lambda: latest_run_url(sqlite_engine, "o/r"))
+    assert f"SEARCH workflow_runs USING COVERING INDEX {INDEX} (repo=?)" in span
+    assert f"SEARCH workflow_runs USING INDEX {INDEX} (repo=?)" in latest
+    assert "TEMP B-TREE" not in latest  # the newest run is the index's last, not sorted for
+
+
+def test_the_failure_counts_start_from_the_failures(sqlite_engine):
+    plan = query_plan(sqlite_engine, lambda: failure_counts(sqlite_engine, SCOPE)).splitlines()
+    assert plan[0] == "SCAN failures"
+    runs = [step for step in plan if "workflow_runs" in step]
+    assert runs and all("sqlite_autoindex_workflow_runs_1 (id=?)" in step for step in runs)
+
+
+def test_the_incidents_lineages_start_from_the_incident_members(sqlite_engine):
+    plan = query_plan(sqlite_engine, lambda: incident_workflows(sqlite_engine, SCOPE))
+    steps = plan.splitlines()
+    assert steps[0].startswith("SCAN incident_failures")
+    runs = [step for step in steps if "workflow_runs" in step]
+    assert runs and all("sqlite_autoindex_workflow_runs_1 (id=?)" in step for step in runs)
+
+
+def test_migration_0012_adds_the_index_and_takes_it_back(db_url):
+    engine = make_engine(db_url)
+    upgrade(engine)
+    assert _runs_indexes(db_url)[INDEX] == ["repo", "created_at"]
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0011")
+    down = _runs_indexes(db_url)
+    assert INDEX not in down and "ix_workflow_runs_scope_reads" in down
+    upgrade(engine)
+    assert _runs_indexes(db_url)[INDEX] == ["repo", "created_at"]
+    engine.dispose()
