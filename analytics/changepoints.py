@@ -28,6 +28,7 @@ discount never narrows it. Red = flaky or fail (first attempt red), over non-exc
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from store.vocabulary import RED_OUTCOMES
 
 LIKELIHOOD_DROP = 1.92
 KNOWN_SHARE = 0.5
+_ROWS = 128  # ends of segments whose fits _partition computes at once (memory: this x days)
 
 
 def daily_failures(runs: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
@@ -97,12 +99,16 @@ def _partition(
     best = np.full(size + 1, -np.inf)
     best[0] = 0.0
     last = np.zeros(size + 1, dtype=int)
-    for t in range(1, size + 1):
-        s = np.arange(t)
-        score = best[:t] - paid[:t] + _segment_loglik(ck, cn, s, t)
-        score[cn[t] - cn[:t] < min_segment_runs] = -np.inf
-        last[t] = int(np.argmax(score))
-        best[t] = score[last[t]]
+    starts = np.arange(size)
+    for first in range(1, size + 1, _ROWS):
+        ends = np.arange(first, min(first + _ROWS, size + 1))[:, None]
+        s = np.minimum(starts, ends)  # [s, t) for every s < t (s >= t: empty, never read)
+        fits = _segment_loglik(ck, cn, s, ends)
+        fits[cn[ends] - cn[s] < min_segment_runs] = -np.inf
+        for t, fit in zip(ends[:, 0].tolist(), fits, strict=True):
+            score = best[:t] - paid[:t] + fit[:t]
+            last[t] = int(np.argmax(score))
+            best[t] = score[last[t]]
     if not np.isfinite(best[size]):  # fewer than min_segment_runs runs in all: one segment
         return []
     cuts, t = [], size
@@ -151,45 +157,94 @@ def job_set_changes(
     name, store.page_queries.daily_job_presence); ``run_days``: workflow_path, day, runs
     (day_outcomes; other columns are summed away); ``lineage_of``: workflow_path -> lineage
     (workflows left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the
-    ``known`` of changepoints(by="lineage")."""
+    ``known`` of changepoints(by="lineage"). In numpy over one grid of (workflow, day) x job
+    name, not pandas per workflow and job: the Overview reads it for every lineage."""
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
-    with_job = presence.groupby(["workflow_path", "day", "name"])["runs"].sum()
-    jobs_of = dict(list(with_job.groupby(level="workflow_path")))
-    rows: list[tuple[Hashable, pd.Timestamp, str]] = []
-    for path, runs in totals.groupby(level="workflow_path", sort=True):
-        days = runs.index.get_level_values("day")
-        rows += [(path, days[0], "first run"), (path, days[-1] + pd.Timedelta(days=1), "stopped")]
-        if path not in jobs_of:
+    paths, days = (totals.index.get_level_values(level) for level in ("workflow_path", "day"))
+    codes, workflows = pd.factorize(paths)  # sorted: each workflow's days are one slice
+    bounds = np.searchsorted(codes, np.arange(len(workflows) + 1))
+    present, jobs_of, names = _presence(presence, totals, workflows)
+    rows: list[tuple[str, pd.Timestamp, str]] = []
+    for code, path in enumerate(workflows):
+        start, end = bounds[code], bounds[code + 1]
+        rows += [(path, days[start], "first run"), (path, days[end - 1] + _DAY, "stopped")]
+        if code not in jobs_of:
             continue
-        grid = jobs_of[path].droplevel("workflow_path").unstack("name", fill_value=0)
-        known = days >= grid.index.min()  # before: jobs archived by GitHub, not a job set
-        grid = grid.reindex(days[known], fill_value=0)
-        present = grid.to_numpy() >= 0.5 * runs.to_numpy()[known][:, None]
-        for column, job in enumerate(grid.columns):
+        first_job, jobs = jobs_of[code]
+        known = days[start:end] >= first_job  # before: jobs archived by GitHub, not a job set
+        states, known_days = present[start:end][known], days[start:end][known]
+        for job in jobs:
             rows += [
-                (path, days[known][at], f"{'+' if now else '-'}{job}")
-                for at, now in _held_flips(present[:, column], hold)
+                (path, known_days[at], f"{'+' if now else '-'}{names[job]}")
+                for at, now in _held_flips(states[:, job], hold)
             ]
-    frame = pd.DataFrame(rows, columns=["workflow_path", "day", "what"])
-    frame["lineage"] = frame["workflow_path"].map(lineage_of)
-    day_rows = totals.reset_index().assign(lineage=lambda f: f["workflow_path"].map(lineage_of))
+    return _per_lineage_day(rows, dict(lineage_of.items()), totals, hold)
+
+
+def _presence(
+    presence: pd.DataFrame, totals: pd.Series, workflows: pd.Index
+) -> tuple[np.ndarray, dict[int, tuple[pd.Timestamp, list[int]]], np.ndarray]:
+    """Whether each job name is in at least half of the runs of each (workflow, day) of
+    ``totals`` (a grid: its rows x ``names``, sorted); per workflow of ``workflows`` with a
+    stored job: its first day with one, and its jobs' columns by their first day, then name
+    (by name when it has every name); the names."""
+    names, column = np.unique(presence["name"].to_numpy(dtype=object), return_inverse=True)
+    on_day = pd.MultiIndex.from_arrays([presence["workflow_path"], presence["day"]])
+    row = totals.index.get_indexer(on_day) if len(totals) else np.full(len(presence), -1)
+    grid = np.zeros((len(totals), len(names)))
+    np.add.at(grid, (row[row >= 0], column[row >= 0]), presence["runs"].to_numpy()[row >= 0])
+    workflow = workflows.get_indexer(presence["workflow_path"])
+    day = pd.DatetimeIndex(presence["day"])
+    order = np.lexsort((column, day.asi8, workflow))
+    order = order[workflow[order] >= 0]
+    _, first = np.unique(workflow[order], return_index=True)
+    jobs_of = {int(workflow[at]): (day[at], []) for at in order[first]}
+    for pair in pd.unique(workflow[order] * len(names) + column[order]):  # by first day
+        jobs_of[int(pair) // len(names)][1].append(int(pair) % len(names))
+    for _, jobs in jobs_of.values():
+        if len(jobs) == len(names):  # the order of the text as pandas' unstack wrote it
+            jobs.sort()
+    return grid >= 0.5 * totals.to_numpy()[:, None], jobs_of, names
+
+
+_DAY = pd.Timedelta(days=1)
+
+
+def _per_lineage_day(
+    rows: list[tuple[str, pd.Timestamp, str]],
+    lineage: dict[Hashable, Hashable],
+    totals: pd.Series,
+    hold: int,
+) -> pd.DataFrame:
+    """job_set_changes' frame of its ``rows`` (workflow_path, day, what): those of a lineage
+    with ``hold`` days of runs (``totals``' days) on either side, joined per lineage and day
+    ("path: what, what; path: what"), by lineage, day and path."""
+    paths, days = (totals.index.get_level_values(level) for level in ("workflow_path", "day"))
+    day_lists: dict[Hashable, list[pd.Timestamp]] = {}
+    for path, day in zip(paths, days, strict=True):
+        if path in lineage:
+            day_lists.setdefault(lineage[path], []).append(day)
     lineage_days = {
-        lineage: pd.DatetimeIndex(days.unique()).sort_values()
-        for lineage, days in day_rows.groupby("lineage")["day"]
+        name: pd.DatetimeIndex(found).unique().sort_values() for name, found in day_lists.items()
     }
-    held = [
-        _held_around(lineage_days.get(lineage), day, hold)
-        for lineage, day in zip(frame["lineage"], frame["day"], strict=True)
-    ]
-    frame = frame[np.array(held, dtype=bool)]
-    per_path = frame.groupby(["lineage", "day", "workflow_path"], as_index=False, sort=True).agg(
-        what=("what", ", ".join)
+    kept = sorted(
+        (
+            (lineage[path], day, path, what)
+            for path, day, what in rows
+            if path in lineage and _held_around(lineage_days.get(lineage[path]), day, hold)
+        ),
+        key=lambda kept: kept[:3],
     )
-    per_path["what"] = per_path["workflow_path"] + ": " + per_path["what"]
-    out = per_path.groupby(["lineage", "day"], as_index=False, sort=True).agg(
-        what=("what", "; ".join)
+    joined: dict[tuple[Any, Any], list[str]] = {}
+    for (name, day, path), group in groupby(kept, key=lambda kept: kept[:3]):
+        joined.setdefault((name, day), []).append(f"{path}: {', '.join(g[3] for g in group)}")
+    out = pd.DataFrame(
+        [(name, day, "; ".join(parts)) for (name, day), parts in joined.items()],
+        columns=["lineage", "day", "what"],
     )
-    return out.astype({"day": "datetime64[us, UTC]"}) if out.empty else out
+    if out.empty:
+        return out.astype({"lineage": "str", "day": "datetime64[us, UTC]", "what": "str"})
+    return out.astype({"day": days.dtype})
 
 
 def _held_around(days: pd.DatetimeIndex | None, day: pd.Timestamp, hold: int) -> bool:
