@@ -28,6 +28,7 @@ discount never narrows it. Red = flaky or fail (first attempt red), over non-exc
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
@@ -64,51 +65,54 @@ def daily_red(counts: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     return grouped.agg(runs=("runs", "sum"), red=("red", "sum")).reset_index()
 
 
-def _loglik(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Binomial log-likelihood (without the constant) of k reds in n at the MLE rate:
-    k log(k/n) + (n-k) log((n-k)/n), with 0 log 0 = 0."""
-    loglik: np.ndarray = xlogy(k, k) + xlogy(n - k, n - k) - xlogy(n, n)
-    return loglik
+@dataclass(frozen=True)
+class _Sums:
+    """A day series' cumulative red runs ``ck`` and runs ``cn`` with a leading 0 (days [s, t)
+    hold ck[t] - ck[s] red runs), and x log x of every count up to its runs, so that any
+    segment's log-likelihood costs three lookups: the exact search reads O(days^2) of them."""
+
+    ck: np.ndarray
+    cn: np.ndarray
+    xlogx: np.ndarray
+
+    @classmethod
+    def of(cls, k: np.ndarray, n: np.ndarray) -> _Sums:
+        """The sums of red runs ``k`` and runs ``n`` per day (counts)."""
+        ck, cn = (np.concatenate([[0], np.cumsum(x)]) for x in (k, n))
+        counts = np.arange(cn[-1] + 1)
+        return cls(ck, cn, xlogy(counts, counts))
+
+    def loglik(self, s: int | np.ndarray, t: int | np.ndarray) -> np.ndarray:
+        """Binomial log-likelihood (without the constant) of the segments [s, t) at their MLE
+        rate: k log(k/n) + (n-k) log((n-k)/n), with 0 log 0 = 0."""
+        k, n = self.ck[t] - self.ck[s], self.cn[t] - self.cn[s]
+        loglik: np.ndarray = self.xlogx[k] + self.xlogx[n - k] - self.xlogx[n]
+        return loglik
 
 
-def _cumulative(x: np.ndarray) -> np.ndarray:
-    """Cumulative sums with a leading 0: the sum of x[s:t] is out[t] - out[s]."""
-    return np.concatenate([[0.0], np.cumsum(x)])
-
-
-def _segment_loglik(
-    ck: np.ndarray, cn: np.ndarray, s: int | np.ndarray, t: int | np.ndarray
-) -> np.ndarray:
-    """Log-likelihood of the segments [s, t) from the cumulative sums (_cumulative), so that
-    any segment costs O(1)."""
-    return _loglik(ck[t] - ck[s], cn[t] - cn[s])
-
-
-def _partition(
-    k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_segment_runs: int
-) -> list[int]:
+def _partition(sums: _Sums, penalty: np.ndarray, min_segment_runs: int) -> list[int]:
     """The changepoints (indices of the first day of each new segment) of the partition that
     maximises log-likelihood - the penalties of its cuts (``penalty[t]``: a cut before day t),
     segments of >= min_segment_runs runs.
 
     best[t] is the best score of days [0, t); the last segment of that partition starts at
     last[t], the s maximising best[s] - penalty[s] + loglik(s, t) over the admissible s."""
-    size = len(k)
-    ck, cn = _cumulative(k), _cumulative(n)
-    paid = np.concatenate([[0.0], penalty[1:size]])  # the first segment pays no changepoint
+    size, cn = len(sums.cn) - 1, sums.cn
+    paid = np.concatenate([[0.0], penalty[1:]])  # the first segment pays no changepoint
     best = np.full(size + 1, -np.inf)
     best[0] = 0.0
+    base = best - paid  # best[s] - paid[s], as each best[s] is known
     last = np.zeros(size + 1, dtype=int)
-    starts = np.arange(size)
     for first in range(1, size + 1, _ROWS):
         ends = np.arange(first, min(first + _ROWS, size + 1))[:, None]
-        s = np.minimum(starts, ends)  # [s, t) for every s < t (s >= t: empty, never read)
-        fits = _segment_loglik(ck, cn, s, ends)
+        s = np.minimum(np.arange(ends[-1, 0]), ends)  # [s, t), s < t (s >= t: never read)
+        fits = sums.loglik(s, ends)
         fits[cn[ends] - cn[s] < min_segment_runs] = -np.inf
         for t, fit in zip(ends[:, 0].tolist(), fits, strict=True):
-            score = best[:t] - paid[:t] + fit[:t]
-            last[t] = int(np.argmax(score))
+            score = base[:t] + fit[:t]
+            last[t] = score.argmax()
             best[t] = score[last[t]]
+            base[t] = best[t] - paid[t]
     if not np.isfinite(best[size]):  # fewer than min_segment_runs runs in all: one segment
         return []
     cuts, t = [], size
@@ -119,7 +123,7 @@ def _partition(
 
 
 def _profile(
-    ck: np.ndarray, cn: np.ndarray, bounds: tuple[int, int, int], min_segment_runs: int
+    sums: _Sums, bounds: tuple[int, int, int], min_segment_runs: int
 ) -> tuple[int, int, float]:
     """The interval (first and last day index) of the changepoint ``cut`` between its
     neighbours ``lo`` and ``hi`` (``bounds``), fixed: from the first to the last day where a
@@ -128,11 +132,11 @@ def _profile(
     profile-likelihood interval; a cut on a known day may fit worse than the data's best, and
     then its interval takes those days in: wide, it says the data alone do not date the step."""
     lo, cut, hi = bounds
-    u = np.arange(lo + 1, hi)
-    fit = _segment_loglik(ck, cn, lo, u) + _segment_loglik(ck, cn, u, hi)
+    u, cn = np.arange(lo + 1, hi), sums.cn
+    fit = sums.loglik(lo, u) + sums.loglik(u, hi)
     admissible = (cn[u] - cn[lo] >= min_segment_runs) & (cn[hi] - cn[u] >= min_segment_runs)
     near = u[admissible & (fit >= fit[cut - lo - 1] - LIKELIHOOD_DROP)]
-    gain = float(fit[cut - lo - 1] - _segment_loglik(ck, cn, lo, hi))
+    gain = float(fit[cut - lo - 1] - sums.loglik(lo, hi))
     return int(near.min()), int(near.max()), gain
 
 
@@ -165,8 +169,10 @@ def job_set_changes(
     bounds = np.searchsorted(codes, np.arange(len(workflows) + 1))
     present, jobs_of, names = _presence(presence, totals, workflows)
     rows: list[tuple[str, pd.Timestamp, str]] = []
+    days_of: dict[str, pd.DatetimeIndex] = {}
     for code, path in enumerate(workflows):
         start, end = bounds[code], bounds[code + 1]
+        days_of[path] = days[start:end]
         rows += [(path, days[start], "first run"), (path, days[end - 1] + _DAY, "stopped")]
         if code not in jobs_of:
             continue
@@ -178,7 +184,7 @@ def job_set_changes(
                 (path, known_days[at], f"{'+' if now else '-'}{names[job]}")
                 for at, now in _held_flips(states[:, job], hold)
             ]
-    return _per_lineage_day(rows, dict(lineage_of.items()), totals, hold)
+    return _per_lineage_day(rows, dict(lineage_of.items()), days_of, hold)
 
 
 def _presence(
@@ -213,19 +219,19 @@ _DAY = pd.Timedelta(days=1)
 def _per_lineage_day(
     rows: list[tuple[str, pd.Timestamp, str]],
     lineage: dict[Hashable, Hashable],
-    totals: pd.Series,
+    days_of: dict[str, pd.DatetimeIndex],
     hold: int,
 ) -> pd.DataFrame:
     """job_set_changes' frame of its ``rows`` (workflow_path, day, what): those of a lineage
-    with ``hold`` days of runs (``totals``' days) on either side, joined per lineage and day
-    ("path: what, what; path: what"), by lineage, day and path."""
-    paths, days = (totals.index.get_level_values(level) for level in ("workflow_path", "day"))
-    day_lists: dict[Hashable, list[pd.Timestamp]] = {}
-    for path, day in zip(paths, days, strict=True):
+    with ``hold`` days of runs (``days_of`` each workflow) on either side, joined per lineage
+    and day ("path: what, what; path: what"), by lineage, day and path."""
+    day_lists: dict[Hashable, list[pd.DatetimeIndex]] = {}
+    for path, days in days_of.items():
         if path in lineage:
-            day_lists.setdefault(lineage[path], []).append(day)
+            day_lists.setdefault(lineage[path], []).append(days)
     lineage_days = {
-        name: pd.DatetimeIndex(found).unique().sort_values() for name, found in day_lists.items()
+        name: found[0].append(found[1:]).unique().sort_values()
+        for name, found in day_lists.items()
     }
     kept = sorted(
         (
@@ -244,7 +250,7 @@ def _per_lineage_day(
     )
     if out.empty:
         return out.astype({"lineage": "str", "day": "datetime64[us, UTC]", "what": "str"})
-    return out.astype({"day": days.dtype})
+    return out.astype({"day": next(iter(days_of.values())).dtype})
 
 
 def _held_around(days: pd.DatetimeIndex | None, day: pd.Timestamp, hold: int) -> bool:
@@ -316,16 +322,15 @@ def changepoints(
     known = pd.DataFrame(columns=[by, "day", "what"]) if known is None else known
     rows = []
     for key, series in daily.sort_values("day").groupby(by, sort=True):
-        k, n = series["red"].to_numpy(float), series["runs"].to_numpy(float)
-        days = series["day"].to_numpy()
+        sums = _Sums.of(series["red"].to_numpy(int), series["runs"].to_numpy(int))
+        ck, cn, days = sums.ck, sums.cn, series["day"].to_numpy()
         changes = _known_days(known[known[by] == key], pd.DatetimeIndex(series["day"]))
-        penalty = np.full(len(k) + 1, penalty_factor * np.log(max(n.sum(), 2.0)))
+        penalty = np.full(len(days) + 1, penalty_factor * np.log(max(cn[-1], 2.0)))
         penalty[list(changes)] *= known_share
-        cuts = _partition(k, n, penalty, min_segment_runs)
-        ck, cn = _cumulative(k), _cumulative(n)
-        bounds = [0, *cuts, len(k)]
+        cuts = _partition(sums, penalty, min_segment_runs)
+        bounds = [0, *cuts, len(days)]
         for lo, cut, hi in zip(bounds, bounds[1:], bounds[2:], strict=False):
-            low, high, gain = _profile(ck, cn, (lo, cut, hi), min_segment_runs)
+            low, high, gain = _profile(sums, (lo, cut, hi), min_segment_runs)
             rows.append(
                 {
                     by: key,
