@@ -367,14 +367,20 @@ def _known_days(known: pd.DataFrame, days: pd.DatetimeIndex) -> dict[int, str]:
 def nearest_events(found: pd.DataFrame, events: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     """``found`` (changepoints) with the nearest event that touches its lineage (or every
     lineage): event_date, event_pr, event_title, and distance_days = changepoint - event."""
-    pairs = found.reset_index(names="cp").merge(events, how="cross")
-    touches = [
-        lineages is None or lineage in lineages
-        for lineage, lineages in zip(pairs[by], pairs["event_lineages"], strict=True)
-    ]
-    pairs = pairs[np.array(touches, dtype=bool)]
-    distance = (pairs["date"] - pairs["event_date"]).dt.total_seconds() / 86400
-    pairs = pairs.assign(distance_days=distance.astype(float))
-    nearest = pairs.loc[pairs["distance_days"].abs().groupby(pairs["cp"]).idxmin()]
-    nearest = nearest.set_index("cp")[["event_date", "event_pr", "event_title", "distance_days"]]
-    return found.join(nearest)
+    event_dates = pd.DatetimeIndex(events["event_date"])
+    touches = np.array(
+        [
+            [lineages is None or lineage in lineages for lineages in events["event_lineages"]]
+            for lineage in found[by]
+        ],
+        dtype=bool,
+    ).reshape(len(found), len(events))
+    pairs = pd.DatetimeIndex(found["date"]).repeat(len(events))
+    days = (pairs - event_dates[np.tile(np.arange(len(events)), len(found))]).total_seconds()
+    distance = (days / 86400).to_numpy().reshape(len(found), len(events))
+    hit = touches.any(axis=1)
+    closest = np.where(touches, np.abs(distance), np.inf)
+    nearest = closest.argmin(axis=1) if len(events) else np.zeros(len(found), dtype=int)
+    chosen = events.iloc[nearest[hit]][["event_date", "event_pr", "event_title"]]
+    chosen = chosen.assign(distance_days=distance[hit, nearest[hit]].astype(float))
+    return found.join(chosen.set_axis(found.index[hit]))
