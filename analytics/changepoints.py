@@ -169,7 +169,7 @@ def job_set_changes(
     bounds = np.searchsorted(codes, np.arange(len(workflows) + 1))
     present, jobs_of, names = _presence(presence, totals, workflows)
     rows: list[tuple[str, pd.Timestamp, str]] = []
-    days_of: dict[str, pd.DatetimeIndex] = {}
+    days_of: dict[str, pd.Index] = {}
     for code, path in enumerate(workflows):
         start, end = bounds[code], bounds[code + 1]
         days_of[path] = days[start:end]
@@ -199,12 +199,14 @@ def _presence(
     row = totals.index.get_indexer(on_day) if len(totals) else np.full(len(presence), -1)
     grid = np.zeros((len(totals), len(names)))
     np.add.at(grid, (row[row >= 0], column[row >= 0]), presence["runs"].to_numpy()[row >= 0])
-    workflow = workflows.get_indexer(presence["workflow_path"])
+    workflow = workflows.get_indexer(pd.Index(presence["workflow_path"]))
     day = pd.DatetimeIndex(presence["day"])
     order = np.lexsort((column, day.asi8, workflow))
     order = order[workflow[order] >= 0]
     _, first = np.unique(workflow[order], return_index=True)
-    jobs_of = {int(workflow[at]): (day[at], []) for at in order[first]}
+    jobs_of: dict[int, tuple[pd.Timestamp, list[int]]] = {
+        int(workflow[at]): (day[at], []) for at in order[first]
+    }
     for pair in pd.unique(workflow[order] * len(names) + column[order]):  # by first day
         jobs_of[int(pair) // len(names)][1].append(int(pair) % len(names))
     for _, jobs in jobs_of.values():
@@ -219,18 +221,18 @@ _DAY = pd.Timedelta(days=1)
 def _per_lineage_day(
     rows: list[tuple[str, pd.Timestamp, str]],
     lineage: dict[Hashable, Hashable],
-    days_of: dict[str, pd.DatetimeIndex],
+    days_of: dict[str, pd.Index],
     hold: int,
 ) -> pd.DataFrame:
     """job_set_changes' frame of its ``rows`` (workflow_path, day, what): those of a lineage
     with ``hold`` days of runs (``days_of`` each workflow) on either side, joined per lineage
     and day ("path: what, what; path: what"), by lineage, day and path."""
-    day_lists: dict[Hashable, list[pd.DatetimeIndex]] = {}
+    day_lists: dict[Hashable, list[pd.Index]] = {}
     for path, days in days_of.items():
         if path in lineage:
             day_lists.setdefault(lineage[path], []).append(days)
     lineage_days = {
-        name: found[0].append(found[1:]).unique().sort_values()
+        name: pd.DatetimeIndex(found[0].append(found[1:])).unique().sort_values()
         for name, found in day_lists.items()
     }
     kept = sorted(
@@ -383,4 +385,4 @@ def nearest_events(found: pd.DataFrame, events: pd.DataFrame, by: str = "lineage
     nearest = closest.argmin(axis=1) if len(events) else np.zeros(len(found), dtype=int)
     chosen = events.iloc[nearest[hit]][["event_date", "event_pr", "event_title"]]
     chosen = chosen.assign(distance_days=distance[hit, nearest[hit]].astype(float))
-    return found.join(chosen.set_axis(found.index[hit]))
+    return found.join(chosen.set_axis(found.index[np.flatnonzero(hit)]))
