@@ -28,6 +28,8 @@ discount never narrows it. Red = flaky or fail (first attempt red), over non-exc
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,7 @@ from store.vocabulary import RED_OUTCOMES
 
 LIKELIHOOD_DROP = 1.92
 KNOWN_SHARE = 0.5
+_ROWS = 128  # ends of segments whose fits _partition computes at once (memory: this x days)
 
 
 def daily_failures(runs: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
@@ -62,47 +65,54 @@ def daily_red(counts: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     return grouped.agg(runs=("runs", "sum"), red=("red", "sum")).reset_index()
 
 
-def _loglik(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Binomial log-likelihood (without the constant) of k reds in n at the MLE rate:
-    k log(k/n) + (n-k) log((n-k)/n), with 0 log 0 = 0."""
-    loglik: np.ndarray = xlogy(k, k) + xlogy(n - k, n - k) - xlogy(n, n)
-    return loglik
+@dataclass(frozen=True)
+class _Sums:
+    """A day series' cumulative red runs ``ck`` and runs ``cn`` with a leading 0 (days [s, t)
+    hold ck[t] - ck[s] red runs), and x log x of every count up to its runs, so that any
+    segment's log-likelihood costs three lookups: the exact search reads O(days^2) of them."""
+
+    ck: np.ndarray
+    cn: np.ndarray
+    xlogx: np.ndarray
+
+    @classmethod
+    def of(cls, k: np.ndarray, n: np.ndarray) -> _Sums:
+        """The sums of red runs ``k`` and runs ``n`` per day (counts)."""
+        ck, cn = (np.concatenate([[0], np.cumsum(x)]) for x in (k, n))
+        counts = np.arange(cn[-1] + 1)
+        return cls(ck, cn, xlogy(counts, counts))
+
+    def loglik(self, s: int | np.ndarray, t: int | np.ndarray) -> np.ndarray:
+        """Binomial log-likelihood (without the constant) of the segments [s, t) at their MLE
+        rate: k log(k/n) + (n-k) log((n-k)/n), with 0 log 0 = 0."""
+        k, n = self.ck[t] - self.ck[s], self.cn[t] - self.cn[s]
+        loglik: np.ndarray = self.xlogx[k] + self.xlogx[n - k] - self.xlogx[n]
+        return loglik
 
 
-def _cumulative(x: np.ndarray) -> np.ndarray:
-    """Cumulative sums with a leading 0: the sum of x[s:t] is out[t] - out[s]."""
-    return np.concatenate([[0.0], np.cumsum(x)])
-
-
-def _segment_loglik(
-    ck: np.ndarray, cn: np.ndarray, s: int | np.ndarray, t: int | np.ndarray
-) -> np.ndarray:
-    """Log-likelihood of the segments [s, t) from the cumulative sums (_cumulative), so that
-    any segment costs O(1)."""
-    return _loglik(ck[t] - ck[s], cn[t] - cn[s])
-
-
-def _partition(
-    k: np.ndarray, n: np.ndarray, penalty: np.ndarray, min_segment_runs: int
-) -> list[int]:
+def _partition(sums: _Sums, penalty: np.ndarray, min_segment_runs: int) -> list[int]:
     """The changepoints (indices of the first day of each new segment) of the partition that
     maximises log-likelihood - the penalties of its cuts (``penalty[t]``: a cut before day t),
     segments of >= min_segment_runs runs.
 
     best[t] is the best score of days [0, t); the last segment of that partition starts at
     last[t], the s maximising best[s] - penalty[s] + loglik(s, t) over the admissible s."""
-    size = len(k)
-    ck, cn = _cumulative(k), _cumulative(n)
-    paid = np.concatenate([[0.0], penalty[1:size]])  # the first segment pays no changepoint
+    size, cn = len(sums.cn) - 1, sums.cn
+    paid = np.concatenate([[0.0], penalty[1:]])  # the first segment pays no changepoint
     best = np.full(size + 1, -np.inf)
     best[0] = 0.0
+    base = best - paid  # best[s] - paid[s], as each best[s] is known
     last = np.zeros(size + 1, dtype=int)
-    for t in range(1, size + 1):
-        s = np.arange(t)
-        score = best[:t] - paid[:t] + _segment_loglik(ck, cn, s, t)
-        score[cn[t] - cn[:t] < min_segment_runs] = -np.inf
-        last[t] = int(np.argmax(score))
-        best[t] = score[last[t]]
+    for first in range(1, size + 1, _ROWS):
+        ends = np.arange(first, min(first + _ROWS, size + 1))[:, None]
+        s = np.minimum(np.arange(ends[-1, 0]), ends)  # [s, t), s < t (s >= t: never read)
+        fits = sums.loglik(s, ends)
+        fits[cn[ends] - cn[s] < min_segment_runs] = -np.inf
+        for t, fit in zip(ends[:, 0].tolist(), fits, strict=True):
+            score = base[:t] + fit[:t]
+            last[t] = score.argmax()
+            best[t] = score[last[t]]
+            base[t] = best[t] - paid[t]
     if not np.isfinite(best[size]):  # fewer than min_segment_runs runs in all: one segment
         return []
     cuts, t = [], size
@@ -113,7 +123,7 @@ def _partition(
 
 
 def _profile(
-    ck: np.ndarray, cn: np.ndarray, bounds: tuple[int, int, int], min_segment_runs: int
+    sums: _Sums, bounds: tuple[int, int, int], min_segment_runs: int
 ) -> tuple[int, int, float]:
     """The interval (first and last day index) of the changepoint ``cut`` between its
     neighbours ``lo`` and ``hi`` (``bounds``), fixed: from the first to the last day where a
@@ -122,11 +132,11 @@ def _profile(
     profile-likelihood interval; a cut on a known day may fit worse than the data's best, and
     then its interval takes those days in: wide, it says the data alone do not date the step."""
     lo, cut, hi = bounds
-    u = np.arange(lo + 1, hi)
-    fit = _segment_loglik(ck, cn, lo, u) + _segment_loglik(ck, cn, u, hi)
+    u, cn = np.arange(lo + 1, hi), sums.cn
+    fit = sums.loglik(lo, u) + sums.loglik(u, hi)
     admissible = (cn[u] - cn[lo] >= min_segment_runs) & (cn[hi] - cn[u] >= min_segment_runs)
     near = u[admissible & (fit >= fit[cut - lo - 1] - LIKELIHOOD_DROP)]
-    gain = float(fit[cut - lo - 1] - _segment_loglik(ck, cn, lo, hi))
+    gain = float(fit[cut - lo - 1] - sums.loglik(lo, hi))
     return int(near.min()), int(near.max()), gain
 
 
@@ -151,45 +161,98 @@ def job_set_changes(
     name, store.page_queries.daily_job_presence); ``run_days``: workflow_path, day, runs
     (day_outcomes; other columns are summed away); ``lineage_of``: workflow_path -> lineage
     (workflows left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the
-    ``known`` of changepoints(by="lineage")."""
+    ``known`` of changepoints(by="lineage"). In numpy over one grid of (workflow, day) x job
+    name, not pandas per workflow and job: the Overview reads it for every lineage."""
     totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
-    with_job = presence.groupby(["workflow_path", "day", "name"])["runs"].sum()
-    jobs_of = dict(list(with_job.groupby(level="workflow_path")))
-    rows: list[tuple[Hashable, pd.Timestamp, str]] = []
-    for path, runs in totals.groupby(level="workflow_path", sort=True):
-        days = runs.index.get_level_values("day")
-        rows += [(path, days[0], "first run"), (path, days[-1] + pd.Timedelta(days=1), "stopped")]
-        if path not in jobs_of:
+    paths, days = (totals.index.get_level_values(level) for level in ("workflow_path", "day"))
+    codes, workflows = pd.factorize(paths)  # sorted: each workflow's days are one slice
+    bounds = np.searchsorted(codes, np.arange(len(workflows) + 1))
+    present, jobs_of, names = _presence(presence, totals, workflows)
+    rows: list[tuple[str, pd.Timestamp, str]] = []
+    days_of: dict[str, pd.Index] = {}
+    for code, path in enumerate(workflows):
+        start, end = bounds[code], bounds[code + 1]
+        days_of[path] = days[start:end]
+        rows += [(path, days[start], "first run"), (path, days[end - 1] + _DAY, "stopped")]
+        if code not in jobs_of:
             continue
-        grid = jobs_of[path].droplevel("workflow_path").unstack("name", fill_value=0)
-        known = days >= grid.index.min()  # before: jobs archived by GitHub, not a job set
-        grid = grid.reindex(days[known], fill_value=0)
-        present = grid.to_numpy() >= 0.5 * runs.to_numpy()[known][:, None]
-        for column, job in enumerate(grid.columns):
+        first_job, jobs = jobs_of[code]
+        known = days[start:end] >= first_job  # before: jobs archived by GitHub, not a job set
+        states, known_days = present[start:end][known], days[start:end][known]
+        for job in jobs:
             rows += [
-                (path, days[known][at], f"{'+' if now else '-'}{job}")
-                for at, now in _held_flips(present[:, column], hold)
+                (path, known_days[at], f"{'+' if now else '-'}{names[job]}")
+                for at, now in _held_flips(states[:, job], hold)
             ]
-    frame = pd.DataFrame(rows, columns=["workflow_path", "day", "what"])
-    frame["lineage"] = frame["workflow_path"].map(lineage_of)
-    day_rows = totals.reset_index().assign(lineage=lambda f: f["workflow_path"].map(lineage_of))
-    lineage_days = {
-        lineage: pd.DatetimeIndex(days.unique()).sort_values()
-        for lineage, days in day_rows.groupby("lineage")["day"]
+    return _per_lineage_day(rows, dict(lineage_of.items()), days_of, hold)
+
+
+def _presence(
+    presence: pd.DataFrame, totals: pd.Series, workflows: pd.Index
+) -> tuple[np.ndarray, dict[int, tuple[pd.Timestamp, list[int]]], np.ndarray]:
+    """Whether each job name is in at least half of the runs of each (workflow, day) of
+    ``totals`` (a grid: its rows x ``names``, sorted); per workflow of ``workflows`` with a
+    stored job: its first day with one, and its jobs' columns by their first day, then name
+    (by name when it has every name); the names."""
+    names, column = np.unique(presence["name"].to_numpy(dtype=object), return_inverse=True)
+    on_day = pd.MultiIndex.from_arrays([presence["workflow_path"], presence["day"]])
+    row = totals.index.get_indexer(on_day) if len(totals) else np.full(len(presence), -1)
+    grid = np.zeros((len(totals), len(names)))
+    np.add.at(grid, (row[row >= 0], column[row >= 0]), presence["runs"].to_numpy()[row >= 0])
+    workflow = workflows.get_indexer(pd.Index(presence["workflow_path"]))
+    day = pd.DatetimeIndex(presence["day"])
+    order = np.lexsort((column, day.asi8, workflow))
+    order = order[workflow[order] >= 0]
+    _, first = np.unique(workflow[order], return_index=True)
+    jobs_of: dict[int, tuple[pd.Timestamp, list[int]]] = {
+        int(workflow[at]): (day[at], []) for at in order[first]
     }
-    held = [
-        _held_around(lineage_days.get(lineage), day, hold)
-        for lineage, day in zip(frame["lineage"], frame["day"], strict=True)
-    ]
-    frame = frame[np.array(held, dtype=bool)]
-    per_path = frame.groupby(["lineage", "day", "workflow_path"], as_index=False, sort=True).agg(
-        what=("what", ", ".join)
+    for pair in pd.unique(workflow[order] * len(names) + column[order]):  # by first day
+        jobs_of[int(pair) // len(names)][1].append(int(pair) % len(names))
+    for _, jobs in jobs_of.values():
+        if len(jobs) == len(names):  # the order of the text as pandas' unstack wrote it
+            jobs.sort()
+    return grid >= 0.5 * totals.to_numpy()[:, None], jobs_of, names
+
+
+_DAY = pd.Timedelta(days=1)
+
+
+def _per_lineage_day(
+    rows: list[tuple[str, pd.Timestamp, str]],
+    lineage: dict[Hashable, Hashable],
+    days_of: dict[str, pd.Index],
+    hold: int,
+) -> pd.DataFrame:
+    """job_set_changes' frame of its ``rows`` (workflow_path, day, what): those of a lineage
+    with ``hold`` days of runs (``days_of`` each workflow) on either side, joined per lineage
+    and day ("path: what, what; path: what"), by lineage, day and path."""
+    day_lists: dict[Hashable, list[pd.Index]] = {}
+    for path, days in days_of.items():
+        if path in lineage:
+            day_lists.setdefault(lineage[path], []).append(days)
+    lineage_days = {
+        name: pd.DatetimeIndex(found[0].append(found[1:])).unique().sort_values()
+        for name, found in day_lists.items()
+    }
+    kept = sorted(
+        (
+            (lineage[path], day, path, what)
+            for path, day, what in rows
+            if path in lineage and _held_around(lineage_days.get(lineage[path]), day, hold)
+        ),
+        key=lambda kept: kept[:3],
     )
-    per_path["what"] = per_path["workflow_path"] + ": " + per_path["what"]
-    out = per_path.groupby(["lineage", "day"], as_index=False, sort=True).agg(
-        what=("what", "; ".join)
+    joined: dict[tuple[Any, Any], list[str]] = {}
+    for (name, day, path), group in groupby(kept, key=lambda kept: kept[:3]):
+        joined.setdefault((name, day), []).append(f"{path}: {', '.join(g[3] for g in group)}")
+    out = pd.DataFrame(
+        [(name, day, "; ".join(parts)) for (name, day), parts in joined.items()],
+        columns=["lineage", "day", "what"],
     )
-    return out.astype({"day": "datetime64[us, UTC]"}) if out.empty else out
+    if out.empty:
+        return out.astype({"lineage": "str", "day": "datetime64[us, UTC]", "what": "str"})
+    return out.astype({"day": next(iter(days_of.values())).dtype})
 
 
 def _held_around(days: pd.DatetimeIndex | None, day: pd.Timestamp, hold: int) -> bool:
@@ -261,16 +324,15 @@ def changepoints(
     known = pd.DataFrame(columns=[by, "day", "what"]) if known is None else known
     rows = []
     for key, series in daily.sort_values("day").groupby(by, sort=True):
-        k, n = series["red"].to_numpy(float), series["runs"].to_numpy(float)
-        days = series["day"].to_numpy()
+        sums = _Sums.of(series["red"].to_numpy(int), series["runs"].to_numpy(int))
+        ck, cn, days = sums.ck, sums.cn, series["day"].to_numpy()
         changes = _known_days(known[known[by] == key], pd.DatetimeIndex(series["day"]))
-        penalty = np.full(len(k) + 1, penalty_factor * np.log(max(n.sum(), 2.0)))
+        penalty = np.full(len(days) + 1, penalty_factor * np.log(max(cn[-1], 2.0)))
         penalty[list(changes)] *= known_share
-        cuts = _partition(k, n, penalty, min_segment_runs)
-        ck, cn = _cumulative(k), _cumulative(n)
-        bounds = [0, *cuts, len(k)]
+        cuts = _partition(sums, penalty, min_segment_runs)
+        bounds = [0, *cuts, len(days)]
         for lo, cut, hi in zip(bounds, bounds[1:], bounds[2:], strict=False):
-            low, high, gain = _profile(ck, cn, (lo, cut, hi), min_segment_runs)
+            low, high, gain = _profile(sums, (lo, cut, hi), min_segment_runs)
             rows.append(
                 {
                     by: key,
@@ -307,14 +369,20 @@ def _known_days(known: pd.DataFrame, days: pd.DatetimeIndex) -> dict[int, str]:
 def nearest_events(found: pd.DataFrame, events: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     """``found`` (changepoints) with the nearest event that touches its lineage (or every
     lineage): event_date, event_pr, event_title, and distance_days = changepoint - event."""
-    pairs = found.reset_index(names="cp").merge(events, how="cross")
-    touches = [
-        lineages is None or lineage in lineages
-        for lineage, lineages in zip(pairs[by], pairs["event_lineages"], strict=True)
-    ]
-    pairs = pairs[np.array(touches, dtype=bool)]
-    distance = (pairs["date"] - pairs["event_date"]).dt.total_seconds() / 86400
-    pairs = pairs.assign(distance_days=distance.astype(float))
-    nearest = pairs.loc[pairs["distance_days"].abs().groupby(pairs["cp"]).idxmin()]
-    nearest = nearest.set_index("cp")[["event_date", "event_pr", "event_title", "distance_days"]]
-    return found.join(nearest)
+    event_dates = pd.DatetimeIndex(events["event_date"])
+    touches = np.array(
+        [
+            [lineages is None or lineage in lineages for lineages in events["event_lineages"]]
+            for lineage in found[by]
+        ],
+        dtype=bool,
+    ).reshape(len(found), len(events))
+    pairs = pd.DatetimeIndex(found["date"]).repeat(len(events))
+    days = (pairs - event_dates[np.tile(np.arange(len(events)), len(found))]).total_seconds()
+    distance = (days / 86400).to_numpy().reshape(len(found), len(events))
+    hit = touches.any(axis=1)
+    closest = np.where(touches, np.abs(distance), np.inf)
+    nearest = closest.argmin(axis=1) if len(events) else np.zeros(len(found), dtype=int)
+    chosen = events.iloc[nearest[hit]][["event_date", "event_pr", "event_title"]]
+    chosen = chosen.assign(distance_days=distance[hit, nearest[hit]].astype(float))
+    return found.join(chosen.set_axis(found.index[np.flatnonzero(hit)]))

@@ -4,12 +4,14 @@ inside a day is still cut at its moment. On the demo's database, read only."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
 import pytest
+from sqlalchemy import event
 
 from reports import overview_tables, table_inputs
 from reports.query import Query
@@ -113,3 +115,24 @@ def test_the_status_reads_each_workflows_newest_web_address_alone(
     newest = runs.sort_values(["created_at", "run_id"]).groupby("lineage")["html_url"].last()
     lineages = status[status["level"] == "lineage"].set_index("name")["last_run_url"]
     assert lineages.notna().all() and lineages.to_dict() == newest.reindex(lineages.index).to_dict()
+
+
+def test_the_overview_reads_jobs_in_one_statement_of_every_date(demo) -> None:
+    """The page's tables read the jobs once (the changepoints' job presence, per workflow, day
+    and job name) and its runs in one statement of counts; another date range reads neither."""
+    engine, project, query, calls = demo
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    page = ("status", "stability", "incident-lineages", "changepoints")
+    for name in page:
+        build(engine, project, name, query)
+    shorter = replace(query, since=query.since + timedelta(days=30))
+    for name in page:
+        build(engine, project, name, shorter)
+    event.remove(engine, "before_cursor_execute", seen)
+    jobs = [s for s in statements if re.search(r"\b(FROM|JOIN) (logical_)?jobs\b", s)]
+    assert len(jobs) == 1 and "GROUP BY" in jobs[0] and len(calls) == 1
