@@ -15,7 +15,13 @@ from analytics.once import INCIDENT, ONCE, stability_once
 from analytics.rates import rank_by_lower_bound
 from analytics.text import filled
 from store.job_counts import COUNT_KEYS
-from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
+from store.vocabulary import (
+    COUNTED_OUTCOMES,
+    GREEN_OUTCOMES,
+    HOSTED_RUNNERS,
+    RED_OUTCOMES,
+    SHORT_LIVED_RUNNERS,
+)
 
 PLACE_KEYS = ["workflow_path", "logical_job", "week"]  # where works elsewhere looks for a green
 
@@ -76,27 +82,55 @@ def elsewhere_flags(counts: pd.DataFrame, where: str) -> pd.DataFrame:
     return places.loc[places["fail"] > 0, ["fail", "works_elsewhere"]].reset_index()
 
 
-def runner_table(counts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
+def runner_table(
+    counts: pd.DataFrame, by: str, min_runs: int, incidents: pd.DataFrame
+) -> pd.DataFrame:
     """Stability of logical jobs per ``by``
     (runner_pool or runner_name), as they are and counted once, with failed_jobs and
-    works_elsewhere, ranked by the Wilson lower bound of the fail rate. Per runner_name the
-    GitHub-hosted VMs are one row (analytics.elsewhere.hosts); a failure on one of them works
-    elsewhere when its job went green on another runner, another VM included."""
+    works_elsewhere, ranked by the Wilson lower bound of the fail rate. Per runner_name, a row
+    per host one can rate, the others pooled (runner_rows), with ``runners``: the hosts behind
+    each row. Works elsewhere looks at each host: a failure on one works elsewhere when its job
+    went green on another runner, another host of its row included. ``incidents``: the runner
+    incidents of the range (store.incidents.INCIDENT_COLUMNS)."""
     placed = _placed(counts)
     flags = elsewhere_flags(placed, by)
     if by == "runner_name":
-        placed, flags = (f.assign(runner_name=hosts(f["runner_name"])) for f in (placed, flags))
+        rows = runner_rows(placed, min_runs, _host_incidents(incidents))
+        failed = placed["logical_outcome"] == "fail"
+        fails = placed[failed].assign(row=rows[failed])
+        fails = fails.groupby([*PLACE_KEYS, by, "row"], sort=False)["n"].sum().reset_index()
+        flags = fails.merge(flags.drop(columns="fail"), on=[*PLACE_KEYS, by]).drop(columns=by)
+        flags = flags.rename(columns={"row": by, "n": "fail"})
+        hosts_of = counts["runner_name"].groupby(rows.to_numpy(), sort=False).nunique()
+        placed = placed.assign(runner_name=rows)
     table = stability_once(placed, placed[INCIDENT], [by], min_runs, weight="n")
     weighed = flags.assign(works=flags["fail"] * flags["works_elsewhere"])
-    failed = weighed.groupby(by).agg(failed_jobs=("fail", "sum"), works=("works", "sum"))
-    failed["works_elsewhere"] = failed.pop("works") / failed["failed_jobs"]
-    table = table.merge(failed.reset_index(), on=by, how="left")
+    failed_jobs = weighed.groupby(by).agg(failed_jobs=("fail", "sum"), works=("works", "sum"))
+    failed_jobs["works_elsewhere"] = failed_jobs.pop("works") / failed_jobs["failed_jobs"]
+    table = table.merge(failed_jobs.reset_index(), on=by, how="left")
     table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
+    if by == "runner_name":
+        table["runners"] = table[by].map(hosts_of).fillna(0).astype(int)
     for end in ("", ONCE):
         table[f"fail_rate{end}"] = 1 - table[f"success_rate{end}"]
         table[f"fail_rate_low{end}"] = 1 - table[f"success_rate_high{end}"]
         table[f"fail_rate_high{end}"] = 1 - table[f"success_rate_low{end}"]
     return rank_by_lower_bound(table, "fail_rate")
+
+
+def runner_rows(placed: pd.DataFrame, min_runs: int, named: pd.Series) -> pd.Series:
+    """The runners-table row of each row of ``placed`` (_placed), aligned on it: its host when
+    one can rate it (it ran at least ``min_runs`` counted logical jobs of ``placed``) or a
+    runner incident names it (``named``: hosts); HOSTED_RUNNERS for GitHub's hosted VMs and
+    "(none)" for the jobs that never ran, whatever their count; else the one row of the
+    job's runner pool for its hosts that ran fewer, "(short-lived runners of <pool>)": runners
+    that live for a job or a few (one container per job) have no rate of their own."""
+    names = hosts(placed["runner_name"])
+    counted = placed["n"].where(placed["logical_outcome"].isin(COUNTED_OUTCOMES), 0)
+    runs = counted.groupby(names.to_numpy(), sort=False).transform("sum").to_numpy()
+    kept = names.isin([*named.unique(), HOSTED_RUNNERS, NO_RUNNER_NAME]).to_numpy(dtype=bool)
+    pooled = SHORT_LIVED_RUNNERS + placed["runner_pool"].astype(object) + ")"
+    return names.astype(object).where((runs >= min_runs) | kept, pooled)
 
 
 def works_elsewhere_of(jobs: pd.DataFrame, counts: pd.DataFrame) -> pd.Series:
@@ -114,8 +148,7 @@ def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series
     runner name (a host incident on any GitHub-hosted VM counts for their pooled row,
     analytics.elsewhere.hosts), or a runner pool (its labels joined by "+", analytics
     .elsewhere.with_runner_pool) when the incident names one of its labels."""
-    runners = hosts(incidents.loc[incidents["kind"] == KIND["host"], "runner"])
-    counts = runners.value_counts().to_dict()
+    counts = _host_incidents(incidents).value_counts().to_dict()
     names = places.astype(str)
     # Only a place named by an incident, or a pool of several labels, can have one: the
     # others (thousands of runners) are 0 without a Python call each.
@@ -125,3 +158,8 @@ def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series
         sum(counts.get(part, 0) for part in set(place.split("+"))) for place in names[maybe]
     ]
     return pd.Series(found, index=places.index)
+
+
+def _host_incidents(incidents: pd.DataFrame) -> pd.Series:
+    """The host of each host incident of ``incidents``: its runner's row (hosts)."""
+    return hosts(incidents.loc[incidents["kind"] == KIND["host"], "runner"])

@@ -105,7 +105,7 @@ RUNNER_POOLS_COLUMNS = [
     *(f"fail_rate{end}_once" for end in ("", "_low", "_high")),
     "incidents",
 ]
-RUNNERS_COLUMNS = ["runner_name", *RUNNER_POOLS_COLUMNS[1:]]
+RUNNERS_COLUMNS = ["runner_name", "runners", *RUNNER_POOLS_COLUMNS[1:]]
 
 
 HEALTH_EXPORT_COLUMNS = ["lineage", "workflow_path", "scope", *HEALTH_COLUMNS]
@@ -198,8 +198,8 @@ def _runner_table(by: str, columns: list[str]) -> Any:
 
     def build(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
         counts = _job_counts(engine, project, query)
-        table = runner_table(counts, by, project.analysis.min_runs)
         hit = incidents_hitting(engine, query.where(project))
+        table = runner_table(counts, by, project.analysis.min_runs, hit)
         return table.assign(incidents=incidents_per_place(table[by], hit))[columns]
 
     return build
@@ -266,8 +266,9 @@ TABLES = (
     ),
     ReportTable(
         "runners",
-        "a runner (host name; GitHub's hosted VMs are one row): stability, works-elsewhere "
-        "and runner incidents",
+        "a runner (host name) one can rate: it ran min_runs counted jobs or had a runner "
+        "incident; per pool, one row for its other, short-lived hosts; GitHub's hosted VMs are "
+        "one row: stability, works-elsewhere and runner incidents",
         RUNNERS_COLUMNS,
         _runner_table("runner_name", RUNNERS_COLUMNS),
     ),

@@ -13,9 +13,10 @@ from analytics.job_counts import (
     incidents_per_place,
     runner_table,
 )
-from store.vocabulary import HOSTED_RUNNERS
+from store.vocabulary import HOSTED_RUNNERS, SHORT_LIVED_RUNNERS
 
 MONDAY = pd.Timestamp("2026-06-01 10:00", tz="UTC")
+NO_INCIDENT = pd.DataFrame({"kind": [], "runner": []}, dtype=object)
 
 
 def _jobs(rows: list[tuple[str, str, str | None, int, str | None]]) -> pd.DataFrame:
@@ -83,7 +84,7 @@ def test_a_failure_works_elsewhere_when_its_job_went_green_on_another_runner_tha
         ("a", "2026-06-08", "r1"): False,
         ("b", "2026-06-01", "-"): True,
     }
-    table = runner_table(counts, "runner_name", min_runs=1).set_index("runner_name")
+    table = runner_table(counts, "runner_name", 1, NO_INCIDENT).set_index("runner_name")
     assert table.loc["r1", ["failed_jobs", "works_elsewhere"]].tolist() == [2, 0.5]
     assert table.loc["(none)", ["failed_jobs", "works_elsewhere"]].tolist() == [1, 1.0]
 
@@ -98,7 +99,7 @@ def test_the_hosted_vms_are_one_runner_and_their_failures_work_elsewhere_on_anot
             ("b", "pass", "r1", 1, None),
         ]
     )
-    table = runner_table(counts_of(jobs, _members(jobs)), "runner_name", min_runs=1)
+    table = runner_table(counts_of(jobs, _members(jobs)), "runner_name", 1, NO_INCIDENT)
     assert sorted(table["runner_name"]) == [HOSTED_RUNNERS, "r1"]  # three VMs, one row
     rows = table.set_index("runner_name")
     hosted = rows.loc[HOSTED_RUNNERS, ["runs", "pass", "flaky", "fail", "failed_jobs"]]
@@ -110,4 +111,33 @@ def test_the_hosted_vms_are_one_runner_and_their_failures_work_elsewhere_on_anot
     )
     assert incidents_per_place(table["runner_name"], incidents).tolist() == [
         {"r1": 1, HOSTED_RUNNERS: 2}[name] for name in table["runner_name"]
+    ]
+
+
+def test_hosts_too_short_lived_to_rate_are_one_row_per_pool_and_an_incidents_host_keeps_its_own():
+    jobs = _jobs(
+        [
+            ("a", "fail", "e1", 0, "i1"),  # e1..e3: one job each, pool gpu
+            ("a", "fail", "e2", 0, "i1"),  # i1's two fails on the pooled row count once
+            ("a", "pass", "e3", 1, None),  # another short-lived host: e1, e2 work elsewhere
+            ("b", "fail", "c1", 0, None),  # c1 and c2: short-lived, pool cpu
+            ("b", "fail", "c2", 7, None),
+            ("b", "pass", "s", 1, None),  # s ran one job, but an incident names it
+            ("c", "pass", "h", 0, None),  # h ran two counted jobs: min_runs, its own row
+            ("c", "fail", "h", 1, None),
+            ("c", "excluded", "e4", 0, None),  # a host with no counted job is pooled too
+        ]
+    ).assign(labels=[("gpu",)] * 3 + [("cpu",)] * 2 + [("gpu",)] * 4)
+    incidents = pd.DataFrame({"kind": KIND["host"], "runner": ["s"]})
+    table = runner_table(counts_of(jobs, _members(jobs)), "runner_name", 2, incidents)
+    gpu, cpu = (f"{SHORT_LIVED_RUNNERS}{pool})" for pool in ("gpu", "cpu"))
+    rows = table.set_index("runner_name")
+    assert sorted(rows.index) == sorted([gpu, cpu, "s", "h"])
+    columns = ["runners", "runs", "pass", "fail", "fail_once", "failed_jobs", "works_elsewhere"]
+    assert rows.loc[gpu, columns].tolist() == [4, 3, 1, 2, 1, 2, 1.0]
+    assert rows.loc[cpu, columns].tolist() == [2, 2, 0, 2, 2, 2, 0.5]  # c2's week: no green
+    assert rows.loc["s", columns[:-1]].tolist() == [1, 1, 1, 0, 0, 0]
+    assert rows.loc["h", ["runners", "runs", "fail", "works_elsewhere"]].tolist() == [1, 2, 1, 0.0]
+    assert incidents_per_place(table["runner_name"], incidents).tolist() == [
+        int(name == "s") for name in table["runner_name"]
     ]

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from analytics.elsewhere import NO_RUNNER_NAME, with_runner_pool
 from analytics.health import repair_times, streaks_of_turns
 from reports import job_tables, tables
 from reports.query import Query
@@ -22,7 +23,7 @@ from store.job_counts import job_counts, red_turns
 from store.models import LogicalRun, Workflow, WorkflowRun
 from store.runfilter import RunFilter
 from store.settings import ConfigError, load_config
-from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS
+from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS, SHORT_LIVED_RUNNERS
 
 START = datetime(2026, 6, 1, 10, tzinfo=UTC)
 KEYS = ["workflow_path", "head_branch"]
@@ -125,7 +126,7 @@ def test_the_verdicts_of_one_job_are_its_rows_of_every_verdict(thin_db, monkeypa
     engine.dispose()
 
 
-def test_the_runners_table_pools_the_hosted_vms_and_keeps_every_self_hosted_runner(thin_db):
+def test_the_runners_table_pools_the_hosted_vms_into_one_row(thin_db):
     url = thin_db("first night")
     engine = make_engine(url, read_only=True)
     project = load_config(env={}, db_url=url).project()
@@ -140,8 +141,41 @@ def test_the_runners_table_pools_the_hosted_vms_and_keeps_every_self_hosted_runn
     on_vm = ran["runner_name"].astype(object).str.startswith(HOSTED_RUNNER_PREFIX)
     assert ran.loc[on_vm, "runner_name"].nunique() > 1  # several VMs, one row
     runners = tables.build(engine, project, "runners", query).set_index("runner_name")
-    assert set(runners.index) - {"(none)"} == {*ran.loc[~on_vm, "runner_name"], HOSTED_RUNNERS}
+    assert not runners.index.str.startswith(HOSTED_RUNNER_PREFIX).any()
+    assert runners.at[HOSTED_RUNNERS, "runners"] == ran.loc[on_vm, "runner_name"].nunique()
     counted = ran[on_vm & (ran["logical_outcome"] != "excluded")]
     assert runners.at[HOSTED_RUNNERS, "runs"] == len(counted)
     assert runners.at[HOSTED_RUNNERS, "fail"] == (counted["logical_outcome"] == "fail").sum()
+    engine.dispose()
+
+
+STUCK_RUNNER = "linux-aarch64-a3-8-stuck-runner-07"  # fakehub's host incident
+
+
+def test_the_runners_table_rates_the_hosts_one_can_rate_and_pools_the_others(demo_db) -> None:
+    """A row per host with min_runs counted jobs or a runner incident, one per pool for the
+    short-lived others (one container per job), (GitHub-hosted) and (none): not thousands of
+    rows of one job each; every counted job and host is in one row."""
+    engine = make_engine(demo_db, read_only=True)
+    project = load_config(env={}, db_url=demo_db).project()
+    runners = tables.build(engine, project, "runners", Query())
+    pools = tables.build(engine, project, "runner-pools", Query())["runner_pool"]
+    jobs = with_runner_pool(logical_jobs_of(engine, project, Query()))
+    counted = jobs[jobs["logical_outcome"] != "excluded"]
+    per_host = counted.groupby("runner_name").size()
+    hosted = per_host.index.str.startswith(HOSTED_RUNNER_PREFIX)
+    rated = set(per_host[~hosted & (per_host >= project.analysis.min_runs)].index) - {
+        NO_RUNNER_NAME
+    }
+    assert len(rated) < len(per_host) / 100  # most hosts ran too few jobs to rate
+    pooled = {f"{SHORT_LIVED_RUNNERS}{pool})" for pool in pools}
+    names = set(runners["runner_name"])
+    assert STUCK_RUNNER in names  # (with fewer jobs, its incident keeps it: test_job_counts)
+    assert names - rated - {STUCK_RUNNER} <= pooled | {HOSTED_RUNNERS, NO_RUNNER_NAME}
+    assert len(runners) == len(names) <= len(rated) + len(pools) + 3
+    rows = runners.set_index("runner_name")
+    assert (rows.loc[[*rated, STUCK_RUNNER], "runners"] == 1).all()
+    assert rows.at[STUCK_RUNNER, "incidents"] >= 1
+    assert rows["runs"].sum() == len(counted)
+    assert rows["runners"].sum() == jobs["runner_name"].nunique() - 1  # (none) is no host
     engine.dispose()

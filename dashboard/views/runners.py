@@ -8,7 +8,7 @@ from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 from dashboard.shaping import CHARTED_RUNNERS, most_failed, runner_incidents
-from store.vocabulary import HOSTED_RUNNERS
+from store.vocabulary import HOSTED_RUNNERS, SHORT_LIVED_RUNNERS
 
 view = current_view()
 COLUMNS = [
@@ -46,22 +46,26 @@ for by, name, heading in (
 ):
     st.subheader(heading)
     table = shared.table(view.db_url, view.filters, name)
-    short = short_of_data(table, shared.project(view.filters.repo).analysis.min_runs)
+    min_runs = shared.project(view.filters.repo).analysis.min_runs
+    short = short_of_data(table, min_runs)
     if short is not None:
         st.warning(short)
-    charted, limit = table, 25
+    charted, limit, shown = table, 25, [by, *COLUMNS]
     if by == "runner_name":
         st.caption(
-            "One row per runner name; GitHub's hosted runners are one row together, "
-            f"{HOSTED_RUNNERS}: each of their VMs runs one job and is gone. The chart: the "
-            f"{CHARTED_RUNNERS} runners with the most hard failures, of {len(table)}; the "
+            f"One row per host one can rate (at least {min_runs} counted jobs in the range, or "
+            f"a runner incident). GitHub's hosted runners are one row together, {HOSTED_RUNNERS}:"
+            " each of their VMs runs one job and is gone; per pool, the hosts that ran fewer "
+            f"(short-lived, one container per job) are one row, {SHORT_LIVED_RUNNERS}<pool>). "
+            "runners: the hosts behind a row. The chart: the "
+            f"{CHARTED_RUNNERS} rows with the most hard failures, of {len(table)}; the "
             "table holds every one."
         )
-        charted, limit = most_failed(table), CHARTED_RUNNERS
+        charted, limit, shown = most_failed(table), CHARTED_RUNNERS, [by, "runners", *COLUMNS]
     if len(charted):
         st.plotly_chart(charts.rate_bars(charted, by, "fail_rate", limit), key=f"bars-{by}")
     tables.show(
-        table[[by, *COLUMNS]],
+        table[shown],
         f"runner-rates-{by}",
         missing="No job ran in the range and scope: no runner to rate.",
         hide_index=True,
