@@ -13,6 +13,7 @@ from tests.support.collected import (
     DEFAULT,
     NIGHTS_OF_500,
     NIGHTS_OF_500_GROUP,
+    Scenario,
     collected,
 )
 from tests.support.hubtools import TEST_SCALE, collect, snapshot
@@ -32,21 +33,23 @@ def _counted(report) -> int:
     return report.requests - report.requests_304
 
 
-def test_budgeted_collects_finish_the_backfill_and_equal_one_full_collect(
-    hub, collected_db, tmp_path
-):
+# The default history collected in nights of BUDGET counted requests until the backfill is done.
+BUDGETED = Scenario(max_requests=BUDGET)
+
+
+def test_budgeted_collects_finish_the_backfill_and_equal_one_full_collect(collected_db, tmp_path):
+    """The budgeted nights, on SQLite, store what one full collect stores on each backend. The
+    nights are collected once for both backends (they did the same work twice before)."""
     full = collected_db()
     assert not full.report.stopped
     expected = snapshot(migrated_engine(full.url))
-    budgeted_url = f"sqlite:///{tmp_path / 'budgeted.db'}"
-    reports = []
-    while not reports or reports[-1].stopped:
-        reports.append(collect(hub, budgeted_url, max_requests=BUDGET))
-        assert len(reports) < 100, "the backfill does not progress"
+    budgeted = collected(BUDGETED, tmp_path)
+    reports = budgeted.reports
     assert len(reports) > 3  # the budget did cut the backfill
+    assert not reports[-1].stopped  # and the nights finished it
     assert all(_counted(r) <= BUDGET for r in reports)
     assert all("collect again to go on" in r.line() for r in reports[:-1])
-    assert snapshot(migrated_engine(budgeted_url)) == expected
+    assert snapshot(migrated_engine(budgeted.url)) == expected
     spent = sum(_counted(r) for r in reports)
     assert spent <= 1.05 * _counted(full.report), (spent, _counted(full.report))
 
@@ -81,28 +84,22 @@ def collect_with_reserve(hub, db_url, reserve):
     return collect_once(config, migrated_engine(db_url), options)
 
 
+# Monthly windows at a larger scale than the default history's: listings of over 30 runs.
+MONTHLY = Scenario(scale=0.1, rate_limit=100_000, window_days=31)
+
+
 @pytest.mark.slow
 def test_a_slow_big_page_is_asked_again_smaller_and_the_collect_completes(db_url, tmp_path):
     """GitHub answers 502 to a page it cannot serve in 10 s: here every page over 30 items.
-    Monthly windows at a larger scale make such pages in every listing. About 20 s: two
-    collects at scale 0.1 with monthly windows, which no other test shares."""
-    from collector.once import collect_once
-    from collector.sync_report import CollectOptions
-    from tests.support.hubtools import SINCE, hub_config
-
-    def monthly(hub, url):
-        config = hub_config(hub, url).with_overrides(collect_window_days=31)
-        return collect_once(config, migrated_engine(url), CollectOptions(since=SINCE, quiet=True))
-
-    with fakehub.running(seed=11, scale=0.1, rate_limit=100_000) as hub:
-        clean = monthly(hub, db_url)
-        expected = snapshot(migrated_engine(db_url))
+    Monthly windows at a larger scale make such pages in every listing. About 10 s: a collect
+    at scale 0.1 with monthly windows, compared with the clean one that both backends share."""
+    clean = collected(MONTHLY, tmp_path)
+    with MONTHLY.hub() as hub:
         hub.admin("POST", "faults", {"spec": "big_page=30"})
-        other = f"sqlite:///{tmp_path / 'slow.db'}"
-        report = monthly(hub, other)
+        report = collect(hub, db_url, MONTHLY.window_days)
         fired = hub.admin("GET", "faults")["fired"]
-    assert not clean.stopped and not report.stopped
-    assert snapshot(migrated_engine(other)) == expected
+    assert not clean.report.stopped and not report.stopped
+    assert snapshot(migrated_engine(db_url)) == snapshot(migrated_engine(clean.url))
     assert fired["big_page"] > 10
 
 
@@ -166,18 +163,18 @@ def _runs(db_url: str) -> dict[int, object]:
         return dict(session.execute(select(WorkflowRun.id, WorkflowRun.created_at)).all())
 
 
-def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(
-    hub, collected_db, tmp_path
-):
+def test_a_cut_off_backfill_lists_the_event_windows_first_and_posts_when_it_can(hub, tmp_path):
     """Budgeted nights collect every workflow's event windows before anything else; the summary
-    is posted from the first night, saying what the backfill leaves out until it is done."""
+    is posted from the first night, saying what the backfill leaves out until it is done. The
+    nights are on SQLite, and so is the full collect they are compared with: a PostgreSQL
+    variant repeated the same nights (the budgeted test above compares backends)."""
     from ciflake.summary import run_summary
     from collector.client import GitHubClient
     from store.backfill import event_spans
     from store.events import all_events
     from tests.support.hubtools import hub_config
 
-    everything = _runs(collected_db().url)
+    everything = _runs(collected(DEFAULT, tmp_path).url)
     nights_url = f"sqlite:///{tmp_path / 'nights.db'}"
     config = hub_config(hub, nights_url)
     spans = event_spans(

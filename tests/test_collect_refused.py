@@ -1,6 +1,9 @@
 """One resource that GitHub keeps refusing is that resource's fault, not the night's (#35): the
 collect records it, goes on, asks again on later collects after a wait, and gives up after a
-limit. Only a bad token, the budget or a whole route refused stops a collect."""
+limit. Only a bad token, the budget or a whole route refused stops a collect.
+
+The tests that compare a collect of their own (into SQLite) with a clean one read the shared
+SQLite collect of the same history: on PostgreSQL they repeated the very same collect."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from ciflake.cli import cli
 from collector.client import ROUTE_DOWN, RouteDown, ServerError
 from store.models import Failure, FetchRetry, Job, JobLog, WorkflowRun
 from store.retries import MAX_TRIES
-from tests.support.collected import DEFAULT
+from tests.support.collected import DEFAULT, collected
 from tests.support.hubtools import SINCE, collect_without_waits, migrated, snapshot
 
 GENERATE_URL = "Failed to generate URL to download logs"
@@ -68,7 +71,7 @@ def _without(tables: dict[str, list[tuple]], job_id: int) -> dict[str, list[tupl
     ("status", "message", "asked"), [(500, GENERATE_URL, 6), (403, NOT_ACCESSIBLE, 1)]
 )
 def test_a_log_refused_every_time_stops_no_collect(
-    hub, collected_db, runner, monkeypatch, tmp_path, status, message, asked
+    hub, runner, monkeypatch, tmp_path, status, message, asked
 ):
     """`ciflake collect` twice with one log route answering 500 (or 403) every time: both exit
     0 and store what a clean collect stores; the job's failure is stored, its log pending.
@@ -78,7 +81,7 @@ def test_a_log_refused_every_time_stops_no_collect(
     from tests.reliability.harness import fast_client
 
     monkeypatch.setattr(collector.once, "make_client", fast_client)
-    clean = snapshot(migrated(collected_db().url))
+    clean = snapshot(migrated(collected(DEFAULT, tmp_path).url))
     job = _failed_job(hub)
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
     hub.admin("POST", "stuck", {"path": path, "status": status, "message": message})
@@ -99,11 +102,11 @@ def test_a_log_refused_every_time_stops_no_collect(
     assert hub.admin("GET", "stuck")[path]["hits"] == asked  # one try (urllib3 retries a 500)
 
 
-def test_a_log_refused_403_is_asked_again_each_night_then_given_up(hub, collected_db, tmp_path):
+def test_a_log_refused_403_is_asked_again_each_night_then_given_up(hub, tmp_path):
     """A 403 on one log ("Resource not accessible by integration"): recorded, asked again once
     its wait has passed, given up after MAX_TRIES; then never asked again, and the log is
     served again it is not asked for."""
-    clean = snapshot(migrated(collected_db().url))
+    clean = snapshot(migrated(collected(DEFAULT, tmp_path).url))
     job = _failed_job(hub)
     path = f"/repos/{hub.repos[0]}/actions/jobs/{job['job_id']}/logs"
     hub.admin("POST", "stuck", {"path": path, "status": 403, "message": NOT_ACCESSIBLE})
@@ -142,13 +145,11 @@ def test_a_log_served_again_clears_its_refusal(hub, tmp_path):
     assert failure is not None and failure.category == job["category"]
 
 
-def test_a_run_whose_jobs_page_answers_502_at_every_size_stops_nothing_else(
-    hub, collected_db, tmp_path
-):
+def test_a_run_whose_jobs_page_answers_502_at_every_size_stops_nothing_else(hub, tmp_path):
     """GitHub's answer to a page too slow to serve, at every page size, for one run: every
     other run is stored; the run is asked again on later collects, then stored without jobs
     (not as a run whose workflow file was invalid)."""
-    clean = snapshot(migrated(collected_db().url))
+    clean = snapshot(migrated(collected(DEFAULT, tmp_path).url))
     run_id = next(row[0] for row in clean["workflow_runs"])
     path = f"/repos/{hub.repos[0]}/actions/runs/{run_id}/jobs"
     hub.admin("POST", "stuck", {"path": path, "status": 502, "message": "Bad Gateway"})
@@ -221,13 +222,11 @@ def test_a_whole_route_refused_stops_the_collect(hub, tmp_path):
     assert hub.admin("GET", "stuck")[path]["hits"] == ROUTE_DOWN
 
 
-def test_an_outage_of_the_annotations_route_stops_the_collect_and_loses_nothing(
-    hub, collected_db, tmp_path
-):
+def test_an_outage_of_the_annotations_route_stops_the_collect_and_loses_nothing(hub, tmp_path):
     """Annotations answering 502 for job after job is GitHub down, not a token without
     ``checks: read`` (a 403): the collect stops before the batch is saved, instead of storing
     its failures without their annotations for good; the next collect equals a clean one."""
-    clean = snapshot(migrated(collected_db().url))
+    clean = snapshot(migrated(collected(DEFAULT, tmp_path).url))
     path = f"/repos/{hub.repos[0]}/check-runs/{{id}}/annotations"
     hub.admin("POST", "stuck", {"path": path, "status": 502, "message": "Bad Gateway"})
     url = f"sqlite:///{tmp_path / 'outage.db'}"
@@ -239,12 +238,12 @@ def test_an_outage_of_the_annotations_route_stops_the_collect_and_loses_nothing(
 
 
 def test_annotations_refused_just_before_an_outage_are_asked_again_at_once(
-    hub, collected_db, tmp_path, monkeypatch
+    hub, tmp_path, monkeypatch
 ):
     """One job's annotations refused (500) and recorded, then an outage stops the collect: the
     refusal was the outage's, and its row is all that says to ask them again, so it stays, due
     at once: the next collect, GitHub answering, equals a clean one."""
-    clean = snapshot(migrated(collected_db().url))
+    clean = snapshot(migrated(collected(DEFAULT, tmp_path).url))
     job = next(f for f in hub.admin("GET", "truth")["failures"] if f["annotations"])
     path = f"/repos/{hub.repos[0]}/check-runs/{job['job_id']}/annotations"
     hub.admin("POST", "stuck", {"path": path, "status": 500, "message": "Server Error"})
@@ -260,10 +259,10 @@ def test_annotations_refused_just_before_an_outage_are_asked_again_at_once(
     assert snapshot(migrated(url)) == clean
 
 
-def test_annotations_refused_for_one_job_are_asked_again_with_its_run(hub, collected_db, tmp_path):
+def test_annotations_refused_for_one_job_are_asked_again_with_its_run(hub, tmp_path):
     """One job's annotations answering 500: the job and its failure are stored; once GitHub
     answers, a later collect processes the run again and the database equals a clean one."""
-    clean = snapshot(migrated(collected_db().url))
+    clean = snapshot(migrated(collected(DEFAULT, tmp_path).url))
     job = next(f for f in hub.admin("GET", "truth")["failures"] if f["annotations"])
     path = f"/repos/{hub.repos[0]}/check-runs/{job['job_id']}/annotations"
     hub.admin("POST", "stuck", {"path": path, "status": 500, "message": "Server Error"})
@@ -300,12 +299,10 @@ def _run_ids(url: str) -> set[int]:
         return set(session.scalars(select(WorkflowRun.id)))
 
 
-def test_a_listing_capped_below_what_the_collector_assumes_loses_no_run(
-    hub, collected_db, tmp_path
-):
+def test_a_listing_capped_below_what_the_collector_assumes_loses_no_run(hub, tmp_path):
     """fakehub serving at most 5 results of a filtered listing, not GitHub's 1,000: windows
     whose listing ends short of its total_count are split until each is complete."""
-    clean = collected_db()
+    clean = collected(DEFAULT, tmp_path)
     hub.admin("POST", "result_cap", {"cap": 5})
     url = f"sqlite:///{tmp_path / 'capped.db'}"
     report = collect_without_waits(hub, url)

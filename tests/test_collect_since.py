@@ -15,13 +15,15 @@ import fakehub
 from collector.once import collect_once
 from collector.sync_report import CollectOptions, CollectReport
 from store import backfill, bookkeeping
-from tests.support.collected import DEFAULT
+from tests.support.collected import DEFAULT, Scenario, collected
 from tests.support.hubtools import collect, hub_config, snapshot
 from tests.support.hubtools import migrated as migrated_engine
 
 LATER = datetime(2026, 10, 1, tzinfo=UTC)
 EARLIER = datetime(2026, 8, 1, tzinfo=UTC)
 REPO = "verl-project/verl"
+# A first collect from EARLIER, in one go: what each way of getting there must equal.
+FROM_EARLIER = Scenario(since=EARLIER)
 
 
 @pytest.fixture()
@@ -42,8 +44,7 @@ def test_an_earlier_since_extends_a_complete_backfill(hub, tmp_path):
         assert len(reports) < 50, "the extension does not progress"
     assert sum(r.runs_new for r in reports) > 0
     assert collect(hub, url, since=None).runs_new == 0
-    once = f"sqlite:///{tmp_path / 'once.db'}"
-    collect(hub, once, since=EARLIER)
+    once = collected(FROM_EARLIER, tmp_path).url
     assert snapshot(migrated_engine(url)) == snapshot(migrated_engine(once))
 
 
@@ -55,8 +56,7 @@ def test_a_later_since_goes_on_from_where_the_backfill_started(hub, tmp_path):
     assert cut.stopped, cut.line()
     later = collect(hub, url, since=LATER)
     assert not later.stopped and later.runs_new > 0, later.line()
-    once = f"sqlite:///{tmp_path / 'once.db'}"
-    collect(hub, once, since=EARLIER)
+    once = collected(FROM_EARLIER, tmp_path).url
     assert snapshot(migrated_engine(url)) == snapshot(migrated_engine(once))
     assert f"--since 2026-10-01 adds nothing: {REPO} is collected from 2026-08-01 on" in (
         later.line()

@@ -8,7 +8,7 @@ import pytest
 
 import collector.sync
 import fakehub
-from tests.support.collected import DEFAULT
+from tests.support.collected import DEFAULT, collected
 from tests.support.hubtools import collect, hub_config, migrated, snapshot
 
 
@@ -19,10 +19,10 @@ def hub() -> Iterator[fakehub.Hub]:
         yield running
 
 
-def test_a_workflow_missing_from_the_list_is_found_by_file_name(
-    hub, collected_db, monkeypatch, tmp_path
-):
-    db_url = collected_db().url
+def test_a_workflow_missing_from_the_list_is_found_by_file_name(hub, monkeypatch, tmp_path):
+    """Its collect goes to SQLite, compared with the shared SQLite collect (on PostgreSQL it
+    repeated the very same collect)."""
+    db_url = collected(DEFAULT, tmp_path).url
     expected = snapshot(migrated(db_url))
     dropped = hub_config(hub, db_url).project().workflows[0].path
     real = collector.sync.fetch_workflows

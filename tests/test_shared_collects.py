@@ -60,3 +60,4 @@ def test_scenarios_differ_in_their_keys():
     assert Scenario().key == Scenario().key
     assert Scenario(seed=7).key != Scenario().key
     assert Scenario(rate_limit=10).key != Scenario().key
+    assert Scenario(window_days=31).key != Scenario().key  # another collect, another build

@@ -66,6 +66,7 @@ class Scenario:
     # The repositories collected, as the demo's config tracks them (None: the built-in config,
     # verl alone). One full collect each, in turn.
     repos: tuple[str, ...] | None = None
+    window_days: int | None = None  # the backfill's listing windows (None: the config's)
 
     @property
     def key(self) -> str:
@@ -145,7 +146,15 @@ def _collect_and_count(scenario: Scenario, url: str) -> Built:
             assert len(reports) < 200, "the backfill does not progress"
             if scenario.nights is not None and len(reports) == scenario.nights:
                 break
-            reports.append(collect(hub, url, since=since, max_requests=scenario.max_requests))
+            reports.append(
+                collect(
+                    hub,
+                    url,
+                    scenario.window_days,
+                    since=since,
+                    max_requests=scenario.max_requests,
+                )
+            )
         return tuple(reports), hub.admin("GET", "counters")
 
 

@@ -51,12 +51,19 @@ def migrated(db_url: str) -> Engine:
     return engine
 
 
-def collect(hub: Hub | ChildHub, db_url: str, **options: Any) -> CollectReport:
+def collect(
+    hub: Hub | ChildHub, db_url: str, window_days: int | None = None, **options: Any
+) -> CollectReport:
+    """One collect of the built-in config against ``hub``; ``window_days``: its backfill's
+    listing windows, when not the config's."""
     options.setdefault("since", SINCE)
     options.setdefault("quiet", True)
+    config = hub_config(hub, db_url)
+    if window_days is not None:
+        config = config.with_overrides(collect_window_days=window_days)
     engine = migrated(db_url)
     try:
-        return collect_once(hub_config(hub, db_url), engine, CollectOptions(**options))
+        return collect_once(config, engine, CollectOptions(**options))
     finally:
         engine.dispose()  # no connection left behind: a PostgreSQL template must have none
 
