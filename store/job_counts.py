@@ -12,7 +12,7 @@ from sqlalchemy import Text, and_, case, cast, func, literal_column, select, typ
 
 from store.frame_queries import label_tuples
 from store.models import Failure, IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
-from store.runfilter import Bind, RunFilter, UTCWeek, filtered, raw_frame
+from store.runfilter import Bind, RunFilter, UTCWeek, filtered, raw_frame, selects_run
 from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -153,9 +153,10 @@ def failed_job_environments(bind: Bind, where: RunFilter) -> pd.DataFrame:
         .join(run, run.id == job.run_id)
         .where(job.logical_outcome == "fail")
         .where(cast(fail.env, Text) != "{}")  # most logs print none: their rows add nothing
+        .where(selects_run(fail.run_id, where))
         .order_by(fail.run_id, fail.run_attempt, fail.job_id)
     )
-    return raw_frame(bind, filtered(stmt, where), ("created_at",))
+    return raw_frame(bind, stmt, ("created_at",))
 
 
 def red_turns(bind: Bind, where: RunFilter) -> pd.DataFrame:

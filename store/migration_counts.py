@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, and_, case, false, func, literal, or_, select
 
 from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
-from store.runfilter import Bind, RunFilter, filtered, raw_frame
+from store.runfilter import Bind, RunFilter, Unindexed, filtered, raw_frame
 from store.vocabulary import RED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -145,11 +145,15 @@ def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.D
         return pd.DataFrame(columns=JOB_SEGMENT_COLUMNS)
     run, job = WorkflowRun, LogicalJob
     segment = segment_of(run.created_at, cuts).label("segment")
+    # The cuts span most of the history: the scope's runs are read from the covering scope
+    # index, where a range on the (repo, created_at) one visited each run's row (0.45 -> 0.52 s
+    # CPU at 16x).
+    when = Unindexed(run.created_at)
     stmt = filtered(
         select(segment, run.workflow_path, job.logical_job)
         .add_columns(func.count().label("n"), func.max(run.created_at).label("created_at"))
         .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
-        .where(run.created_at >= cuts[0], run.created_at < cuts[-1])
+        .where(when >= cuts[0], when < cuts[-1])
         .where(job.logical_outcome != "excluded")
         .group_by(segment, run.workflow_path, job.logical_job),
         where,

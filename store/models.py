@@ -107,11 +107,22 @@ SCOPE_READS = Index(
 RUNS_IN_TIME = Index(None, "repo", "created_at")
 
 
+# A workflow's runs of one event in time order: SILENT's newest scheduled run of each workflow
+# (store.triggers.workflow_watch) is the last entry of its range, where the (workflow_id,
+# created_at) index walked every run since (migration 0013).
+RUNS_BY_EVENT = Index(None, "workflow_id", "event", "created_at")
+
+
 class WorkflowRun(Base):
     """A workflow run as GitHub reports it now (its latest attempt)."""
 
     __tablename__ = "workflow_runs"
-    __table_args__ = (Index(None, "workflow_id", "created_at"), SCOPE_READS, RUNS_IN_TIME)
+    __table_args__ = (
+        Index(None, "workflow_id", "created_at"),
+        SCOPE_READS,
+        RUNS_IN_TIME,
+        RUNS_BY_EVENT,
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     repo: Mapped[str] = mapped_column(String(200), index=True)

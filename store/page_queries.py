@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, func, select, tuple_
+from sqlalchemy import ColumnElement, Engine, ScalarSelect, func, select, tuple_
 
 from store.models import (
     Base,
@@ -78,9 +78,15 @@ def repositories(engine: Engine) -> list[str]:
 
 
 def run_span(engine: Engine, repo: str) -> tuple[datetime | None, datetime | None]:
-    """The creation times of a repository's oldest and newest stored run."""
+    """The creation times of a repository's oldest and newest stored run: each its own
+    subquery, so that SQLite reads each from one end of the (repo, created_at) index (it does
+    that for a lone min or max; both in one select walked every run: 0.09 s at 16x)."""
     run = WorkflowRun
-    stmt = select(func.min(run.created_at), func.max(run.created_at)).where(run.repo == repo)
+
+    def end(time: ColumnElement[datetime]) -> ScalarSelect[datetime]:
+        return select(time).where(run.repo == repo).scalar_subquery()
+
+    stmt = select(end(func.min(run.created_at)), end(func.max(run.created_at)))
     with engine.connect() as conn:
         oldest, newest = conn.execute(stmt).one()
     return utc(oldest), utc(newest)

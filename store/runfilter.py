@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVarTuple
 
 from sqlalchemy import ColumnElement, Connection, Engine, Select, case, select, true
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import QueryableAttribute
 from sqlalchemy.sql.expression import FunctionElement
 
 from store.models import (
@@ -67,6 +68,10 @@ class Unindexed(FunctionElement[Any]):
 
     name = "unindexed"
     inherit_cache = True
+
+    def __init__(self, column: ColumnElement[Any] | QueryableAttribute[Any]) -> None:
+        super().__init__(column)
+        self.type = column.type  # a value compared with it binds as the column's (UTC times)
 
 
 @compiles(Unindexed)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, case, func, select, update
+from sqlalchemy import ColumnElement, Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from store.models import Workflow, WorkflowRun, WorkflowTriggers
@@ -52,19 +52,19 @@ def mark_checked(session: Session, repo: str, paths: Sequence[str], at: datetime
 def workflow_watch(engine: Engine, repo: str, paths: Sequence[str]) -> pd.DataFrame:
     """One row per path of ``paths`` that GitHub knows (WATCH_COLUMNS): the workflows API's
     state, updated_at and created_at; the file's presence and triggers (None: never read);
-    its newest run and newest scheduled run (NaT: none stored)."""
+    its newest run and newest scheduled run (NaT: none stored).
+
+    The newest runs are read per workflow record by its id, from the indexes on
+    (workflow_id, created_at) and (workflow_id, event, created_at): a run's path is its
+    workflow's (the collector stores each run with the path of the workflow it was listed
+    under, tests/test_silence_reads.py), and the records of one path share their runs' times.
+    Grouping every run of the repository by path took 0.75 s on the 16x benchmark."""
     run = WorkflowRun
-    schedule = case((run.event == "schedule", run.created_at))
-    last = (
-        select(
-            run.workflow_path,
-            func.max(run.created_at).label("last_run_at"),
-            func.max(schedule).label("last_schedule_at"),
-        )
-        .where(run.repo == repo, run.workflow_path.in_(paths))
-        .group_by(run.workflow_path)
-        .subquery()
-    )
+
+    def newest(*terms: ColumnElement[bool]) -> Any:
+        mine = select(func.max(run.created_at)).where(run.workflow_id == Workflow.id, *terms)
+        return func.max(mine.scalar_subquery()).over(partition_by=Workflow.path)
+
     file = WorkflowTriggers
     stmt = (
         select(
@@ -74,11 +74,10 @@ def workflow_watch(engine: Engine, repo: str, paths: Sequence[str]) -> pd.DataFr
             Workflow.created_at,
             file.file_present,
             file.triggers,
-            last.c.last_run_at,
-            last.c.last_schedule_at,
+            newest().label("last_run_at"),
+            newest(run.event == "schedule").label("last_schedule_at"),
         )
         .outerjoin(file, (file.repo == Workflow.repo) & (file.path == Workflow.path))
-        .outerjoin(last, last.c.workflow_path == Workflow.path)
         .where(Workflow.repo == repo, Workflow.path.in_(paths))
         .order_by(Workflow.path, Workflow.updated_at)
     )
