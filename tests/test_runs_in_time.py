@@ -7,34 +7,12 @@ benchmark's)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from alembic import command
-from sqlalchemy import inspect
-
-from store.engine import make_engine
 from store.failure_counts import failure_counts
-from store.migrate import alembic_config, upgrade
 from store.overview_counts import incident_workflows
 from store.page_queries import latest_run_url, run_span
-from store.runfilter import RunFilter
-from tests.support.plans import query_plan
+from tests.support.plans import SCOPE, index_round_trip, query_plan
 
 INDEX = "ix_workflow_runs_repo_created_at"
-SCOPE = RunFilter(
-    "o/r",
-    datetime(2026, 1, 1, tzinfo=UTC),
-    datetime(2026, 2, 1, tzinfo=UTC),
-    events=("push", "schedule"),
-    branch="main",
-)
-
-
-def _runs_indexes(url: str) -> dict[str, list[str | None]]:
-    engine = make_engine(url)
-    found = {ix["name"]: ix["column_names"] for ix in inspect(engine).get_indexes("workflow_runs")}
-    engine.dispose()
-    return {str(name): columns for name, columns in found.items()}
 
 
 def test_the_history_s_ends_are_read_from_the_index(sqlite_engine):
@@ -61,13 +39,4 @@ def test_the_incidents_lineages_start_from_the_incident_members(sqlite_engine):
 
 
 def test_migration_0012_adds_the_index_and_takes_it_back(db_url):
-    engine = make_engine(db_url)
-    upgrade(engine)
-    assert _runs_indexes(db_url)[INDEX] == ["repo", "created_at"]
-    with engine.begin() as conn:
-        command.downgrade(alembic_config(conn), "0011")
-    down = _runs_indexes(db_url)
-    assert INDEX not in down and "ix_workflow_runs_scope_reads" in down
-    upgrade(engine)
-    assert _runs_indexes(db_url)[INDEX] == ["repo", "created_at"]
-    engine.dispose()
+    index_round_trip(db_url, INDEX, ["repo", "created_at"], "0011", "ix_workflow_runs_scope_reads")

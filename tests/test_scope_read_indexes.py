@@ -4,20 +4,9 @@ statement run is explained (EXPLAIN QUERY PLAN) with the parameters it ran with.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from reports.job_tables import PER_JOB
 from store.job_counts import job_counts, red_turns
-from store.runfilter import RunFilter
-from tests.support.plans import query_plan
-
-SCOPE = RunFilter(
-    "o/r",
-    datetime(2026, 1, 1, tzinfo=UTC),
-    datetime(2026, 2, 1, tzinfo=UTC),
-    events=("push", "schedule"),
-    branch="main",
-)
+from tests.support.plans import SCOPE, query_plan
 
 
 def test_the_flaky_jobs_counts_read_runs_and_logical_jobs_from_indexes_alone(sqlite_engine):

@@ -10,27 +10,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
-from alembic import command
-from sqlalchemy import Engine, event, insert, inspect, select
+from sqlalchemy import Engine, event, insert, select
 
 from store.engine import make_engine
 from store.job_counts import failed_job_environments
-from store.migrate import alembic_config, upgrade
 from store.migration_counts import job_segments
 from store.models import Workflow, WorkflowRun
 from store.page_queries import run_span
 from store.runfilter import RunFilter
 from store.triggers import workflow_watch
-from tests.support.plans import query_plan
+from tests.support.plans import SCOPE, index_round_trip, query_plan
 
 INDEX = "ix_workflow_runs_workflow_id_event_created_at"
-SCOPE = RunFilter(
-    "o/r",
-    datetime(2026, 1, 1, tzinfo=UTC),
-    datetime(2026, 2, 1, tzinfo=UTC),
-    events=("push", "schedule"),
-    branch="main",
-)
 DAY = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -156,21 +147,6 @@ def test_the_coverage_s_job_segments_read_the_scope_index(sqlite_engine):
     assert scope in plan
 
 
-def _runs_indexes(url: str) -> dict[str, list[str | None]]:
-    engine = make_engine(url)
-    found = {ix["name"]: ix["column_names"] for ix in inspect(engine).get_indexes("workflow_runs")}
-    engine.dispose()
-    return {str(name): columns for name, columns in found.items()}
-
-
 def test_migration_0013_adds_the_index_and_takes_it_back(db_url):
-    engine = make_engine(db_url)
-    upgrade(engine)
-    assert _runs_indexes(db_url)[INDEX] == ["workflow_id", "event", "created_at"]
-    with engine.begin() as conn:
-        command.downgrade(alembic_config(conn), "0012")
-    down = _runs_indexes(db_url)
-    assert INDEX not in down and "ix_workflow_runs_repo_created_at" in down
-    upgrade(engine)
-    assert _runs_indexes(db_url)[INDEX] == ["workflow_id", "event", "created_at"]
-    engine.dispose()
+    columns = ["workflow_id", "event", "created_at"]
+    index_round_trip(db_url, INDEX, columns, "0012", "ix_workflow_runs_repo_created_at")

@@ -1,10 +1,25 @@
-"""The query plan of a statement as a page runs it (SQLite's EXPLAIN QUERY PLAN)."""
+"""The query plan of a statement as a page runs it (SQLite's EXPLAIN QUERY PLAN), the scope
+the plan tests read, and the round trip of a migration that adds an index on the runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
-from sqlalchemy import Engine, event
+from alembic import command
+from sqlalchemy import Engine, event, inspect
+
+from store.engine import make_engine
+from store.migrate import alembic_config, upgrade
+from store.runfilter import RunFilter
+
+SCOPE = RunFilter(
+    "o/r",
+    datetime(2026, 1, 1, tzinfo=UTC),
+    datetime(2026, 2, 1, tzinfo=UTC),
+    events=("push", "schedule"),
+    branch="main",
+)
 
 
 def query_plan(engine: Engine, read: Callable[[], object]) -> str:
@@ -24,3 +39,26 @@ def query_plan(engine: Engine, read: Callable[[], object]) -> str:
     with engine.connect() as conn:
         rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
     return "\n".join(row[-1] for row in rows)
+
+
+def runs_indexes(url: str) -> dict[str, list[str | None]]:
+    """The indexes of workflow_runs: name -> columns."""
+    engine = make_engine(url)
+    found = {ix["name"]: ix["column_names"] for ix in inspect(engine).get_indexes("workflow_runs")}
+    engine.dispose()
+    return {str(name): columns for name, columns in found.items()}
+
+
+def index_round_trip(db_url: str, index: str, columns: list[str], before: str, kept: str) -> None:
+    """Upgrade adds ``index`` on ``columns``; a downgrade to revision ``before`` takes it back
+    and keeps ``kept`` (the index before it); upgrading again adds it again."""
+    engine = make_engine(db_url)
+    upgrade(engine)
+    assert runs_indexes(db_url)[index] == columns
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), before)
+    down = runs_indexes(db_url)
+    assert index not in down and kept in down
+    upgrade(engine)
+    assert runs_indexes(db_url)[index] == columns
+    engine.dispose()
