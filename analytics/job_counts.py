@@ -20,7 +20,7 @@ from store.vocabulary import (
     GREEN_OUTCOMES,
     HOSTED_RUNNERS,
     RED_OUTCOMES,
-    SHORT_LIVED_RUNNERS,
+    short_lived_runners,
 )
 
 PLACE_KEYS = ["workflow_path", "logical_job", "week"]  # where works elsewhere looks for a green
@@ -129,7 +129,8 @@ def runner_rows(placed: pd.DataFrame, min_runs: int, named: pd.Series) -> pd.Ser
     counted = placed["n"].where(placed["logical_outcome"].isin(COUNTED_OUTCOMES), 0)
     runs = counted.groupby(names.to_numpy(), sort=False).transform("sum").to_numpy()
     kept = names.isin([*named.unique(), HOSTED_RUNNERS, NO_RUNNER_NAME]).to_numpy(dtype=bool)
-    pooled = SHORT_LIVED_RUNNERS + placed["runner_pool"].astype(object) + ")"
+    codes, pools = pd.factorize(placed["runner_pool"])
+    pooled = np.array([short_lived_runners(pool) for pool in pools], dtype=object)[codes]
     return names.astype(object).where((runs >= min_runs) | kept, pooled)
 
 

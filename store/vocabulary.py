@@ -35,9 +35,13 @@ RED_CONCLUSIONS: frozenset[str] = frozenset({"failure", "timed_out", "startup_fa
 # the hosts that persist and pools the hosted VMs into one row, HOSTED_RUNNERS.
 HOSTED_RUNNER_PREFIX = "GitHub Actions "
 HOSTED_RUNNERS = "(GitHub-hosted)"
-# Self-hosted runners can be short-lived too (one container per job): the hosts of a runner pool
-# that ran too few counted jobs to rate are one row per pool, SHORT_LIVED_RUNNERS + the pool + ")".
-SHORT_LIVED_RUNNERS = "(short-lived runners of "
+
+
+def short_lived_runners(pool: str) -> str:
+    """The runners-table row of runner pool ``pool``'s hosts that ran too few counted jobs to
+    rate: self-hosted runners can be short-lived too (one container per job)."""
+    return f"(short-lived runners of {pool})"
+
 
 EVENT_KINDS: tuple[str, ...] = ("migration", "fix", "config", "image")
 

@@ -20,7 +20,7 @@ from reports import tables
 from store.bookkeeping import LastCollect
 from store.engine import make_engine
 from store.models import Failure, JobLog, WorkflowRun
-from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS, SHORT_LIVED_RUNNERS
+from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS, short_lived_runners
 from tests.support.pg import wrong_password_url
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
@@ -206,7 +206,7 @@ def test_the_runner_chart_shows_the_runners_with_the_most_failures(app: AppTest)
     charted = runners.sort_values("fail", ascending=False, kind="stable").head(CHARTED_RUNNERS)
     assert bars["y"][::-1] == charted["runner_name"].tolist()
     assert any(f"the {CHARTED_RUNNERS} rows with the most hard" in c.value for c in app.caption)
-    assert any(f"{SHORT_LIVED_RUNNERS}<pool>)" in c.value for c in app.caption)
+    assert any(short_lived_runners("<pool>") in c.value for c in app.caption)
     assert runners.loc[runners["runners"] != 1, "runner_name"].str.startswith("(").all()
 
 

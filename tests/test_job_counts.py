@@ -13,7 +13,7 @@ from analytics.job_counts import (
     incidents_per_place,
     runner_table,
 )
-from store.vocabulary import HOSTED_RUNNERS, SHORT_LIVED_RUNNERS
+from store.vocabulary import HOSTED_RUNNERS, short_lived_runners
 
 MONDAY = pd.Timestamp("2026-06-01 10:00", tz="UTC")
 NO_INCIDENT = pd.DataFrame({"kind": [], "runner": []}, dtype=object)
@@ -130,7 +130,7 @@ def test_hosts_too_short_lived_to_rate_are_one_row_per_pool_and_an_incidents_hos
     ).assign(labels=[("gpu",)] * 3 + [("cpu",)] * 2 + [("gpu",)] * 4)
     incidents = pd.DataFrame({"kind": KIND["host"], "runner": ["s"]})
     table = runner_table(counts_of(jobs, _members(jobs)), "runner_name", 2, incidents)
-    gpu, cpu = (f"{SHORT_LIVED_RUNNERS}{pool})" for pool in ("gpu", "cpu"))
+    gpu, cpu = (short_lived_runners(pool) for pool in ("gpu", "cpu"))
     rows = table.set_index("runner_name")
     assert sorted(rows.index) == sorted([gpu, cpu, "s", "h"])
     columns = ["runners", "runs", "pass", "fail", "fail_once", "failed_jobs", "works_elsewhere"]

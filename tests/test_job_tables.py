@@ -23,7 +23,7 @@ from store.job_counts import job_counts, red_turns
 from store.models import LogicalRun, Workflow, WorkflowRun
 from store.runfilter import RunFilter
 from store.settings import ConfigError, load_config
-from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS, SHORT_LIVED_RUNNERS
+from store.vocabulary import HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS, short_lived_runners
 
 START = datetime(2026, 6, 1, 10, tzinfo=UTC)
 KEYS = ["workflow_path", "head_branch"]
@@ -168,7 +168,7 @@ def test_the_runners_table_rates_the_hosts_one_can_rate_and_pools_the_others(dem
         NO_RUNNER_NAME
     }
     assert len(rated) < len(per_host) / 100  # most hosts ran too few jobs to rate
-    pooled = {f"{SHORT_LIVED_RUNNERS}{pool})" for pool in pools}
+    pooled = {short_lived_runners(pool) for pool in pools}
     names = set(runners["runner_name"])
     assert STUCK_RUNNER in names  # (with fewer jobs, its incident keeps it: test_job_counts)
     assert names - rated - {STUCK_RUNNER} <= pooled | {HOSTED_RUNNERS, NO_RUNNER_NAME}

@@ -8,7 +8,7 @@ from dashboard import charts, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 from dashboard.shaping import CHARTED_RUNNERS, most_failed, runner_incidents
-from store.vocabulary import HOSTED_RUNNERS, SHORT_LIVED_RUNNERS
+from store.vocabulary import HOSTED_RUNNERS, short_lived_runners
 
 view = current_view()
 COLUMNS = [
@@ -56,7 +56,7 @@ for by, name, heading in (
             f"One row per host one can rate (at least {min_runs} counted jobs in the range, or "
             f"a runner incident). GitHub's hosted runners are one row together, {HOSTED_RUNNERS}:"
             " each of their VMs runs one job and is gone; per pool, the hosts that ran fewer "
-            f"(short-lived, one container per job) are one row, {SHORT_LIVED_RUNNERS}<pool>). "
+            f"(short-lived, one container per job) are one row, {short_lived_runners('<pool>')}. "
             "runners: the hosts behind a row. The chart: the "
             f"{CHARTED_RUNNERS} rows with the most hard failures, of {len(table)}; the "
             "table holds every one."
