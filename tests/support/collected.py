@@ -37,7 +37,7 @@ from fakehub.child import ChildHub, spawned
 from fakehub.history import DEFAULT_END, History
 from store.engine import make_engine
 from tests.support.hubtools import SINCE, TEST_SCALE, collect, collect_repos
-from tests.support.pg import drop_pg_database
+from tests.support.pg import UNSYNCED, drop_pg_database
 
 SHARED_ENV = "CIFLAKE_TEST_SHARED"
 TEMPLATES = "pg-templates.txt"  # the PostgreSQL templates made, dropped when the session ends
@@ -232,6 +232,7 @@ def _pg_build(scenario: Scenario, server: str) -> Callable[[Path], tuple[str, An
         with (shared_dir() / TEMPLATES).open("a") as made:
             made.write(name + "\n")
         _admin_sql(server, f'CREATE DATABASE "{name}"')
+        _admin_sql(server, UNSYNCED.format(name=name))
         url = make_url(server).set(database=name).render_as_string(hide_password=False)
         reports, counters = _collect_and_count(scenario, url)
         _admin_sql(server, f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false')
@@ -246,6 +247,7 @@ def collected_pg(scenario: Scenario, server: str) -> Iterator[Collected]:
     _, (template, reports, counters) = built_once(f"{scenario.key}.pg", _pg_build(scenario, server))
     name = f"ciflake_test_{uuid.uuid4().hex[:12]}"
     _create_from(server, name, template)
+    _admin_sql(server, UNSYNCED.format(name=name))
     admin = make_engine(server).execution_options(isolation_level="AUTOCOMMIT")
     try:
         url = make_url(server).set(database=name).render_as_string(hide_password=False)
