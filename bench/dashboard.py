@@ -551,7 +551,6 @@ def _memory_row(path: Path) -> dict[str, Any]:
         chromium,
         click_to,
         free_port,
-        new_context,
         open_page,
         unavailable,
     )
@@ -566,9 +565,9 @@ def _memory_row(path: Path) -> dict[str, Any]:
     process, address = start_dashboard(db_url=url, host="127.0.0.1", port=free_port())
     try:
         wait_until_ready(address, process, timeout=120)
-        with chromium() as browser:
+        with chromium() as context:
             first, *others = PAGES
-            page, _ = open_page(new_context(browser), address, first)
+            page, _ = open_page(context, address, first)
             for name in others:
                 click_to(page, name)
             peak = _peak_mb(process.pid)

@@ -73,8 +73,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         print("building the demo database (fakehub, collect)...", flush=True)
         url = demo_database(Path(tmp))
-        with dashboard(url, quiet=True) as address, chromium() as browser:
-            context = browser.new_context(viewport=VIEWPORT)
+        with dashboard(url, quiet=True) as address, chromium() as context:
             for name in PAGES:
                 page, _ = open_page(context, address, name)
                 save(name, capture(page, name))
@@ -82,7 +81,6 @@ def main() -> int:
                     for picture, label in FILTERS.items():
                         save(picture, filtered(page, label))
                 page.close()
-            context.close()
     return 0
 
 

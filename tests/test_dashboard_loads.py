@@ -235,6 +235,18 @@ def test_the_launcher_passes_the_arrow_pool_to_streamlit(monkeypatch, setting, p
     assert started["ARROW_DEFAULT_MEMORY_POOL"] == passed
 
 
+def test_the_launcher_serves_without_watching_the_source(monkeypatch):
+    """``ciflake dashboard`` starts Streamlit with no file watcher: each new tab's session
+    would otherwise register the app's modules with it before its page shows (#49)."""
+    from dashboard import launch
+
+    started: list = []
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda command, env: started.extend(command))
+    launch.start_dashboard(db_url="sqlite:///x.db", host="127.0.0.1", port=0)
+    at = started.index("--server.fileWatcherType")
+    assert started[at + 1] == "none"
+
+
 @pytest.mark.sqlite_only
 def test_each_caller_gets_its_own_copy_of_a_table(thin_db, monkeypatch):
     """A table is cached as data: a page that changes its copy changes no other's."""
