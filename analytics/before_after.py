@@ -29,11 +29,11 @@ SIDES = ("before", "after", "first")
 def event_pairs(events: pd.DataFrame, lineages: Sequence[str]) -> pd.DataFrame:
     """One row per (event, lineage it touches), numbered by ``pair``: the event's lineages, or
     all of ``lineages`` when it names none. ``events``: analytics.config_tables.event_table."""
-    touched = events.assign(
-        # a column of lists, which pandas-stubs' assign (scalars or arrays) cannot spell
-        lineage=[list(ls) if ls is not None else list(lineages) for ls in events["event_lineages"]]  # type: ignore[misc]
-    ).explode("lineage")
-    touched = touched.dropna(subset=["lineage"]).drop(columns="event_lineages")
+    named = [list(ls) if ls is not None else list(lineages) for ls in events["event_lineages"]]
+    found = [(at, name) for at, names in enumerate(named) for name in names if pd.notna(name)]
+    at, lineage = zip(*found, strict=True) if found else ((), ())
+    touched = events.drop(columns="event_lineages").iloc[list(at)]
+    touched = touched.assign(lineage=pd.Series(lineage, index=touched.index, dtype="str"))
     return touched.reset_index(drop=True).rename_axis("pair").reset_index()
 
 
@@ -151,32 +151,59 @@ def from_segments(
     """The window counts (TALLY_COLUMNS) from the database's counts per segment between the
     sorted ``cuts`` (store.migration_counts.segment_tally; ``cuts`` hold each event's date and
     the ends of its windows): a window is the sum of its segments, an event's first runs are
-    the first runs of the segments after its date. ``events``' index numbers them."""
+    the first runs of the segments after its date. ``events``' index numbers them. In numpy
+    over cumulative sums per segment of each group (the rows of pandas' groupby, in its
+    order), where a merge of windows and segments and two groupbys cost a page 25 ms."""
     position = {cut: index for index, cut in enumerate(cuts)}
     window = pd.Timedelta(days=window_days)
-    spans = [
-        (event, side, segment)
-        for event, date in events["event_date"].items()
-        for side, start, end in (("before", date - window, date), ("after", date, date + window))
-        for segment in range(position[start] + 1, position[end] + 1)
-    ]
-    later = [
-        (event, segment)
-        for event, date in events["event_date"].items()
-        for segment in range(position[date] + 1, len(cuts) + 1)
-    ]
-    keys = TALLY_COLUMNS[2:7]
-    counted = segments[segments["segment"] < len(cuts)]
-    per_segment = counted.groupby(["segment", *keys], dropna=False)["n"].sum().reset_index()
-    windows = pd.DataFrame(spans, columns=["event", "side", "segment"], dtype=object)
-    inside = windows.astype({"event": "int64", "segment": "int64"}).merge(per_segment, on="segment")
-    found = inside.groupby(["event", "side", *keys], dropna=False)["n"].sum().reset_index()
-    firsts = segments[segments["run_id"].notna()]
-    after = pd.DataFrame(later, columns=["event", "segment"], dtype="int64").merge(
-        firsts, on="segment"
+    segment = segments["segment"].to_numpy()
+    counted = np.flatnonzero(segment < len(cuts))
+    group, first_of = _group_codes(segments.iloc[counted], TALLY_COLUMNS[2:7])
+    per_segment = np.zeros((len(cuts) + 1, len(first_of)), dtype=np.int64)
+    np.add.at(per_segment, (segment[counted], group), segments["n"].to_numpy()[counted])
+    below = np.cumsum(np.vstack([per_segment[:1] * 0, per_segment]), axis=0)  # segments < s
+    rows, events_at, sides, sums = [np.empty(0, dtype=np.int64)], [], [], []
+    for event, date in sorted(events["event_date"].items()):
+        for side, start, end in (("after", date, date + window), ("before", date - window, date)):
+            window_sums = below[position[end] + 1] - below[position[start] + 1]
+            hit = np.flatnonzero(window_sums)
+            rows.append(counted[first_of[hit]])
+            sums.append(window_sums[hit])
+            events_at += [event] * len(hit)
+            sides += [side] * len(hit)
+    firsts = np.flatnonzero(segments["run_id"].notna().to_numpy())
+    firsts = firsts[np.argsort(segment[firsts], kind="stable")]  # the merge's order
+    first = [np.empty(0, dtype=np.int64)]
+    for event, date in events["event_date"].items():
+        first.append(firsts[np.searchsorted(segment[firsts], position[date] + 1) :])
+        events_at += [event] * len(first[-1])
+        sides += ["first"] * len(first[-1])
+    row, first_row = np.concatenate(rows), np.concatenate(first)
+    keys = np.concatenate([row, first_row])  # the group's first row, or the first run's
+    times = np.concatenate([np.full(len(row), -1), first_row])  # none on a window's rows
+    frame = pd.DataFrame(
+        {
+            "event": np.array(events_at, dtype=np.int64),
+            "side": pd.Series(sides, dtype="str"),
+            **{c: segments[c].array.take(keys) for c in TALLY_COLUMNS[2:7]},
+            **{c: segments[c].array.take(times, allow_fill=True) for c in ("created_at", "run_id")},
+            "n": np.concatenate([*sums, segments["n"].to_numpy()[first_row]]),
+        }
     )
-    first = after.drop(columns="segment").assign(side="first")
-    return as_tally(pd.concat([found, first], ignore_index=True))
+    return as_tally(frame)
+
+
+def _group_codes(frame: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group of ``keys`` numbered in the order of pandas' groupby (sorted, missing
+    values last, dropna=False), and each group's first row."""
+    codes, sizes = [], []
+    for key in keys:
+        code, uniques = pd.factorize(frame[key], sort=True)
+        codes.append(np.where(code < 0, len(uniques), code))
+        sizes.append(len(uniques) + 1)
+    flat = np.ravel_multi_index(codes, sizes) if len(frame) else np.empty(0, dtype=np.int64)
+    _, first_of, group = np.unique(flat, return_index=True, return_inverse=True)
+    return group, first_of
 
 
 def windows_of(
@@ -191,13 +218,40 @@ def windows_of(
     workflow_path -> lineage); the first side keeps a lineage's first ``first_runs`` runs.
     ``events``' index numbers them, as in ``counts``' ``event``."""
     pairs = event_pairs(events.rename_axis("event").reset_index(), lineages)
-    frame = counts.assign(lineage=counts["workflow_path"].map(lineage_of))
-    first = (frame["side"] == "first").to_numpy()
-    firsts = frame[first].sort_values(["created_at", "run_id"], kind="stable")
-    firsts = firsts.groupby(["event", "lineage"]).head(first_runs)
-    frame = pd.concat([frame[~first], firsts], ignore_index=True)
-    tagged = frame.merge(pairs[["pair", "event", "lineage"]], on=["event", "lineage"])
-    return pairs.drop(columns="event"), tagged
+    lineage = counts["workflow_path"].map(lineage_of)
+    names = pd.Index(pairs["lineage"].unique())
+    code = names.get_indexer(lineage)  # -1: a lineage no event touches, or none
+    key = np.where(code >= 0, counts["event"].to_numpy() * len(names) + code, -1)
+    pair_keys = pairs["event"].to_numpy() * len(names) + names.get_indexer(pairs["lineage"])
+    by_key = np.argsort(pair_keys, kind="stable")
+    low = np.searchsorted(pair_keys[by_key], key, "left")
+    matches = np.searchsorted(pair_keys[by_key], key, "right") - low  # the pairs of each row
+    first = (counts["side"] == "first").to_numpy()
+    times = counts["created_at"]
+    firsts = np.flatnonzero(first & (matches > 0))
+    firsts = firsts[
+        np.lexsort(
+            (counts["run_id"].to_numpy()[firsts], times.array.asi8[firsts], times.isna()[firsts])
+        )
+    ]
+    rows = np.concatenate(
+        [np.flatnonzero(~first & (matches > 0)), firsts[_ranks(key[firsts]) < first_runs]]
+    )
+    each = np.repeat(rows, matches[rows])  # a row per pair of its (event, lineage), as merge
+    nth = np.arange(len(each)) - np.repeat(np.cumsum(matches[rows]) - matches[rows], matches[rows])
+    pair = pairs["pair"].to_numpy()[by_key[np.repeat(low[rows], matches[rows]) + nth]]
+    tagged = counts.iloc[each].assign(lineage=lineage.array.take(each), pair=pair)
+    return pairs.drop(columns="event"), tagged.reset_index(drop=True)
+
+
+def _ranks(groups: np.ndarray) -> np.ndarray:
+    """Each element's place among the equal ``groups`` before it (groupby's cumcount)."""
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    ranks = np.empty(len(groups), dtype=np.int64)
+    ranks[order] = np.arange(len(groups)) - np.repeat(starts, np.diff(np.r_[starts, len(groups)]))
+    return ranks
 
 
 def _scoped_windows(
