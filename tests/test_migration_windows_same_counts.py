@@ -211,7 +211,7 @@ def _same(found: pd.DataFrame, expected: pd.DataFrame) -> None:
         pd.testing.assert_frame_equal(found, expected, check_exact=True)
 
 
-@settings(max_examples=15, derandomize=True, deadline=None)
+@settings(max_examples=10, derandomize=True, deadline=None)
 @given(cases())
 def test_window_tables_count_as_the_pandas_versions_did(case):
     segments, cuts, events, window_days, first_runs = case
