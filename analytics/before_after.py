@@ -218,9 +218,10 @@ def windows_of(
     workflow_path -> lineage); the first side keeps a lineage's first ``first_runs`` runs.
     ``events``' index numbers them, as in ``counts``' ``event``."""
     pairs = event_pairs(events.rename_axis("event").reset_index(), lineages)
-    lineage = counts["workflow_path"].map(lineage_of)
+    path, paths = pd.factorize(counts["workflow_path"])  # each workflow mapped once
+    lineage = pd.Series(paths).map(lineage_of)
     names = pd.Index(pairs["lineage"].unique())
-    code = names.get_indexer(lineage)  # -1: a lineage no event touches, or none
+    code = np.append(names.get_indexer(lineage), -1)[path]  # -1: no event touches it, or none
     key = np.where(code >= 0, counts["event"].to_numpy() * len(names) + code, -1)
     pair_keys = pairs["event"].to_numpy() * len(names) + names.get_indexer(pairs["lineage"])
     by_key = np.argsort(pair_keys, kind="stable")
@@ -240,7 +241,7 @@ def windows_of(
     each = np.repeat(rows, matches[rows])  # a row per pair of its (event, lineage), as merge
     nth = np.arange(len(each)) - np.repeat(np.cumsum(matches[rows]) - matches[rows], matches[rows])
     pair = pairs["pair"].to_numpy()[by_key[np.repeat(low[rows], matches[rows]) + nth]]
-    tagged = counts.iloc[each].assign(lineage=lineage.array.take(each), pair=pair)
+    tagged = counts.iloc[each].assign(lineage=lineage.array.take(path[each]), pair=pair)
     return pairs.drop(columns="event"), tagged.reset_index(drop=True)
 
 
