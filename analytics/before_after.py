@@ -156,11 +156,12 @@ def from_segments(
     order), where a merge of windows and segments and two groupbys cost a page 25 ms."""
     position = {cut: index for index, cut in enumerate(cuts)}
     window = pd.Timedelta(days=window_days)
-    segment = segments["segment"].to_numpy()
+    segment = segments["segment"].to_numpy(dtype=np.int64)  # object when the store has none
     counted, keyed = np.flatnonzero(segment < len(cuts)), TALLY_COLUMNS[2:7]
     group, first_of = _group_codes(segments.iloc[counted], keyed)
     per_segment = np.zeros((len(cuts) + 1, len(first_of)), dtype=np.int64)
-    np.add.at(per_segment, (segment[counted], group), segments["n"].to_numpy()[counted])
+    n = segments["n"].to_numpy(dtype=np.int64)
+    np.add.at(per_segment, (segment[counted], group), n[counted])
     below = np.cumsum(np.vstack([per_segment[:1] * 0, per_segment]), axis=0)  # segments < s
     rows, events_at, sides, sums = [np.empty(0, dtype=np.int64)], [], [], []
     for event, date in sorted(events["event_date"].items()):
@@ -187,7 +188,7 @@ def from_segments(
             "side": pd.Series(sides, dtype="str"),
             **{c: segments[c].iloc[keys].reset_index(drop=True) for c in keyed},
             **{c: segments[c].array.take(times, allow_fill=True) for c in ("created_at", "run_id")},
-            "n": np.concatenate([*sums, segments["n"].to_numpy()[first_row]]),
+            "n": np.concatenate([*sums, n[first_row]]),
         }
     )
     return as_tally(frame)

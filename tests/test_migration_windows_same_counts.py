@@ -23,6 +23,7 @@ from analytics.before_after import (
 )
 from analytics.config_tables import event_table
 from analytics.evidence import KNOWN, NO_LOG, described_counts
+from store.migration_counts import SEGMENT_COLUMNS
 from store.vocabulary import RED_OUTCOMES
 
 
@@ -264,3 +265,17 @@ def test_the_reference_sums_a_window_of_segments_and_keeps_each_lineages_first_r
     assert shift[["failure_category", "before_count", "after_count"]].values.tolist() == [
         ["unknown", 0, 1]
     ]
+
+
+def test_no_segment_counts_no_window():
+    """The store's frame of no row has untyped (object) columns: no window, no first run, no
+    error (the Migrations page of a repository with no run in its scope)."""
+    events = event_table([_Event(2, None)])
+    day = events["event_date"].iloc[0]
+    cuts = [day - pd.Timedelta(days=1), day, day + pd.Timedelta(days=1)]
+    counts = from_segments(pd.DataFrame(columns=SEGMENT_COLUMNS), cuts, events, 1)
+    assert counts.empty and list(counts) == TALLY_COLUMNS
+    pairs, tagged = windows_of(counts, events, LINEAGE_OF, ["A", "B"], 2)
+    assert pairs["lineage"].tolist() == ["A", "B"] and tagged.empty
+    assert category_shift_of(pairs, tagged).empty
+    assert basis_mix_of(pairs, tagged, True)["before_red"].tolist() == [0, 0]
