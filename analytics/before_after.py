@@ -10,7 +10,7 @@ is known (analytics.evidence).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,11 +29,11 @@ SIDES = ("before", "after", "first")
 def event_pairs(events: pd.DataFrame, lineages: Sequence[str]) -> pd.DataFrame:
     """One row per (event, lineage it touches), numbered by ``pair``: the event's lineages, or
     all of ``lineages`` when it names none. ``events``: analytics.config_tables.event_table."""
-    touched = events.assign(
-        # a column of lists, which pandas-stubs' assign (scalars or arrays) cannot spell
-        lineage=[list(ls) if ls is not None else list(lineages) for ls in events["event_lineages"]]  # type: ignore[misc]
-    ).explode("lineage")
-    touched = touched.dropna(subset=["lineage"]).drop(columns="event_lineages")
+    named = [list(ls) if ls is not None else list(lineages) for ls in events["event_lineages"]]
+    found = [(at, name) for at, names in enumerate(named) for name in names if pd.notna(name)]
+    at, lineage = zip(*found, strict=True) if found else ((), ())
+    touched = events.drop(columns="event_lineages").iloc[list(at)]
+    touched = touched.assign(lineage=pd.Series(lineage, index=touched.index, dtype="str"))
     return touched.reset_index(drop=True).rename_axis("pair").reset_index()
 
 
@@ -151,32 +151,60 @@ def from_segments(
     """The window counts (TALLY_COLUMNS) from the database's counts per segment between the
     sorted ``cuts`` (store.migration_counts.segment_tally; ``cuts`` hold each event's date and
     the ends of its windows): a window is the sum of its segments, an event's first runs are
-    the first runs of the segments after its date. ``events``' index numbers them."""
+    the first runs of the segments after its date. ``events``' index numbers them. In numpy
+    over cumulative sums per segment of each group (the rows of pandas' groupby, in its
+    order), where a merge of windows and segments and two groupbys cost a page 25 ms."""
     position = {cut: index for index, cut in enumerate(cuts)}
     window = pd.Timedelta(days=window_days)
-    spans = [
-        (event, side, segment)
-        for event, date in events["event_date"].items()
-        for side, start, end in (("before", date - window, date), ("after", date, date + window))
-        for segment in range(position[start] + 1, position[end] + 1)
-    ]
-    later = [
-        (event, segment)
-        for event, date in events["event_date"].items()
-        for segment in range(position[date] + 1, len(cuts) + 1)
-    ]
-    keys = TALLY_COLUMNS[2:7]
-    counted = segments[segments["segment"] < len(cuts)]
-    per_segment = counted.groupby(["segment", *keys], dropna=False)["n"].sum().reset_index()
-    windows = pd.DataFrame(spans, columns=["event", "side", "segment"], dtype=object)
-    inside = windows.astype({"event": "int64", "segment": "int64"}).merge(per_segment, on="segment")
-    found = inside.groupby(["event", "side", *keys], dropna=False)["n"].sum().reset_index()
-    firsts = segments[segments["run_id"].notna()]
-    after = pd.DataFrame(later, columns=["event", "segment"], dtype="int64").merge(
-        firsts, on="segment"
+    segment = segments["segment"].to_numpy(dtype=np.int64)  # object when the store has none
+    counted, keyed = np.flatnonzero(segment < len(cuts)), TALLY_COLUMNS[2:7]
+    group, first_of = _group_codes(segments.iloc[counted], keyed)
+    per_segment = np.zeros((len(cuts) + 1, len(first_of)), dtype=np.int64)
+    n = segments["n"].to_numpy(dtype=np.int64)
+    np.add.at(per_segment, (segment[counted], group), n[counted])
+    below = np.cumsum(np.vstack([per_segment[:1] * 0, per_segment]), axis=0)  # segments < s
+    rows, events_at, sides, sums = [np.empty(0, dtype=np.int64)], [], [], []
+    for event, date in sorted(events["event_date"].items()):
+        for side, start, end in (("after", date, date + window), ("before", date - window, date)):
+            window_sums = below[position[end] + 1] - below[position[start] + 1]
+            hit = np.flatnonzero(window_sums)
+            rows.append(counted[first_of[hit]])
+            sums.append(window_sums[hit])
+            events_at += [event] * len(hit)
+            sides += [side] * len(hit)
+    firsts = np.flatnonzero(segments["run_id"].notna().to_numpy())
+    firsts = firsts[np.argsort(segment[firsts], kind="stable")]  # the merge's order
+    first = [np.empty(0, dtype=np.int64)]
+    for event, date in events["event_date"].items():
+        first.append(firsts[np.searchsorted(segment[firsts], position[date] + 1) :])
+        events_at += [event] * len(first[-1])
+        sides += ["first"] * len(first[-1])
+    row, first_row = np.concatenate(rows), np.concatenate(first)
+    keys = np.concatenate([row, first_row])  # the group's first row, or the first run's
+    times = np.concatenate([np.full(len(row), -1), first_row])  # none on a window's rows
+    frame = pd.DataFrame(
+        {
+            "event": np.array(events_at, dtype=np.int64),
+            "side": pd.Series(sides, dtype="str"),
+            **{c: segments[c].iloc[keys].reset_index(drop=True) for c in keyed},
+            **{c: segments[c].array.take(times, allow_fill=True) for c in ("created_at", "run_id")},
+            "n": np.concatenate([*sums, n[first_row]]),
+        }
     )
-    first = after.drop(columns="segment").assign(side="first")
-    return as_tally(pd.concat([found, first], ignore_index=True))
+    return as_tally(frame)
+
+
+def _group_codes(frame: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group of ``keys`` numbered in the order of pandas' groupby (sorted, missing
+    values last, dropna=False), and each group's first row."""
+    codes, sizes = [], []
+    for key in keys:
+        code, uniques = pd.factorize(frame[key], sort=True)
+        codes.append(np.where(code < 0, len(uniques), code))
+        sizes.append(len(uniques) + 1)
+    flat = np.ravel_multi_index(codes, sizes) if len(frame) else np.empty(0, dtype=np.int64)
+    _, first_of, group = np.unique(flat, return_index=True, return_inverse=True)
+    return group, first_of
 
 
 def windows_of(
@@ -191,13 +219,41 @@ def windows_of(
     workflow_path -> lineage); the first side keeps a lineage's first ``first_runs`` runs.
     ``events``' index numbers them, as in ``counts``' ``event``."""
     pairs = event_pairs(events.rename_axis("event").reset_index(), lineages)
-    frame = counts.assign(lineage=counts["workflow_path"].map(lineage_of))
-    first = (frame["side"] == "first").to_numpy()
-    firsts = frame[first].sort_values(["created_at", "run_id"], kind="stable")
-    firsts = firsts.groupby(["event", "lineage"]).head(first_runs)
-    frame = pd.concat([frame[~first], firsts], ignore_index=True)
-    tagged = frame.merge(pairs[["pair", "event", "lineage"]], on=["event", "lineage"])
-    return pairs.drop(columns="event"), tagged
+    path, paths = pd.factorize(counts["workflow_path"])  # each workflow mapped once
+    lineage = pd.Series(paths).map(lineage_of)
+    names = pd.Index(pairs["lineage"].unique())
+    code = np.append(names.get_indexer(lineage), -1)[path]  # -1: no event touches it, or none
+    key = np.where(code >= 0, counts["event"].to_numpy() * len(names) + code, -1)
+    pair_keys = pairs["event"].to_numpy() * len(names) + names.get_indexer(pairs["lineage"])
+    by_key = np.argsort(pair_keys, kind="stable")
+    low = np.searchsorted(pair_keys[by_key], key, "left")
+    matches = np.searchsorted(pair_keys[by_key], key, "right") - low  # the pairs of each row
+    first = (counts["side"] == "first").to_numpy()
+    times = counts["created_at"]
+    firsts = np.flatnonzero(first & (matches > 0))
+    firsts = firsts[
+        np.lexsort(
+            (counts["run_id"].to_numpy()[firsts], times.array.asi8[firsts], times.isna()[firsts])
+        )
+    ]
+    rows = np.concatenate(
+        [np.flatnonzero(~first & (matches > 0)), firsts[_ranks(key[firsts]) < first_runs]]
+    )
+    each = np.repeat(rows, matches[rows])  # a row per pair of its (event, lineage), as merge
+    nth = np.arange(len(each)) - np.repeat(np.cumsum(matches[rows]) - matches[rows], matches[rows])
+    pair = pairs["pair"].to_numpy()[by_key[np.repeat(low[rows], matches[rows]) + nth]]
+    tagged = counts.iloc[each].assign(lineage=lineage.array.take(path[each]), pair=pair)
+    return pairs.drop(columns="event"), tagged.reset_index(drop=True)
+
+
+def _ranks(groups: np.ndarray) -> np.ndarray:
+    """Each element's place among the equal ``groups`` before it (groupby's cumcount)."""
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    ranks = np.empty(len(groups), dtype=np.int64)
+    ranks[order] = np.arange(len(groups)) - np.repeat(starts, np.diff(np.r_[starts, len(groups)]))
+    return ranks
 
 
 def _scoped_windows(
@@ -494,28 +550,32 @@ def category_shift(
 
 
 def category_shift_of(pairs: pd.DataFrame, tagged: pd.DataFrame) -> pd.DataFrame:
-    """category_shift's table from the window counts of ``windows_of``."""
-    sides = tagged["side"].isin(["before", "after"]) & (tagged["logical_outcome"] != "excluded")
-    tagged = tagged[sides]
-    red_rows = tagged["logical_outcome"].isin(RED_OUTCOMES)
-    tagged = tagged.assign(red=red_rows, red_n=tagged["n"].where(red_rows, 0))
-    totals = tagged.groupby(["pair", "side"]).agg(runs=("n", "sum"), red=("red_n", "sum"))
-    # a MultiIndex frame unstacks to a frame (pandas-stubs: frame or series)
-    totals = cast(pd.DataFrame, totals.unstack("side")).reindex(
-        columns=pd.MultiIndex.from_product([["runs", "red"], ["before", "after"]])
-    )
-    red = tagged[tagged["red"]].fillna({"failure_category": "unknown"})
-    counts = red.groupby(["pair", "failure_category", "side"])["n"].sum().unstack("side")
-    counts = counts.reindex(columns=["before", "after"]).fillna(0).astype(int).reset_index()
-    out = pairs.merge(counts, on="pair")
-    for side in ("before", "after"):
-        red_n = out["pair"].map(totals[("red", side)])
-        runs_n = out["pair"].map(totals[("runs", side)])
-        out[f"{side}_share"] = out[side] / red_n.where(red_n > 0)
-        out[f"{side}_per_run"] = out[side] / runs_n.where(runs_n > 0)
-    out = out.rename(columns={"before": "before_count", "after": "after_count"})
+    """category_shift's table from the window counts of ``windows_of``: summed in numpy per
+    pair, category and side, where pandas' groupbys, unstacks and merge cost it 25 ms."""
+    side = tagged["side"].to_numpy(dtype=object)
+    outcome = tagged["logical_outcome"].to_numpy(dtype=object)
+    kept = np.flatnonzero(((side == "before") | (side == "after")) & (outcome != "excluded"))
+    pair = pd.Index(pairs["pair"]).get_indexer(tagged["pair"].to_numpy()[kept])
+    after, n = (side[kept] == "after").astype(np.int64), tagged["n"].to_numpy()[kept]
+    red = np.isin(outcome[kept], list(RED_OUTCOMES))
+    runs, reds = np.zeros((2, len(pairs), 2), dtype=np.int64)
+    np.add.at(runs, (pair, after), n)
+    np.add.at(reds, (pair[red], after[red]), n[red])
+    category = tagged["failure_category"].iloc[kept[red]].fillna("unknown")
+    code, names = pd.factorize(category, sort=True)
+    counts = np.zeros((len(pairs), len(names), 2), dtype=np.int64)
+    np.add.at(counts, (pair[red], code, after[red]), n[red])
+    at, found = np.nonzero(counts.sum(axis=2))  # the pairs' order, then the categories'
+    out = pairs.iloc[at].drop(columns=["pair", "event_lineages"], errors="ignore")
+    out = out.reset_index(drop=True).assign(failure_category=names.take(found))
+    out["before_count"], out["after_count"] = counts[at, found, 0], counts[at, found, 1]
+    for index, name in ((0, "before"), (1, "after")):
+        count = counts[at, found, index]
+        with np.errstate(invalid="ignore", divide="ignore"):  # no red run, no run: NaN
+            out[f"{name}_share"] = np.where(reds[at, index] > 0, count / reds[at, index], np.nan)
+            out[f"{name}_per_run"] = np.where(runs[at, index] > 0, count / runs[at, index], np.nan)
     out["shift"] = out["after_share"].fillna(0) - out["before_share"].fillna(0)
-    return out.drop(columns=["pair", "event_lineages"], errors="ignore")
+    return out
 
 
 KNOWN_COLUMNS = [f"{side}_{c}" for side in ("before", "after") for c in ("known", "basis")]
@@ -558,26 +618,30 @@ def basis_mix(
 
 
 def basis_mix_of(pairs: pd.DataFrame, tagged: pd.DataFrame, per_lineage: bool) -> pd.DataFrame:
-    """basis_mix's table from the window counts of ``windows_of``."""
+    """basis_mix's table from the window counts of ``windows_of``: each mix summed in plain
+    Python over the red rows (a few hundred), where a groupby and a map cost it 10 ms."""
     by_event = pairs.groupby(["event_date", "event_title"], sort=False).ngroup()
     pairs = pairs.assign(group=pairs["pair"] if per_lineage else by_event)
-    red = tagged[tagged["logical_outcome"].isin(RED_OUTCOMES) & (tagged["side"] != "first")]
-    red = pd.DataFrame(
-        {
-            "group": red["pair"].map(pairs.set_index("pair")["group"]).to_numpy(),
-            "side": red["side"].to_numpy(),
-            "basis": red["failure_basis"].fillna(NO_LOG).to_numpy(),
-            "n": red["n"].to_numpy(),
-        }
+    group_of = dict(zip(pairs["pair"].tolist(), pairs["group"].tolist(), strict=True))
+    sides = tagged["side"].to_numpy(dtype=object)
+    red = np.flatnonzero(
+        np.isin(tagged["logical_outcome"], list(RED_OUTCOMES)) & (sides != "first")
     )
-    counts = red.groupby(["side", "group", "basis"])["n"].sum()
+    summed: dict[tuple[str, int], dict[str, int]] = {}
+    basis = tagged["failure_basis"].iloc[red].fillna(NO_LOG).tolist()
+    for at, pair, base, n in zip(
+        sides[red].tolist(),
+        tagged["pair"].to_numpy()[red].tolist(),
+        basis,
+        tagged["n"].to_numpy()[red].tolist(),
+        strict=True,
+    ):
+        red_of = summed.setdefault((at, group_of[pair]), {})
+        red_of[base] = red_of.get(base, 0) + n
+    mixes = {key: {base: found[base] for base in sorted(found)} for key, found in summed.items()}
     out = pairs.drop_duplicates("group").drop(columns=["pair", "event_lineages"], errors="ignore")
     if not per_lineage:
         out = out.drop(columns="lineage")
-    mixes: dict[tuple[str, int], dict[str, int]] = {}
-    levels = (counts.index.get_level_values(level) for level in range(3))
-    for side, group, basis, n in zip(*levels, counts.to_numpy(), strict=True):
-        mixes.setdefault((side, group), {})[basis] = int(n)
     for side in ("before", "after"):
         mix = [mixes.get((side, group), {}) for group in out["group"]]
         red_n = [sum(bases.values()) for bases in mix]

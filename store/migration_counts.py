@@ -106,7 +106,7 @@ def segment_tally(
     counted = (logical.logical_outcome != "excluded").label("counted")
     rows = filtered(
         select(segment_of(run.created_at, cuts).label("segment"), *groups, counted)
-        .add_columns(run.created_at, run.id.label("run_id"), run.html_url)
+        .add_columns(run.created_at, run.id.label("run_id"))
         .select_from(joined),
         where,
     ).subquery()
@@ -121,12 +121,18 @@ def segment_tally(
         *(ranked.c[g.name] for g in groups),
         case((first, ranked.c.created_at)).label("created_at"),
         case((first, ranked.c.run_id)).label("run_id"),
-        case((first, ranked.c.html_url)).label("html_url"),
     ]
-    stmt = (
+    tally = (
         select(*keys, func.count().label("n"), func.min(ranked.c.created_at).label("first_at"))
         .where(or_(ranked.c.segment < len(cuts), first))
         .group_by(*keys)
+        .subquery()
+    )
+    # a first run's address read by its id once counted: carried through the ranking's sort,
+    # the addresses cost the statement 0.28 of 0.99 s at 16x
+    url = select(run.html_url).where(run.id == tally.c.run_id).scalar_subquery()
+    stmt = select(*(tally.c[c] for c in SEGMENT_COLUMNS[:8]), url.label("html_url")).add_columns(
+        tally.c.n, tally.c.first_at
     )
     return raw_frame(bind, stmt, ("created_at", "first_at"))
 
