@@ -118,29 +118,33 @@ def raw_failure_counts(engine: Engine, where: RunFilter) -> pd.DataFrame:
 
 
 def counts_of(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    """The failure counts of ``query`` (store.failure_counts.COUNT_COLUMNS), each failure with
-    its ``basis`` (analytics.evidence). Shared by the tables of one query
-    (reports.table_inputs.shared_counts): do not modify."""
+    """The failure counts of ``query`` (store.failure_counts.COUNT_COLUMNS). Shared by the
+    tables of one query (reports.table_inputs.shared_counts): do not modify."""
+    return _counted(engine, project, query)[0]
+
+
+def _counted(engine: Engine, project: Project, query: Query) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """counts_of, and its rows of the query's runs each with its ``basis``
+    (analytics.evidence): computed once for the four tables of the Failures page that read
+    them, not filtered and classified again by each."""
     where = query.where(project)
 
-    def compute(current: bool) -> pd.DataFrame:
-        return failure_counts(engine, where) if current else raw_failure_counts(engine, where)
+    def compute(current: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+        counts = failure_counts(engine, where) if current else raw_failure_counts(engine, where)
+        chosen = counts[counts["chosen"]]
+        return counts, chosen.assign(basis=failure_basis(chosen))
 
     return shared_counts("failures", engine, project, where, compute)
 
 
 def _chosen(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The counts of the query's runs, with each group's basis (analytics.evidence)."""
-    counts = counts_of(engine, project, query)
-    chosen = counts[counts["chosen"]]
-    return chosen.assign(basis=failure_basis(chosen))
+    return _counted(engine, project, query)[1]
 
 
 def categories_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """Failures per category and day or week (``query.period``), oldest first."""
-    chosen = _chosen(engine, project, query)
-    days = chosen.groupby(["day", "category"])["failures"].sum().reset_index()
-    periods = with_period(days, query.period, "day")
+    periods = with_period(_chosen(engine, project, query), query.period, "day")
     return periods.groupby(["period", "category"])["failures"].sum().reset_index()
 
 
@@ -189,23 +193,24 @@ def signature_rows(engine: Engine, where: RunFilter, counts: pd.DataFrame) -> pd
     (store.failure_counts): its counts, its first sighting in the whole history and in the
     range, its newest failure's job_id, category, rule, line, runner and link, its known issue
     or correction. ``jobs``: distinct job ids, a run's own failures (job 0) one job."""
-    chosen = counts[counts["chosen"]].assign(
-        job_failures=lambda c: c["failures"] - c["run_failures"]
-    )
-    table = chosen.groupby("signature").agg(
-        failures=("failures", "sum"),
-        job_failures=("job_failures", "sum"),
-        run_failures=("run_failures", "sum"),
-        first_seen_in_range=("first_at", "min"),
-        last_seen_in_range=("last_at", "max"),
+    grouped = counts[counts["chosen"]].groupby("signature")
+    sums = grouped[["failures", "run_failures"]].sum()  # built-in sums: named ones cost more
+    table = pd.DataFrame(
+        {
+            "failures": sums["failures"],
+            "job_failures": sums["failures"] - sums["run_failures"],
+            "run_failures": sums["run_failures"],
+            "first_seen_in_range": grouped["first_at"].min(),
+            "last_seen_in_range": grouped["last_at"].max(),
+        }
     )
     table = table.assign(
         jobs=table["job_failures"] + table["run_failures"].gt(0).astype(int),
         first_seen=counts.groupby("signature")["first_at"].min().reindex(table.index),
     ).reset_index()
     newest = failures_at(engine, where, sorted(set(table["last_seen_in_range"])))
-    newest = newest.merge(table[["signature", "last_seen_in_range"]], on="signature")
-    newest = newest[newest["created_at"] == newest["last_seen_in_range"]].sort_values(
+    last = table.set_index("signature")["last_seen_in_range"].reindex(newest["signature"])
+    newest = newest[newest["created_at"].to_numpy() == last.to_numpy()].sort_values(
         ["created_at", "job_id", "run_attempt", "run_id"], ascending=False
     )
     example = ["signature", "job_id", "category", "rule", "line", "runner_name", "html_url"]

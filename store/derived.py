@@ -116,25 +116,35 @@ def is_current(
     ``incident_rule``, its incidents with these settings), and (unless ``ignore_pending``)
     none is pending."""
     state = DerivedState
+    waiting = select(DerivedPending.run_id).limit(1)
+    if repo is not None:
+        waiting = waiting.where(DerivedPending.repo == repo)
+    # Whether a run is pending rides on the states' statement: every report table asks this
+    # (reports.table_inputs.shared_counts), and on PostgreSQL each statement is a round trip.
+    read = select(
+        state.repo,
+        state.version,
+        state.job_name_strip,
+        state.incident_rule,
+        waiting.scalar_subquery().label("waiting"),
+    )
     with connected(bind) as conn:
-        states = {
-            row.repo: (
-                row.version,
-                row.job_name_strip,
-                row.incident_rule if incident_rule is not None else None,
-            )
-            for row in conn.execute(
-                select(state.repo, state.version, state.job_name_strip, state.incident_rule)
-            )
-        }
+        rows = conn.execute(read).all()
         repos = (
             [repo] if repo is not None else list(conn.scalars(select(WorkflowRun.repo).distinct()))
         )
-        waiting = select(DerivedPending.run_id).limit(1)
-        if repo is not None:
-            waiting = waiting.where(DerivedPending.repo == repo)
-        if not ignore_pending and conn.scalar(waiting) is not None:
-            return False
+        # no state at all: current only when there is no repository, and then nothing pending
+        pending = rows[0].waiting if rows else None if repos else conn.scalar(waiting)
+    if not ignore_pending and pending is not None:
+        return False
+    states = {
+        row.repo: (
+            row.version,
+            row.job_name_strip,
+            row.incident_rule if incident_rule is not None else None,
+        )
+        for row in rows
+    }
     wanted = (version, job_name_strip, incident_rule)
     return all(states.get(name) == wanted for name in repos)
 

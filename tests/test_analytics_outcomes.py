@@ -133,6 +133,28 @@ def test_attach_lineage_from_config_and_fallback():
     assert out["accelerator"].tolist() == ["gpu", ""]
 
 
+def test_attach_lineage_per_row_whatever_the_index_and_the_gaps():
+    """Each row gets its workflow's cells, looked up once per workflow: rows in any order and
+    index, a workflow listed without a lineage or tags, a row without a workflow, an old
+    lineage column replaced."""
+    workflows = pd.DataFrame(
+        {
+            "workflow_path": ["w/a.yml", "w/b.yml"],
+            "lineage": ["A", None],
+            "tags": [None, "nightly"],
+            "accelerator": ["npu", None],
+        }
+    )
+    paths = ["w/b.yml", "w/a.yml", None, "w/c.yaml", "w/a.yml"]
+    frame = pd.DataFrame({"workflow_path": paths, "lineage": "old"}, index=[9, 7, 5, 3, 1])
+    out = attach_lineage(frame, workflows)
+    assert out.index.tolist() == [0, 1, 2, 3, 4]
+    assert out["lineage"].tolist()[:2] == ["b", "A"] and pd.isna(out["lineage"][2])
+    assert out["lineage"].tolist()[3:] == ["c", "A"]
+    assert out["tags"].tolist() == ["nightly", "", "", "", ""]
+    assert out["accelerator"].tolist() == ["", "npu", "", "", "npu"]
+
+
 def test_run_category_takes_the_deciding_attempt_and_priority():
     runs = logical_runs(
         _runs(),

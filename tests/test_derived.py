@@ -13,16 +13,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, event, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from analytics import derived
 from analytics.frames import logical_job_frame, logical_run_frame
 from ciflake.cli import cli
 from collector import lazy
+from store import derived as store_derived
 from store.engine import make_engine
 from store.incidents import load_incidents
-from store.models import DerivedState, Failure, LogicalJob, LogicalRun
+from store.models import DerivedPending, DerivedState, Failure, LogicalJob, LogicalRun
 from store.project import Project
 from store.runfilter import RunFilter
 from store.settings import load_config
@@ -154,6 +155,27 @@ def test_a_fresh_collect_leaves_nothing_to_rebuild(collected_db):
     assert derived.differences(engine, REPO, _project(db_url)) == {}
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(LogicalRun)) > 0
+    engine.dispose()
+
+
+def test_whether_the_tables_are_current_is_one_statement(collected_db):
+    """Every report table asks it (reports.table_inputs.shared_counts): the states and
+    whether a run of the repository is pending come in one statement, one round trip on
+    PostgreSQL; a pending run still makes the tables not current."""
+    db_url = collected_db().url
+    engine = make_engine(db_url)
+    statements: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    assert derived.is_current(engine, REPO, _strip(db_url))
+    assert len(statements) == 1
+    with engine.begin() as conn:
+        run_id = conn.scalar(select(LogicalRun.run_id).limit(1))
+        conn.execute(insert(DerivedPending).values(run_id=run_id, repo=REPO))
+    assert not derived.is_current(engine, REPO, _strip(db_url))
+    made = store_derived.is_current(
+        engine, REPO, derived.VERSION, _strip(db_url), ignore_pending=True
+    )
+    assert made, "made by this version: only the pending run stands in the way"
     engine.dispose()
 
 

@@ -10,11 +10,17 @@ import pandas as pd
 import pytest
 from sqlalchemy.orm import Session
 
+from analytics.evidence import failure_basis
+from reports import failure_tables, tables
 from reports.failure_tables import raw_failure_counts, signature_rows
+from reports.query import Query
+from reports.table_inputs import forget_counts
+from store.engine import make_engine
 from store.failure_counts import failure_counts
 from store.models import Failure, Job, RunAttempt, Workflow, WorkflowRun
 from store.page_queries import signature_summary
 from store.runfilter import RunFilter
+from store.settings import load_config
 from store.upsert import upsert
 
 REPO = "verl-project/verl"
@@ -217,3 +223,22 @@ def test_failures_are_counted_in_the_range_and_signed_over_the_whole_history(eng
     assert chosen["day"].tolist() == [START.replace(hour=0) + timedelta(days=1)]
     assert chosen["evidence"].tolist() == ["none"] and chosen["log_status"].isna().all()
     assert counts.loc[~counts["chosen"], ["day", "evidence", "stage"]].isna().all().all()
+
+
+def test_the_failures_pages_tables_classify_the_querys_failures_once(demo_db, monkeypatch):
+    """The categories, bases, unknown stages and signatures of one query share one counts
+    frame and its basis: each failure group is classified once, not once per table."""
+    engine = make_engine(demo_db, read_only=True)
+    project = load_config(env={}, db_url=demo_db).project()
+    classified: list[int] = []
+
+    def basis(counts: pd.DataFrame) -> pd.Series:
+        classified.append(len(counts))
+        return failure_basis(counts)
+
+    monkeypatch.setattr(failure_tables, "failure_basis", basis)
+    forget_counts()
+    names = ("categories", "failure-bases", "unknown-stages", "signatures")
+    built = {name: tables.build(engine, project, name, Query()) for name in names}
+    assert len(classified) == 1 and classified[0] > 0
+    assert built["failure-bases"]["failures"].sum() == built["categories"]["failures"].sum()
