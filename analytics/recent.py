@@ -123,7 +123,9 @@ def tile_tables(
 class _Tiles:
     """What every level of tiles reads of the same runs: the runs (TILE_COLUMNS only, in
     order of creation, with the incident of each red one), the reference moment, the
-    retirements, the SILENT workflows and each workflow's staleness."""
+    retirements, the SILENT workflows and each workflow's staleness. Each level counts in
+    numpy over its names' codes: pandas on a few thousand runs and a dozen names costs its
+    overhead per call, hundreds of times per table."""
 
     def __init__(
         self,
@@ -146,21 +148,27 @@ class _Tiles:
         self.end = pd.Timestamp(reference) if reference is not None else latest
         self.stale_factor = stale_factor
         self.removed = retirements(self.runs, events)
-        gone = set(self.removed["workflow_path"])
+        self.gone = set(self.removed["workflow_path"])
         silent = silent if silent is not None else pd.DataFrame(columns=SILENT_COLUMNS)
-        self.silent = silent[~silent["workflow_path"].isin(gone)].set_index("workflow_path")
+        self.silent = silent[~silent["workflow_path"].isin(self.gone)].set_index("workflow_path")
         self.per_workflow = staleness(self.runs, "workflow_path", self.end, stale_factor)
+        outcome = self.runs["logical_outcome"]
+        self.counted = (outcome != "excluded").to_numpy()
+        self.failed = (outcome == "fail").to_numpy()
+        self.passed = (outcome == "pass").to_numpy()
+        self.paths, self.path_names = _codes(self.runs["workflow_path"])
 
     def table(self, by: str, recent_days: int, min_runs: int) -> pd.DataFrame:
         runs, end = self.runs, self.end
         window = pd.Timedelta(days=recent_days)
-        both = _window(runs, end - 2 * window, end)  # one grouping: the window and the one before
-        tagged = both.assign(_recent=both["created_at"] > end - window)
-        windows = stability_once(tagged, tagged[INCIDENT], [by, "_recent"], min_runs)
+        code, names = _codes(runs[by])
+        created = runs["created_at"]
+        in_recent = ((created > end - window) & (created <= end)).to_numpy()
+        both = (created > end - 2 * window) & (created <= end)  # one grouping: both windows
+        tagged = runs[[by, "logical_outcome"]][both].assign(_recent=in_recent[both.to_numpy()])
+        windows = stability_once(tagged, runs[INCIDENT][both], [by, "_recent"], min_runs)
         recent = windows[windows.pop("_recent").astype(bool)]
         before = windows.drop(recent.index)
-        names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
-        pairs = runs[[by, "workflow_path"]].drop_duplicates()  # each name's workflows
         table = recent.set_index(by).reindex(names)
         table["runs"] = table["runs"].fillna(0).astype(int)
         table["pass"] = table["pass"].fillna(0).astype(int)
@@ -185,26 +193,26 @@ class _Tiles:
         table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
         table["label"] = verdict_label(table.reset_index()).to_numpy()
         table[f"label{ONCE}"] = label_once(table.reset_index(), min_runs).to_numpy()
+        workflows = self._workflows(code, len(names))
         if by == "workflow_path":
             silence = self.per_workflow.set_index(by).reindex(names)
         else:  # the hours alone: the status is its workflows'
             silence = usual_gaps(runs, by, end).reindex(names)
-            silence["status"] = self._stale_members(by, pairs).reindex(names)
+            silence["status"] = self._stale_members(names, workflows)
         table["usual_gap_hours"] = silence["usual_gap_hours"]
         table["silent_hours"] = silence["silent_hours"]
-        retired = _retired_by(pairs, by, self.removed).reindex(names)
-        quiet = self._silent(by, pairs).reindex(names)
+        retired = _retired_by(names, workflows, self.removed)
+        quiet = self._silent(names, workflows)
         table["silent_reason"] = quiet["reason"]
         table["silent_detail"] = quiet["detail"]
         table["silent_since"] = quiet["since"]
-        table["status"] = _statuses(runs, by, end, window, table, silence, retired)
-        last = runs[[by, "created_at", "html_url"]].groupby(by).tail(1).set_index(by).reindex(names)
-        table["last_run"] = last["created_at"]
-        table["last_run_url"] = last["html_url"]
+        table["status"] = self._statuses(code, in_recent, table, silence, retired)
+        last = np.full(len(names), -1)
+        np.maximum.at(last, code[code >= 0], np.flatnonzero(code >= 0))  # the newest of each
+        table["last_run"] = created.array.take(last)
+        table["last_run_url"] = runs["html_url"].array.take(last)
         table["sparkline"] = (
-            sparklines(
-                runs[[by, "created_at", "logical_outcome"]], by, runs["created_at"].min(), end
-            )
+            sparklines(runs[[by, "created_at", "logical_outcome"]], by, created.min(), end)
             .reindex(names)
             .fillna(" " * SPARK_BUCKETS)
         )
@@ -213,72 +221,111 @@ class _Tiles:
         table["successors"] = retired["successors"]
         return table.reset_index().rename(columns={by: "name"})
 
-    def _silent(self, by: str, pairs: pd.DataFrame) -> pd.DataFrame:
-        """SILENT per ``by`` value: a workflow as analytics.silence says; a lineage when every
-        one of its workflows that is not RETIRED is (their reasons, since the latest)."""
-        if by == "workflow_path":
-            return self.silent
-        gone = set(self.removed["workflow_path"])
-        members = pairs[~pairs["workflow_path"].isin(gone)]
-        quiet = members.join(self.silent[["reason", "detail", "since"]], on="workflow_path")
-        every = quiet["reason"].notna().groupby(quiet[by]).all()
-        quiet = quiet[quiet[by].isin(every.index[every])]
-        return quiet.groupby(by).agg(
-            reason=("reason", lambda r: "; ".join(sorted(set(r)))),
-            detail=("detail", lambda d: "; ".join(sorted(set(d)))),
-            since=("since", "max"),
-        )
+    def _workflows(self, code: np.ndarray, size: int) -> list[list[str]]:
+        """Each name's workflows (the names of code 0..``size``-1), sorted."""
+        kept = (code >= 0) & (self.paths >= 0)
+        width = max(len(self.path_names), 1)
+        found: list[list[str]] = [[] for _ in range(size)]
+        for pair in np.unique(code[kept].astype(np.int64) * width + self.paths[kept]):
+            name, path = divmod(int(pair), width)
+            found[name].append(str(self.path_names[path]))
+        return found
 
-    def _stale_members(self, by: str, pairs: pd.DataFrame) -> pd.Series:
+    def _silent(self, names: pd.Index, workflows: list[list[str]]) -> pd.DataFrame:
+        """SILENT per name (reason, detail, since): a workflow as analytics.silence says; a
+        lineage when every one of its workflows that is not RETIRED is (their reasons, since
+        the latest)."""
+        if names.name == "workflow_path":
+            return self.silent.reindex(names)
+        silent, at = self.silent, {path: i for i, path in enumerate(self.silent.index)}
+        since = silent["since"]
+        found, chosen, reasons, details = [], [], [], []
+        for name, paths in zip(names, workflows, strict=True):
+            rows = [at.get(path, -1) for path in paths if path not in self.gone]
+            if not rows or -1 in rows:
+                continue
+            found.append(name)
+            reasons.append("; ".join(sorted({silent["reason"].iat[i] for i in rows})))
+            details.append("; ".join(sorted({silent["detail"].iat[i] for i in rows})))
+            known = [(since.iat[i], i) for i in rows if pd.notna(since.iat[i])]
+            chosen.append(max(known)[1] if known else rows[0])
+        index = pd.Index(found, name=names.name, dtype=names.dtype)
+        text = silent["reason"].dtype  # str, or object when nothing is SILENT
+        quiet = pd.DataFrame(
+            {"reason": pd.Series(reasons, index=index, dtype=text), "detail": details}, index=index
+        ).astype({"detail": silent["detail"].dtype})
+        quiet["since"] = since.iloc[chosen].set_axis(index)
+        return quiet.reindex(names)
+
+    def _stale_members(self, names: pd.Index, workflows: list[list[str]]) -> pd.Series:
         """A lineage is STALE when every one of its workflows that is not RETIRED is: its
         pooled gaps include its predecessors' busier days, which would call a quiet successor
         stale."""
-        per_workflow = self.per_workflow.set_index("workflow_path")
-        gone = set(self.removed["workflow_path"])  # retirements
-        members = pairs[~pairs["workflow_path"].isin(gone)]
-        stale = members["workflow_path"].map(per_workflow["status"]).eq(STALE)
-        every = stale.groupby(members[by]).all()
-        return every.map({True: STALE, False: "OK"})
+        per_workflow = dict(
+            zip(self.per_workflow["workflow_path"], self.per_workflow["status"], strict=True)
+        )
+        states: list[str | None] = []
+        for paths in workflows:
+            kept = [path for path in paths if path not in self.gone]
+            every = all(per_workflow.get(path) == STALE for path in kept)
+            states.append((STALE if every else "OK") if kept else None)
+        return pd.Series(states, index=names, dtype=object)
+
+    def _statuses(
+        self,
+        code: np.ndarray,
+        in_recent: np.ndarray,
+        table: pd.DataFrame,
+        silence: pd.DataFrame,
+        retired: pd.DataFrame,
+    ) -> np.ndarray:
+        """Each name's status (see the module), from its runs' codes (in order of creation)."""
+        size = len(table)
+        counted = self.counted & (code >= 0)
+        window = counted & in_recent
+        passing = (np.bincount(code[window], minlength=size) > 0) & (
+            np.bincount(code[window & ~self.passed], minlength=size) == 0
+        )
+        rows = np.flatnonzero(counted)
+        rows = rows[np.argsort(code[rows], kind="stable")]  # each name's counted runs, in order
+        mine = code[rows]
+        failing = np.zeros(size, dtype=bool)
+        if len(rows):  # the latest two counted runs failed
+            ends = np.flatnonzero(np.r_[mine[1:] != mine[:-1], True])
+            before = np.maximum(ends - 1, 0)
+            two = (ends >= 1) & (mine[before] == mine[ends])
+            failing[mine[ends]] = two & self.failed[rows[ends]] & self.failed[rows[before]]
+        return np.select(
+            [
+                retired["retired_at"].notna().to_numpy(),
+                table["silent_reason"].notna().to_numpy(),
+                silence["status"].eq(STALE).to_numpy(),
+                table["runs"].eq(0).to_numpy(),
+                failing,
+                passing,
+            ],
+            [RETIRED, SILENT, STALE, NO_DATA, FAILING, PASSING],
+            default=FLAKY,
+        )
 
 
-def _retired_by(pairs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFrame:
-    """``retirements`` per ``by`` value: a workflow as it is; a lineage only when every one of
-    its workflows was retired (then it has no successor: its coverage is lost)."""
-    if by == "workflow_path":
-        return retired.set_index("workflow_path")
-    paths = pairs.groupby(by)["workflow_path"].agg(set)
+def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Each of ``values``' place among its distinct values sorted (-1: missing), and those."""
+    code, found = pd.factorize(values)
+    order = sorted(range(len(found)), key=lambda i: found[i])
+    rank = np.zeros(len(found) + 1, dtype=np.int64)  # the last one: a missing value's
+    rank[order] = np.arange(len(found))
+    rank[-1] = -1
+    return rank[code], pd.Index([found[i] for i in order], name=values.name)
+
+
+def _retired_by(names: pd.Index, workflows: list[list[str]], retired: pd.DataFrame) -> pd.DataFrame:
+    """``retirements`` per name: a workflow as it is; a lineage only when every one of its
+    workflows was retired (then it has no successor: its coverage is lost)."""
+    if names.name == "workflow_path":
+        return retired.set_index("workflow_path").reindex(names)
     gone = set(retired["workflow_path"])
-    whole = [name for name, members in paths.items() if members <= gone]
+    whole = [name for name, paths in zip(names, workflows, strict=True) if set(paths) <= gone]
     lineages = retired[retired["lineage"].isin(whole)].groupby("lineage")
     out = lineages.agg(retired_at=("retired_at", "max"), event_pr=("event_pr", "last"))
-    return out.assign(successors="").rename_axis(by)
-
-
-def _statuses(
-    runs: pd.DataFrame,
-    by: str,
-    end: pd.Timestamp,
-    window: pd.Timedelta,
-    table: pd.DataFrame,
-    silence: pd.DataFrame,
-    retired: pd.DataFrame,
-) -> np.ndarray:
-    names = table.index
-    runs = runs[[by, "created_at", "logical_outcome"]]  # a filter copies every column kept
-    counted = runs[runs["logical_outcome"] != "excluded"]  # in order of creation (_Tiles)
-    in_window = _window(counted, end - window, end)
-    latest_two = counted.groupby(by).tail(2)
-    fails = (latest_two["logical_outcome"] == "fail").groupby(latest_two[by]).sum()
-    not_pass = (in_window["logical_outcome"] != "pass").groupby(in_window[by]).sum()
-    return np.select(
-        [
-            retired["retired_at"].notna().to_numpy(),
-            table["silent_reason"].notna().to_numpy(),
-            silence["status"].eq(STALE).to_numpy(),
-            table["runs"].eq(0).to_numpy(),
-            fails.reindex(names).fillna(0).ge(2).to_numpy(),
-            not_pass.reindex(names).fillna(1).eq(0).to_numpy(),
-        ],
-        [RETIRED, SILENT, STALE, NO_DATA, FAILING, PASSING],
-        default=FLAKY,
-    )
+    return out.assign(successors="").rename_axis(names.name).reindex(names)
