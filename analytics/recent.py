@@ -61,12 +61,20 @@ def sparklines(runs: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timest
     counted = runs[runs["logical_outcome"] != "excluded"]
     span = max((last - first) / SPARK_BUCKETS, pd.Timedelta(seconds=1))
     bucket = ((counted["created_at"] - first) / span).astype(int).clip(0, SPARK_BUCKETS - 1)
-    red = counted["logical_outcome"].isin(RED_OUTCOMES).groupby([counted[by], bucket]).mean()
-    levels = (red * (len(SPARK) - 1)).round().astype(int).unstack()
-    levels = levels.reindex(columns=range(SPARK_BUCKETS))
-    blocks = np.array([*SPARK, " "])
-    codes = levels.fillna(len(SPARK)).to_numpy(dtype=int)
-    return pd.Series(["".join(row) for row in blocks[codes]], index=levels.index, dtype=object)
+    code, names = _codes(counted[by])
+    kept = code >= 0
+    cells = code[kept] * SPARK_BUCKETS + bucket.to_numpy()[kept]
+    size = len(names) * SPARK_BUCKETS
+    ran = np.bincount(cells, minlength=size)
+    red = np.bincount(
+        cells,
+        weights=counted["logical_outcome"].isin(RED_OUTCOMES).to_numpy()[kept],
+        minlength=size,
+    )
+    with np.errstate(invalid="ignore"):  # a span where nothing ran: blank
+        levels = np.where(ran > 0, np.round(red / ran * (len(SPARK) - 1)), len(SPARK))
+    blocks = np.array([*SPARK, " "])[levels.astype(int).reshape(-1, SPARK_BUCKETS)]
+    return pd.Series(["".join(row) for row in blocks], index=names, dtype=object)
 
 
 def tile_table(
@@ -325,7 +333,23 @@ def _retired_by(names: pd.Index, workflows: list[list[str]], retired: pd.DataFra
     if names.name == "workflow_path":
         return retired.set_index("workflow_path").reindex(names)
     gone = set(retired["workflow_path"])
-    whole = [name for name, paths in zip(names, workflows, strict=True) if set(paths) <= gone]
-    lineages = retired[retired["lineage"].isin(whole)].groupby("lineage")
-    out = lineages.agg(retired_at=("retired_at", "max"), event_pr=("event_pr", "last"))
-    return out.assign(successors="").rename_axis(names.name).reindex(names)
+    whole = {name for name, paths in zip(names, workflows, strict=True) if set(paths) <= gone}
+    latest: dict[str, int] = {}  # each whole lineage's latest retirement, and its last PR
+    pr: dict[str, int] = {}
+    for at, (lineage, date, number) in enumerate(
+        zip(retired["lineage"], retired["retired_at"], retired["event_pr"], strict=True)
+    ):
+        if lineage in whole:
+            if lineage not in latest or date > retired["retired_at"].iat[latest[lineage]]:
+                latest[lineage] = at
+            if lineage not in pr or pd.notna(number):
+                pr[lineage] = at
+    index = pd.Index(sorted(latest), name=names.name)
+    out = pd.DataFrame(
+        {
+            "retired_at": retired["retired_at"].iloc[[latest[n] for n in index]].set_axis(index),
+            "event_pr": retired["event_pr"].iloc[[pr[n] for n in index]].set_axis(index),
+        },
+        index=index,
+    )
+    return out.assign(successors="").reindex(names)
