@@ -178,55 +178,55 @@ class _Tiles:
         recent = windows[windows.pop("_recent").astype(bool)]
         before = windows.drop(recent.index)
         table = recent.set_index(by).reindex(names)
-        table["runs"] = table["runs"].fillna(0).astype(int)
-        table["pass"] = table["pass"].fillna(0).astype(int)
-        table[f"runs{ONCE}"] = table[f"runs{ONCE}"].fillna(0).astype(int)
         previous = before.set_index(by).reindex(names)
-        table["previous_runs"] = previous["runs"].fillna(0).astype(int)
-        table["previous_pass"] = previous["pass"].fillna(0).astype(int)
-        for bound in ("", "_low", "_high"):
-            table[f"previous_rate{bound}"] = previous[f"success_rate{bound}"]
+        for column in ("runs", "pass", f"runs{ONCE}"):  # a name with no run in the window: 0
+            table[column] = _count(table[column])
+        table["enough_data"] = table["enough_data"].eq(True).to_numpy()
         sides = pd.DataFrame(
             {
                 "recent_pass": table["pass"],
                 "recent_runs": table["runs"],
-                "previous_pass": table["previous_pass"],
-                "previous_runs": table["previous_runs"],
+                "previous_pass": _count(previous["pass"]),
+                "previous_runs": _count(previous["runs"]),
             }
         )
-        table["trend_p"] = fisher_p_values(sides, "previous", "recent")
-        better = table["success_rate"] > table["previous_rate"]
-        significant = table["trend_p"] < TREND_P
-        table["trend"] = np.select([significant & better, significant & ~better], [UP, DOWN], "")
-        table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
-        table["label"] = verdict_label(table.reset_index()).to_numpy()
-        table[f"label{ONCE}"] = label_once(table.reset_index(), min_runs).to_numpy()
+        trend_p = fisher_p_values(sides, "previous", "recent")
+        better = (table["success_rate"] > previous["success_rate"]).to_numpy()
+        significant = trend_p < TREND_P
         workflows = self._workflows(code, len(names))
         if by == "workflow_path":
             silence = self.per_workflow.set_index(by).reindex(names)
         else:  # the hours alone: the status is its workflows'
             silence = usual_gaps(runs, by, end).reindex(names)
             silence["status"] = self._stale_members(names, workflows)
-        table["usual_gap_hours"] = silence["usual_gap_hours"]
-        table["silent_hours"] = silence["silent_hours"]
         retired = _retired_by(names, workflows, self.removed)
         quiet = self._silent(names, workflows)
-        table["silent_reason"] = quiet["reason"]
-        table["silent_detail"] = quiet["detail"]
-        table["silent_since"] = quiet["since"]
-        table["status"] = self._statuses(code, in_recent, table, silence, retired)
         last = np.full(len(names), -1)
         np.maximum.at(last, code[code >= 0], np.flatnonzero(code >= 0))  # the newest of each
-        table["last_run"] = created.array.take(last)
-        table["last_run_url"] = runs["html_url"].array.take(last)
-        table["sparkline"] = (
-            sparklines(runs[[by, "created_at", "logical_outcome"]], by, created.min(), end)
-            .reindex(names)
-            .fillna(" " * SPARK_BUCKETS)
-        )
-        table["recent_days"] = recent_days
-        table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
-        table["successors"] = retired["successors"]
+        lines = sparklines(runs[[by, "created_at", "logical_outcome"]], by, created.min(), end)
+        added = {  # every column at once: each one set apart copies the table's index again
+            "previous_runs": sides["previous_runs"],
+            "previous_pass": sides["previous_pass"],
+            **{f"previous_rate{b}": previous[f"success_rate{b}"] for b in ("", "_low", "_high")},
+            "trend_p": trend_p,
+            "trend": np.select([significant & better, significant & ~better], [UP, DOWN], ""),
+            "label": verdict_label(table),
+            f"label{ONCE}": label_once(table, min_runs),
+            "usual_gap_hours": silence["usual_gap_hours"],
+            "silent_hours": silence["silent_hours"],
+            "silent_reason": quiet["reason"],
+            "silent_detail": quiet["detail"],
+            "silent_since": quiet["since"],
+            "status": self._statuses(code, in_recent, table["runs"], quiet, silence, retired),
+            "last_run": created.array.take(last),
+            "last_run_url": runs["html_url"].array.take(last),
+            "sparkline": lines.reindex(names).fillna(" " * SPARK_BUCKETS),
+            "recent_days": recent_days,
+            "retired_at": retired["retired_at"],
+            "retired_by": retired["event_pr"],
+            "successors": retired["successors"],
+        }
+        table = pd.concat([table, pd.DataFrame(added, index=names)], axis=1)
         return table.reset_index().rename(columns={by: "name"})
 
     def _workflows(self, code: np.ndarray, size: int) -> list[list[str]]:
@@ -283,12 +283,13 @@ class _Tiles:
         self,
         code: np.ndarray,
         in_recent: np.ndarray,
-        table: pd.DataFrame,
+        counted_runs: pd.Series,
+        quiet: pd.DataFrame,
         silence: pd.DataFrame,
         retired: pd.DataFrame,
     ) -> np.ndarray:
         """Each name's status (see the module), from its runs' codes (in order of creation)."""
-        size = len(table)
+        size = len(counted_runs)
         counted = self.counted & (code >= 0)
         window = counted & in_recent
         passing = (np.bincount(code[window], minlength=size) > 0) & (
@@ -306,15 +307,20 @@ class _Tiles:
         return np.select(
             [
                 retired["retired_at"].notna().to_numpy(),
-                table["silent_reason"].notna().to_numpy(),
+                quiet["reason"].notna().to_numpy(),
                 silence["status"].eq(STALE).to_numpy(),
-                table["runs"].eq(0).to_numpy(),
+                counted_runs.eq(0).to_numpy(),
                 failing,
                 passing,
             ],
             [RETIRED, SILENT, STALE, NO_DATA, FAILING, PASSING],
             default=FLAKY,
         )
+
+
+def _count(values: pd.Series) -> pd.Series:
+    """Counts of runs per name, 0 where a name has none."""
+    return values.fillna(0).astype(int)
 
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
