@@ -247,15 +247,18 @@ class _Tiles:
             return self.silent.reindex(names)
         silent, at = self.silent, {path: i for i, path in enumerate(self.silent.index)}
         since = silent["since"]
+        reason: list[str] = silent["reason"].tolist()
+        detail: list[str] = silent["detail"].tolist()
+        moment: list[pd.Timestamp] = since.tolist()
         found, chosen, reasons, details = [], [], [], []
         for name, paths in zip(names, workflows, strict=True):
             rows = [at.get(path, -1) for path in paths if path not in self.gone]
             if not rows or -1 in rows:
                 continue
             found.append(name)
-            reasons.append("; ".join(sorted({silent["reason"].iat[i] for i in rows})))
-            details.append("; ".join(sorted({silent["detail"].iat[i] for i in rows})))
-            known = [(since.iat[i], i) for i in rows if pd.notna(since.iat[i])]
+            reasons.append("; ".join(sorted({reason[i] for i in rows})))
+            details.append("; ".join(sorted({detail[i] for i in rows})))
+            known = [(moment[i], i) for i in rows if pd.notna(moment[i])]
             chosen.append(max(known)[1] if known else rows[0])
         index = pd.Index(found, name=names.name, dtype=names.dtype)
         text = silent["reason"].dtype  # str, or object when nothing is SILENT

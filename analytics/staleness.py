@@ -103,10 +103,8 @@ def _hour_gaps(ordered: pd.DataFrame, by: str, reference: pd.Timestamp | None) -
     last_at = np.full(groups, -1)
     np.maximum.at(last_at, code[valid], np.flatnonzero(valid))  # in order: the newest row
     index = pd.Index(keys, name=by)
-    last = created.iloc[np.maximum(last_at, 0)].where(pd.Series(last_at >= 0).to_numpy())
-    out = pd.DataFrame(
-        {"last_run_at": last.to_numpy(), "usual_gap_hours": usual, "gaps": gaps}, index=index
-    )
+    last = created.iloc[np.maximum(last_at, 0)].where(last_at >= 0).set_axis(index)
+    out = pd.DataFrame({"last_run_at": last, "usual_gap_hours": usual, "gaps": gaps}, index=index)
     if reference is None or pd.isna(reference):
         out["silent_hours"] = pd.Series(np.nan, index=out.index, dtype=float)
     else:
