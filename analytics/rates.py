@@ -13,7 +13,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analytics.text import formatted
 from store.vocabulary import COUNTED_OUTCOMES, GREEN_OUTCOMES, LOGICAL_OUTCOMES
 
 Z_95 = 1.959963984540054
@@ -111,18 +110,21 @@ def rank_by_lower_bound(table: pd.DataFrame, rate: str = "flake_rate") -> pd.Dat
 
 
 def verdict_label(table: pd.DataFrame, rate: str = "success_rate") -> pd.Series:
-    """``"0.83 [0.61, 0.94] n=24"``, or ``"not enough data (n=3)"`` under min_runs."""
-    text = (
-        formatted(table[rate], "{:.2f}")
-        + " ["
-        + formatted(table[f"{rate}_low"], "{:.2f}")
-        + ", "
-        + formatted(table[f"{rate}_high"], "{:.2f}")
-        + "] n="
-        + table["runs"].astype(str)
+    """``"0.83 [0.61, 0.94] n=24"``, or ``"not enough data (n=3)"`` under min_runs. Formatted
+    in plain Python: a dozen rows of text cost less than one pandas string operation."""
+    runs = [str(n) for n in table["runs"].tolist()]
+    enough = np.asarray(table["enough_data"], dtype=bool)
+    values = zip(
+        *(table[column].tolist() for column in (rate, f"{rate}_low", f"{rate}_high")),
+        runs,
+        enough,
+        strict=True,
     )
-    short = NOT_ENOUGH_DATA + " (n=" + table["runs"].astype(str) + ")"
-    return text.where(table["enough_data"], short)
+    labels = [
+        f"{value:.2f} [{low:.2f}, {high:.2f}] n={n}" if full else f"{NOT_ENOUGH_DATA} (n={n})"
+        for value, low, high, n, full in values
+    ]
+    return pd.Series(labels, index=table.index, dtype="str")
 
 
 def short_of_data(table: pd.DataFrame, min_runs: int) -> str | None:

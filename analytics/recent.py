@@ -61,12 +61,20 @@ def sparklines(runs: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timest
     counted = runs[runs["logical_outcome"] != "excluded"]
     span = max((last - first) / SPARK_BUCKETS, pd.Timedelta(seconds=1))
     bucket = ((counted["created_at"] - first) / span).astype(int).clip(0, SPARK_BUCKETS - 1)
-    red = counted["logical_outcome"].isin(RED_OUTCOMES).groupby([counted[by], bucket]).mean()
-    levels = (red * (len(SPARK) - 1)).round().astype(int).unstack()
-    levels = levels.reindex(columns=range(SPARK_BUCKETS))
-    blocks = np.array([*SPARK, " "])
-    codes = levels.fillna(len(SPARK)).to_numpy(dtype=int)
-    return pd.Series(["".join(row) for row in blocks[codes]], index=levels.index, dtype=object)
+    code, names = _codes(counted[by])
+    kept = code >= 0
+    cells = code[kept] * SPARK_BUCKETS + bucket.to_numpy()[kept]
+    size = len(names) * SPARK_BUCKETS
+    ran = np.bincount(cells, minlength=size)
+    red = np.bincount(
+        cells,
+        weights=counted["logical_outcome"].isin(RED_OUTCOMES).to_numpy()[kept],
+        minlength=size,
+    )
+    with np.errstate(invalid="ignore"):  # a span where nothing ran: blank
+        levels = np.where(ran > 0, np.round(red / ran * (len(SPARK) - 1)), len(SPARK))
+    blocks = np.array([*SPARK, " "])[levels.astype(int).reshape(-1, SPARK_BUCKETS)]
+    return pd.Series(["".join(row) for row in blocks], index=names, dtype=object)
 
 
 def tile_table(
@@ -123,7 +131,9 @@ def tile_tables(
 class _Tiles:
     """What every level of tiles reads of the same runs: the runs (TILE_COLUMNS only, in
     order of creation, with the incident of each red one), the reference moment, the
-    retirements, the SILENT workflows and each workflow's staleness."""
+    retirements, the SILENT workflows and each workflow's staleness. Each level counts in
+    numpy over its names' codes: pandas on a few thousand runs and a dozen names costs its
+    overhead per call, hundreds of times per table."""
 
     def __init__(
         self,
@@ -146,139 +156,209 @@ class _Tiles:
         self.end = pd.Timestamp(reference) if reference is not None else latest
         self.stale_factor = stale_factor
         self.removed = retirements(self.runs, events)
-        gone = set(self.removed["workflow_path"])
+        self.gone = set(self.removed["workflow_path"])
         silent = silent if silent is not None else pd.DataFrame(columns=SILENT_COLUMNS)
-        self.silent = silent[~silent["workflow_path"].isin(gone)].set_index("workflow_path")
+        self.silent = silent[~silent["workflow_path"].isin(self.gone)].set_index("workflow_path")
         self.per_workflow = staleness(self.runs, "workflow_path", self.end, stale_factor)
+        outcome = self.runs["logical_outcome"]
+        self.counted = (outcome != "excluded").to_numpy()
+        self.failed = (outcome == "fail").to_numpy()
+        self.passed = (outcome == "pass").to_numpy()
+        self.paths, self.path_names = _codes(self.runs["workflow_path"])
 
     def table(self, by: str, recent_days: int, min_runs: int) -> pd.DataFrame:
         runs, end = self.runs, self.end
         window = pd.Timedelta(days=recent_days)
-        both = _window(runs, end - 2 * window, end)  # one grouping: the window and the one before
-        tagged = both.assign(_recent=both["created_at"] > end - window)
-        windows = stability_once(tagged, tagged[INCIDENT], [by, "_recent"], min_runs)
+        code, names = _codes(runs[by])
+        created = runs["created_at"]
+        in_recent = ((created > end - window) & (created <= end)).to_numpy()
+        both = (created > end - 2 * window) & (created <= end)  # one grouping: both windows
+        tagged = runs[[by, "logical_outcome"]][both].assign(_recent=in_recent[both.to_numpy()])
+        windows = stability_once(tagged, runs[INCIDENT][both], [by, "_recent"], min_runs)
         recent = windows[windows.pop("_recent").astype(bool)]
         before = windows.drop(recent.index)
-        names = pd.Index(sorted(runs[by].dropna().unique()), name=by)
-        pairs = runs[[by, "workflow_path"]].drop_duplicates()  # each name's workflows
         table = recent.set_index(by).reindex(names)
-        table["runs"] = table["runs"].fillna(0).astype(int)
-        table["pass"] = table["pass"].fillna(0).astype(int)
-        table[f"runs{ONCE}"] = table[f"runs{ONCE}"].fillna(0).astype(int)
         previous = before.set_index(by).reindex(names)
-        table["previous_runs"] = previous["runs"].fillna(0).astype(int)
-        table["previous_pass"] = previous["pass"].fillna(0).astype(int)
-        for bound in ("", "_low", "_high"):
-            table[f"previous_rate{bound}"] = previous[f"success_rate{bound}"]
+        for column in ("runs", "pass", f"runs{ONCE}"):  # a name with no run in the window: 0
+            table[column] = _count(table[column])
+        table["enough_data"] = table["enough_data"].eq(True).to_numpy()
         sides = pd.DataFrame(
             {
                 "recent_pass": table["pass"],
                 "recent_runs": table["runs"],
-                "previous_pass": table["previous_pass"],
-                "previous_runs": table["previous_runs"],
+                "previous_pass": _count(previous["pass"]),
+                "previous_runs": _count(previous["runs"]),
             }
         )
-        table["trend_p"] = fisher_p_values(sides, "previous", "recent")
-        better = table["success_rate"] > table["previous_rate"]
-        significant = table["trend_p"] < TREND_P
-        table["trend"] = np.select([significant & better, significant & ~better], [UP, DOWN], "")
-        table["enough_data"] = table["enough_data"].fillna(False).astype(bool)
-        table["label"] = verdict_label(table.reset_index()).to_numpy()
-        table[f"label{ONCE}"] = label_once(table.reset_index(), min_runs).to_numpy()
+        trend_p = fisher_p_values(sides, "previous", "recent")
+        better = (table["success_rate"] > previous["success_rate"]).to_numpy()
+        significant = trend_p < TREND_P
+        workflows = self._workflows(code, len(names))
         if by == "workflow_path":
             silence = self.per_workflow.set_index(by).reindex(names)
         else:  # the hours alone: the status is its workflows'
             silence = usual_gaps(runs, by, end).reindex(names)
-            silence["status"] = self._stale_members(by, pairs).reindex(names)
-        table["usual_gap_hours"] = silence["usual_gap_hours"]
-        table["silent_hours"] = silence["silent_hours"]
-        retired = _retired_by(pairs, by, self.removed).reindex(names)
-        quiet = self._silent(by, pairs).reindex(names)
-        table["silent_reason"] = quiet["reason"]
-        table["silent_detail"] = quiet["detail"]
-        table["silent_since"] = quiet["since"]
-        table["status"] = _statuses(runs, by, end, window, table, silence, retired)
-        last = runs[[by, "created_at", "html_url"]].groupby(by).tail(1).set_index(by).reindex(names)
-        table["last_run"] = last["created_at"]
-        table["last_run_url"] = last["html_url"]
-        table["sparkline"] = (
-            sparklines(
-                runs[[by, "created_at", "logical_outcome"]], by, runs["created_at"].min(), end
-            )
-            .reindex(names)
-            .fillna(" " * SPARK_BUCKETS)
-        )
-        table["recent_days"] = recent_days
-        table["retired_at"], table["retired_by"] = retired["retired_at"], retired["event_pr"]
-        table["successors"] = retired["successors"]
+            silence["status"] = self._stale_members(names, workflows)
+        retired = _retired_by(names, workflows, self.removed)
+        quiet = self._silent(names, workflows)
+        last = np.full(len(names), -1)
+        np.maximum.at(last, code[code >= 0], np.flatnonzero(code >= 0))  # the newest of each
+        lines = sparklines(runs[[by, "created_at", "logical_outcome"]], by, created.min(), end)
+        added = {  # every column at once: each one set apart copies the table's index again
+            "previous_runs": sides["previous_runs"],
+            "previous_pass": sides["previous_pass"],
+            **{f"previous_rate{b}": previous[f"success_rate{b}"] for b in ("", "_low", "_high")},
+            "trend_p": trend_p,
+            "trend": np.select([significant & better, significant & ~better], [UP, DOWN], ""),
+            "label": verdict_label(table),
+            f"label{ONCE}": label_once(table, min_runs),
+            "usual_gap_hours": silence["usual_gap_hours"],
+            "silent_hours": silence["silent_hours"],
+            "silent_reason": quiet["reason"],
+            "silent_detail": quiet["detail"],
+            "silent_since": quiet["since"],
+            "status": self._statuses(code, in_recent, table["runs"], quiet, silence, retired),
+            "last_run": created.array.take(last),
+            "last_run_url": runs["html_url"].array.take(last),
+            "sparkline": lines.reindex(names).fillna(" " * SPARK_BUCKETS),
+            "recent_days": recent_days,
+            "retired_at": retired["retired_at"],
+            "retired_by": retired["event_pr"],
+            "successors": retired["successors"],
+        }
+        table = pd.concat([table, pd.DataFrame(added, index=names)], axis=1)
         return table.reset_index().rename(columns={by: "name"})
 
-    def _silent(self, by: str, pairs: pd.DataFrame) -> pd.DataFrame:
-        """SILENT per ``by`` value: a workflow as analytics.silence says; a lineage when every
-        one of its workflows that is not RETIRED is (their reasons, since the latest)."""
-        if by == "workflow_path":
-            return self.silent
-        gone = set(self.removed["workflow_path"])
-        members = pairs[~pairs["workflow_path"].isin(gone)]
-        quiet = members.join(self.silent[["reason", "detail", "since"]], on="workflow_path")
-        every = quiet["reason"].notna().groupby(quiet[by]).all()
-        quiet = quiet[quiet[by].isin(every.index[every])]
-        return quiet.groupby(by).agg(
-            reason=("reason", lambda r: "; ".join(sorted(set(r)))),
-            detail=("detail", lambda d: "; ".join(sorted(set(d)))),
-            since=("since", "max"),
-        )
+    def _workflows(self, code: np.ndarray, size: int) -> list[list[str]]:
+        """Each name's workflows (the names of code 0..``size``-1), sorted."""
+        kept = (code >= 0) & (self.paths >= 0)
+        width = max(len(self.path_names), 1)
+        found: list[list[str]] = [[] for _ in range(size)]
+        for pair in np.unique(code[kept].astype(np.int64) * width + self.paths[kept]):
+            name, path = divmod(int(pair), width)
+            found[name].append(str(self.path_names[path]))
+        return found
 
-    def _stale_members(self, by: str, pairs: pd.DataFrame) -> pd.Series:
+    def _silent(self, names: pd.Index, workflows: list[list[str]]) -> pd.DataFrame:
+        """SILENT per name (reason, detail, since): a workflow as analytics.silence says; a
+        lineage when every one of its workflows that is not RETIRED is (their reasons, since
+        the latest)."""
+        if names.name == "workflow_path":
+            return self.silent.reindex(names)
+        silent, at = self.silent, {path: i for i, path in enumerate(self.silent.index)}
+        since = silent["since"]
+        reason: list[str] = silent["reason"].tolist()
+        detail: list[str] = silent["detail"].tolist()
+        moment: list[pd.Timestamp] = since.tolist()
+        found, chosen, reasons, details = [], [], [], []
+        for name, paths in zip(names, workflows, strict=True):
+            rows = [at.get(path, -1) for path in paths if path not in self.gone]
+            if not rows or -1 in rows:
+                continue
+            found.append(name)
+            reasons.append("; ".join(sorted({reason[i] for i in rows})))
+            details.append("; ".join(sorted({detail[i] for i in rows})))
+            known = [(moment[i], i) for i in rows if pd.notna(moment[i])]
+            chosen.append(max(known)[1] if known else rows[0])
+        index = pd.Index(found, name=names.name, dtype=names.dtype)
+        text = silent["reason"].dtype  # str, or object when nothing is SILENT
+        quiet = pd.DataFrame(
+            {"reason": pd.Series(reasons, index=index, dtype=text), "detail": details}, index=index
+        ).astype({"detail": silent["detail"].dtype})
+        quiet["since"] = since.iloc[chosen].set_axis(index)
+        return quiet.reindex(names)
+
+    def _stale_members(self, names: pd.Index, workflows: list[list[str]]) -> pd.Series:
         """A lineage is STALE when every one of its workflows that is not RETIRED is: its
         pooled gaps include its predecessors' busier days, which would call a quiet successor
         stale."""
-        per_workflow = self.per_workflow.set_index("workflow_path")
-        gone = set(self.removed["workflow_path"])  # retirements
-        members = pairs[~pairs["workflow_path"].isin(gone)]
-        stale = members["workflow_path"].map(per_workflow["status"]).eq(STALE)
-        every = stale.groupby(members[by]).all()
-        return every.map({True: STALE, False: "OK"})
+        per_workflow = dict(
+            zip(self.per_workflow["workflow_path"], self.per_workflow["status"], strict=True)
+        )
+        states: list[str | None] = []
+        for paths in workflows:
+            kept = [path for path in paths if path not in self.gone]
+            every = all(per_workflow.get(path) == STALE for path in kept)
+            states.append((STALE if every else "OK") if kept else None)
+        return pd.Series(states, index=names, dtype=object)
+
+    def _statuses(
+        self,
+        code: np.ndarray,
+        in_recent: np.ndarray,
+        counted_runs: pd.Series,
+        quiet: pd.DataFrame,
+        silence: pd.DataFrame,
+        retired: pd.DataFrame,
+    ) -> np.ndarray:
+        """Each name's status (see the module), from its runs' codes (in order of creation)."""
+        size = len(counted_runs)
+        counted = self.counted & (code >= 0)
+        window = counted & in_recent
+        passing = (np.bincount(code[window], minlength=size) > 0) & (
+            np.bincount(code[window & ~self.passed], minlength=size) == 0
+        )
+        rows = np.flatnonzero(counted)
+        rows = rows[np.argsort(code[rows], kind="stable")]  # each name's counted runs, in order
+        mine = code[rows]
+        failing = np.zeros(size, dtype=bool)
+        if len(rows):  # the latest two counted runs failed
+            ends = np.flatnonzero(np.r_[mine[1:] != mine[:-1], True])
+            before = np.maximum(ends - 1, 0)
+            two = (ends >= 1) & (mine[before] == mine[ends])
+            failing[mine[ends]] = two & self.failed[rows[ends]] & self.failed[rows[before]]
+        return np.select(
+            [
+                retired["retired_at"].notna().to_numpy(),
+                quiet["reason"].notna().to_numpy(),
+                silence["status"].eq(STALE).to_numpy(),
+                counted_runs.eq(0).to_numpy(),
+                failing,
+                passing,
+            ],
+            [RETIRED, SILENT, STALE, NO_DATA, FAILING, PASSING],
+            default=FLAKY,
+        )
 
 
-def _retired_by(pairs: pd.DataFrame, by: str, retired: pd.DataFrame) -> pd.DataFrame:
-    """``retirements`` per ``by`` value: a workflow as it is; a lineage only when every one of
-    its workflows was retired (then it has no successor: its coverage is lost)."""
-    if by == "workflow_path":
-        return retired.set_index("workflow_path")
-    paths = pairs.groupby(by)["workflow_path"].agg(set)
+def _count(values: pd.Series) -> pd.Series:
+    """Counts of runs per name, 0 where a name has none."""
+    return values.fillna(0).astype(int)
+
+
+def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Each of ``values``' place among its distinct values sorted (-1: missing), and those."""
+    code, found = pd.factorize(values)
+    order = sorted(range(len(found)), key=lambda i: found[i])
+    rank = np.zeros(len(found) + 1, dtype=np.int64)  # the last one: a missing value's
+    rank[order] = np.arange(len(found))
+    rank[-1] = -1
+    return rank[code], pd.Index([found[i] for i in order], name=values.name)
+
+
+def _retired_by(names: pd.Index, workflows: list[list[str]], retired: pd.DataFrame) -> pd.DataFrame:
+    """``retirements`` per name: a workflow as it is; a lineage only when every one of its
+    workflows was retired (then it has no successor: its coverage is lost)."""
+    if names.name == "workflow_path":
+        return retired.set_index("workflow_path").reindex(names)
     gone = set(retired["workflow_path"])
-    whole = [name for name, members in paths.items() if members <= gone]
-    lineages = retired[retired["lineage"].isin(whole)].groupby("lineage")
-    out = lineages.agg(retired_at=("retired_at", "max"), event_pr=("event_pr", "last"))
-    return out.assign(successors="").rename_axis(by)
-
-
-def _statuses(
-    runs: pd.DataFrame,
-    by: str,
-    end: pd.Timestamp,
-    window: pd.Timedelta,
-    table: pd.DataFrame,
-    silence: pd.DataFrame,
-    retired: pd.DataFrame,
-) -> np.ndarray:
-    names = table.index
-    runs = runs[[by, "created_at", "logical_outcome"]]  # a filter copies every column kept
-    counted = runs[runs["logical_outcome"] != "excluded"]  # in order of creation (_Tiles)
-    in_window = _window(counted, end - window, end)
-    latest_two = counted.groupby(by).tail(2)
-    fails = (latest_two["logical_outcome"] == "fail").groupby(latest_two[by]).sum()
-    not_pass = (in_window["logical_outcome"] != "pass").groupby(in_window[by]).sum()
-    return np.select(
-        [
-            retired["retired_at"].notna().to_numpy(),
-            table["silent_reason"].notna().to_numpy(),
-            silence["status"].eq(STALE).to_numpy(),
-            table["runs"].eq(0).to_numpy(),
-            fails.reindex(names).fillna(0).ge(2).to_numpy(),
-            not_pass.reindex(names).fillna(1).eq(0).to_numpy(),
-        ],
-        [RETIRED, SILENT, STALE, NO_DATA, FAILING, PASSING],
-        default=FLAKY,
+    whole = {name for name, paths in zip(names, workflows, strict=True) if set(paths) <= gone}
+    latest: dict[str, int] = {}  # each whole lineage's latest retirement, and its last PR
+    pr: dict[str, int] = {}
+    for at, (lineage, date, number) in enumerate(
+        zip(retired["lineage"], retired["retired_at"], retired["event_pr"], strict=True)
+    ):
+        if lineage in whole:
+            if lineage not in latest or date > retired["retired_at"].iat[latest[lineage]]:
+                latest[lineage] = at
+            if lineage not in pr or pd.notna(number):
+                pr[lineage] = at
+    index = pd.Index(sorted(latest), name=names.name)
+    out = pd.DataFrame(
+        {
+            "retired_at": retired["retired_at"].iloc[[latest[n] for n in index]].set_axis(index),
+            "event_pr": retired["event_pr"].iloc[[pr[n] for n in index]].set_axis(index),
+        },
+        index=index,
     )
+    return out.assign(successors="").reindex(names)

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import numpy as np
 import pandas as pd
 from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy import Engine
@@ -58,26 +59,41 @@ def retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     migrations = events[events["event_kind"] == "migration"].sort_values("event_date")
     if runs.empty or migrations.empty:
         return pd.DataFrame(columns=columns)
-    spans = runs.groupby(["lineage", "workflow_path"], as_index=False)["created_at"].max()
+    spans = _last_runs(runs)
     near = pd.Timedelta(days=RETIRE_DAYS)
     dates: list[pd.Timestamp] = list(migrations["event_date"])
     touches: list[tuple[str, ...] | None] = list(migrations["event_lineages"])
     prs: list[object] = list(migrations["event_pr"])
     rows = []
-    for lineage, path, last in zip(
-        spans["lineage"].astype(str),
-        spans["workflow_path"].astype(str),
-        spans["created_at"],
-        strict=True,
-    ):
+    for (lineage, path), last in spans.items():
         for date, lineages, pr in zip(dates, touches, prs, strict=True):
             touched = lineages is None or lineage in lineages
             if touched and date - near <= last < date:
-                kin = spans[(spans["lineage"] == lineage) & (spans["workflow_path"] != path)]
-                successors = ";".join(sorted(kin.loc[kin["created_at"] >= date, "workflow_path"]))
+                successors = ";".join(
+                    sorted(
+                        other
+                        for (kin, other), ran in spans.items()
+                        if kin == lineage and other != path and ran >= date
+                    )
+                )
                 rows.append((path, lineage, date, pr, successors))
                 break
     return pd.DataFrame(rows, columns=columns)
+
+
+def _last_runs(runs: pd.DataFrame) -> dict[tuple[str, str], pd.Timestamp]:
+    """Each (lineage, workflow_path)'s last run, in the order DataFrame.groupby gives them
+    (sorted; a missing key or time: none), counted over the runs' codes."""
+    lineage, lineages = pd.factorize(runs["lineage"], sort=True)
+    path, paths = pd.factorize(runs["workflow_path"], sort=True)
+    created = runs["created_at"]
+    kept = np.flatnonzero((lineage >= 0) & (path >= 0) & created.notna().to_numpy())
+    pair = lineage[kept].astype(np.int64) * len(paths) + path[kept]
+    moment = created.iloc[kept].to_numpy(dtype="datetime64[ns]").view(np.int64)
+    order = np.lexsort((moment, pair))  # each pair's runs together, its last one last
+    ends = np.flatnonzero(np.r_[pair[order][1:] != pair[order][:-1], True])
+    last = kept[order[ends]]
+    return {(str(lineages[lineage[at]]), str(paths[path[at]])): created.iloc[at] for at in last}
 
 
 def cron_slots(cron: str, timezone: str | None, after: datetime, count: int) -> list[datetime]:
