@@ -1,8 +1,10 @@
 """Stability of logical jobs from their counts: the flaky-jobs and runner tables, counted as they
 are and once (analytics.once), and works elsewhere (analytics.elsewhere), computed from
 logical jobs counted per workflow, logical job, ISO week, runner, labels, outcome and incident
-(store.job_counts.job_counts; ``counts_of`` gives the same from a frame of logical jobs). The
-database does the counting; the rates and intervals work on a few thousand rows."""
+(store.job_counts.job_counts; ``counts_of`` gives the same from a frame of logical jobs), or,
+for the runner tables, aggregated per table row (store.job_counts.runner_counts;
+``runner_parts`` gives the same from the counts). The database does the counting; the rates
+and intervals work on a few thousand rows."""
 
 from __future__ import annotations
 

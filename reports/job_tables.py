@@ -1,7 +1,8 @@
 """Report tables of logical jobs: flake rates, verdicts, runner pools and runners, environments,
 repair time and cost. While the derived tables are current (analytics.derived), each table's
-counts come from one statement of store.job_counts (the flaky-jobs, runner and environment
-tables share one GROUP BY, read once per filter and collect); otherwise the same counts come
+counts come from one statement of store.job_counts (the runner-pools, runners and
+environment tables share one, store.job_counts.runner_counts, aggregated per table row, read
+once per filter and collect); otherwise the same counts come
 from the logical jobs computed from the raw rows (analytics.frames). The statistics then run on
 the counts alike (analytics.job_counts, analytics.verdicts)."""
 
