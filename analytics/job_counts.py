@@ -85,14 +85,6 @@ def elsewhere_flags(counts: pd.DataFrame, where: str) -> pd.DataFrame:
     return places.loc[places["fail"] > 0, ["fail", "works_elsewhere"]].reset_index()
 
 
-def runner_table(
-    counts: pd.DataFrame, by: str, min_runs: int, incidents: pd.DataFrame
-) -> pd.DataFrame:
-    """rated_runners from ``counts`` (COUNT_KEYS, n) and the runner incidents of the range
-    (store.incidents.INCIDENT_COLUMNS): the raw path's runner tables."""
-    return rated_runners(runner_parts(counts, min_runs, host_incidents(incidents)), by, min_runs)
-
-
 def rated_runners(parts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
     """Stability of logical jobs per ``by`` (runner_pool or runner_name), as they are and
     counted once, with failed_jobs and works_elsewhere, ranked by the Wilson lower bound of the
