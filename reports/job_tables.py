@@ -142,9 +142,9 @@ def _runner_parts(engine: Engine, project: Project, query: Query) -> pd.DataFram
     tables in one statement, else from the raw rows' counts (analytics.job_counts
     .runner_parts); shared by the page's tables: do not modify it."""
     where, min_runs = query.where(project), project.analysis.min_runs
-    named = host_incidents(incidents_hitting(engine, where))
 
     def compute(current: bool) -> pd.DataFrame:
+        named = host_incidents(incidents_hitting(engine, where))
         if current:
             return runner_counts(engine, where, min_runs, named.unique().tolist())
         return runner_parts(_job_counts(engine, project, query), min_runs, named)
