@@ -160,7 +160,6 @@ def runner_counts(
             *c.c,
             case((kept, c.c.host)).label("row_host"),
             case((kept, null()), else_=c.c.labels).label("row_labels"),
-            case((failed, c.c.n), else_=0).label("fails"),
             elsewhere(g.place_low, g.place_high, c.c.place).label("works"),
             elsewhere(g.labels_low, g.labels_high, c.c.labels).label("pool_works"),
         )
