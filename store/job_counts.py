@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
-    Integer,
+    BigInteger,
     Select,
     Text,
     and_,
@@ -194,8 +194,10 @@ def _part(part: str, keys: list[Any], n: Any, works: Any = None) -> Select[Any]:
     as runner_name), the others null."""
     names = {"row_host": "runner_name", "row_labels": "labels", "place": "runner_name"}
     given = {names.get(key.name, key.name): key for key in keys}
-    typed = {"n": Integer, "works": Integer}
-    columns = {"part": literal(part), **given, "n": n, "works": works}
+    typed = {"n": BigInteger, "works": BigInteger}
+    # PostgreSQL sums bigint counts as numeric (Decimal in Python): counts stay integers
+    sums = {"n": cast(n, BigInteger), "works": None if works is None else cast(works, BigInteger)}
+    columns = {"part": literal(part), **given, **sums}
     return select(
         *(
             (

@@ -230,6 +230,7 @@ def test_the_runner_counts_are_the_parts_the_raw_rows_give(thin_db) -> None:
         return sorted(keys.itertuples(index=False, name=None), key=repr)
 
     assert set(sql["part"]) == {"runner", "runners", "pool", "place"}
+    assert sql["n"].dtype.kind == "i" and sql["works"].dtype.kind == "f"  # not Decimal
     assert (sql.loc[sql["part"] == "place", "works"] > 0).any()  # some work elsewhere
     assert rows(sql[raw.columns]) == rows(raw)
     engine.dispose()
