@@ -11,7 +11,13 @@ import numpy as np
 import pandas as pd
 
 from analytics.text import filled
-from store.vocabulary import GREEN_OUTCOMES, HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS
+from store.vocabulary import (
+    GREEN_OUTCOMES,
+    HOSTED_RUNNER_PREFIX,
+    HOSTED_RUNNERS,
+    NO_RUNNER,
+    NO_RUNNER_NAME,
+)
 
 JOB_KEYS = ["workflow_path", "logical_job"]
 _MAX_CODE = 2**31
@@ -88,19 +94,20 @@ def works_elsewhere(failed: pd.DataFrame, by: str) -> pd.DataFrame:
     )
 
 
-NO_RUNNER = "(no runner)"
-NO_RUNNER_NAME = "(none)"
-
-
 def with_runner_pool(jobs: pd.DataFrame) -> pd.DataFrame:
-    """``runner_pool``: the job's runner labels (a tuple, store.frame_queries) joined by "+"; "(no
-    runner)" when it never ran. Computed once per distinct label set."""
-    codes, distinct = pd.factorize(jobs["labels"])
-    names = np.array([*("+".join(labels) or NO_RUNNER for labels in distinct), NO_RUNNER])
+    """``runner_pool`` (pool_names), and ``runner_name`` "(none)" when the job never ran."""
     return jobs.assign(
-        runner_pool=names[codes],  # code -1 (no labels) picks the last name
+        runner_pool=pool_names(jobs["labels"]),
         runner_name=filled(jobs["runner_name"], NO_RUNNER_NAME),
     )
+
+
+def pool_names(labels: pd.Series) -> pd.Series:
+    """The runner pool of each label set (a tuple, store.frame_queries): its labels joined by
+    "+"; "(no runner)" when the job never ran. Computed once per distinct label set."""
+    codes, distinct = pd.factorize(labels)
+    names = np.array([*("+".join(labels) or NO_RUNNER for labels in distinct), NO_RUNNER])
+    return pd.Series(names[codes], index=labels.index)  # code -1 (no labels): the last name
 
 
 def hosts(runner_names: pd.Series) -> pd.Series:

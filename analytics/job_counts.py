@@ -1,15 +1,17 @@
 """Stability of logical jobs from their counts: the flaky-jobs and runner tables, counted as they
 are and once (analytics.once), and works elsewhere (analytics.elsewhere), computed from
 logical jobs counted per workflow, logical job, ISO week, runner, labels, outcome and incident
-(store.job_counts.job_counts; ``counts_of`` gives the same from a frame of logical jobs). The
-database does the counting; the rates and intervals work on a few thousand rows."""
+(store.job_counts.job_counts; ``counts_of`` gives the same from a frame of logical jobs), or,
+for the runner tables, aggregated per table row (store.job_counts.runner_counts;
+``runner_parts`` gives the same from the counts). The database does the counting; the rates
+and intervals work on a few thousand rows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from analytics.elsewhere import NO_RUNNER_NAME, hosts, with_runner_pool
+from analytics.elsewhere import hosts, pool_names, with_runner_pool
 from analytics.incidents import KIND
 from analytics.once import INCIDENT, ONCE, stability_once
 from analytics.rates import rank_by_lower_bound
@@ -19,6 +21,7 @@ from store.vocabulary import (
     COUNTED_OUTCOMES,
     GREEN_OUTCOMES,
     HOSTED_RUNNERS,
+    NO_RUNNER_NAME,
     RED_OUTCOMES,
     short_lived_runners,
 )
@@ -82,35 +85,27 @@ def elsewhere_flags(counts: pd.DataFrame, where: str) -> pd.DataFrame:
     return places.loc[places["fail"] > 0, ["fail", "works_elsewhere"]].reset_index()
 
 
-def runner_table(
-    counts: pd.DataFrame, by: str, min_runs: int, incidents: pd.DataFrame
-) -> pd.DataFrame:
-    """Stability of logical jobs per ``by``
-    (runner_pool or runner_name), as they are and counted once, with failed_jobs and
-    works_elsewhere, ranked by the Wilson lower bound of the fail rate. Per runner_name, a row
-    per host one can rate, the others pooled (runner_rows), with ``runners``: the hosts behind
-    each row. Works elsewhere looks at each host: a failure on one works elsewhere when its job
-    went green on another runner, another host of its row included. ``incidents``: the runner
-    incidents of the range (store.incidents.INCIDENT_COLUMNS)."""
-    placed = _placed(counts)
-    flags = elsewhere_flags(placed, by)
-    if by == "runner_name":
-        rows = runner_rows(placed, min_runs, _host_incidents(incidents))
-        failed = placed["logical_outcome"] == "fail"
-        fails = placed[failed].assign(row=rows[failed])
-        fails = fails.groupby([*PLACE_KEYS, by, "row"], sort=False)["n"].sum().reset_index()
-        flags = fails.merge(flags.drop(columns="fail"), on=[*PLACE_KEYS, by]).drop(columns=by)
-        flags = flags.rename(columns={"row": by, "n": "fail"})
-        hosts_of = counts["runner_name"].groupby(rows.to_numpy(), sort=False).nunique()
-        placed = placed.assign(runner_name=rows)
-    table = stability_once(placed, placed[INCIDENT], [by], min_runs, weight="n")
-    weighed = flags.assign(works=flags["fail"] * flags["works_elsewhere"])
-    failed_jobs = weighed.groupby(by).agg(failed_jobs=("fail", "sum"), works=("works", "sum"))
+def rated_runners(parts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
+    """Stability of logical jobs per ``by`` (runner_pool or runner_name), as they are and
+    counted once, with failed_jobs and works_elsewhere, ranked by the Wilson lower bound of the
+    fail rate, from ``parts`` (store.job_counts.runner_counts or runner_parts). Per
+    runner_name, a row per host one can rate, the others pooled (runner_rows), with
+    ``runners``: the hosts behind each row. Works elsewhere looks at each host: a failure on
+    one works elsewhere when its job went green on another runner, another host of its row
+    included."""
+    part = "pool" if by == "runner_pool" else "runner"
+    frame = parts[parts["part"] == part]
+    frame = frame.assign(**{by: _row_names(frame, by)})
+    table = stability_once(frame, frame[INCIDENT], [by], min_runs, weight="n")
+    failed = frame[frame["logical_outcome"] == "fail"]
+    failed_jobs = failed.groupby(by).agg(failed_jobs=("n", "sum"), works=("works", "sum"))
     failed_jobs["works_elsewhere"] = failed_jobs.pop("works") / failed_jobs["failed_jobs"]
     table = table.merge(failed_jobs.reset_index(), on=by, how="left")
     table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
     if by == "runner_name":
-        table["runners"] = table[by].map(hosts_of).fillna(0).astype(int)
+        hosts_of = parts[parts["part"] == "runners"]
+        behind = hosts_of["n"].groupby(_row_names(hosts_of, by).to_numpy(), sort=False).sum()
+        table["runners"] = table[by].map(behind).fillna(0).astype(int)
     for end in ("", ONCE):
         table[f"fail_rate{end}"] = 1 - table[f"success_rate{end}"]
         table[f"fail_rate_low{end}"] = 1 - table[f"success_rate_high{end}"]
@@ -118,30 +113,92 @@ def runner_table(
     return rank_by_lower_bound(table, "fail_rate")
 
 
+def _row_names(part: pd.DataFrame, by: str) -> pd.Series:
+    """The table row of each row of a part of runner_parts: its label set's runner pool
+    (analytics.elsewhere.pool_names); per runner_name, its host, else its pool's
+    "(short-lived runners of <pool>)"."""
+    pools = pool_names(part["labels"])
+    if by == "runner_pool":
+        return pools
+    pooled = np.array([short_lived_runners(pool) for pool in pools], dtype=object)
+    return part["runner_name"].astype(object).where(part["runner_name"].notna(), pooled)
+
+
+def runner_parts(counts: pd.DataFrame, min_runs: int, named: pd.Series) -> pd.DataFrame:
+    """store.job_counts.runner_counts from ``counts`` (COUNT_KEYS, n; labels as tuples) and
+    ``named`` (the runner incidents' hosts), in no particular order: what the raw path rates
+    the runners from."""
+    placed = _placed(counts)
+    rows = runner_rows(placed, min_runs, named)
+    kept = rows.notna().to_numpy(dtype=bool)  # the others: pooled by their labels
+    places, pools = (elsewhere_flags(placed, where) for where in ("runner_name", "labels"))
+    failed = placed["logical_outcome"] == "fail"
+
+    def works(flags: pd.DataFrame, where: str) -> pd.Series:
+        found = placed[[*PLACE_KEYS, where]].merge(flags, on=[*PLACE_KEYS, where], how="left")
+        flagged = found["works_elsewhere"].fillna(False).to_numpy(dtype=bool) & failed
+        return placed["n"].where(flagged, 0)
+
+    rowed = placed.assign(
+        runner_name=rows,
+        labels=placed["labels"].where(~kept),
+        host=placed["runner_name"].where(counts["runner_name"].notna()),
+        works=works(places, "runner_name"),
+        pool_works=works(pools, "labels"),
+    )
+    row, outcome = ["runner_name", "labels"], ["logical_outcome", INCIDENT]
+    by_row = rowed.groupby([*row, *outcome], dropna=False, sort=False)
+    hosts_of = rowed.groupby(row, dropna=False, sort=False)["host"].nunique()
+    pooled = placed.assign(works=rowed["pool_works"])
+    pool = pooled.groupby(["labels", *outcome], dropna=False, sort=False)
+    flagged = places.rename(columns={"fail": "n", "works_elsewhere": "works"})
+    parts = {
+        "runner": by_row[["n", "works"]].sum().reset_index(),
+        "runners": hosts_of.rename("n").reset_index(),
+        "pool": pool[["n", "works"]].sum().reset_index(),
+        "place": flagged.assign(works=flagged["works"].astype(int)),
+    }
+    found: pd.DataFrame = pd.concat(
+        [part.assign(part=name) for name, part in parts.items()], ignore_index=True
+    )
+    return found
+
+
 def runner_rows(placed: pd.DataFrame, min_runs: int, named: pd.Series) -> pd.Series:
-    """The runners-table row of each row of ``placed`` (_placed), aligned on it: its host when
-    one can rate it (it ran at least ``min_runs`` counted logical jobs of ``placed``) or a
-    runner incident names it (``named``: hosts); HOSTED_RUNNERS for GitHub's hosted VMs and
-    "(none)" for the jobs that never ran, whatever their count; else the one row of the
-    job's runner pool for its hosts that ran fewer, "(short-lived runners of <pool>)": runners
-    that live for a job or a few (one container per job) have no rate of their own."""
+    """The host of each row of ``placed`` (_placed) that keeps a row of its own in the runners
+    table, aligned on it, else None: a host one can rate (it ran at least ``min_runs`` counted
+    logical jobs of ``placed``) or that a runner incident names (``named``: hosts);
+    HOSTED_RUNNERS for GitHub's hosted VMs and "(none)" for the jobs that never ran, whatever
+    their count. The others are the one row of the job's runner pool,
+    "(short-lived runners of <pool>)": runners that live for a job or a few (one container
+    per job) have no rate of their own."""
     names = hosts(placed["runner_name"])
     counted = placed["n"].where(placed["logical_outcome"].isin(COUNTED_OUTCOMES), 0)
     runs = counted.groupby(names.to_numpy(), sort=False).transform("sum").to_numpy()
     kept = names.isin([*named.unique(), HOSTED_RUNNERS, NO_RUNNER_NAME]).to_numpy(dtype=bool)
-    codes, pools = pd.factorize(placed["runner_pool"])
-    pooled = np.array([short_lived_runners(pool) for pool in pools], dtype=object)[codes]
-    return names.astype(object).where((runs >= min_runs) | kept, pooled)
+    return names.astype(object).where((runs >= min_runs) | kept, None)
 
 
-def works_elsewhere_of(jobs: pd.DataFrame, counts: pd.DataFrame) -> pd.Series:
+def works_elsewhere_of(
+    jobs: pd.DataFrame, places: pd.DataFrame, before: pd.DataFrame | None
+) -> pd.Series:
     """Whether each hard-failed logical job of ``jobs`` (workflow_path, logical_job, week,
-    runner_name) works elsewhere by runner, from the ``counts`` of its range; aligned on
-    ``jobs``."""
-    flags = elsewhere_flags(_placed(counts), "runner_name")
+    runner_name) of a range works elsewhere by runner, aligned on ``jobs``: its place is
+    flagged in ``places`` (runner_parts' part ``place``, of the range), or its job went green
+    on another runner in ``before`` (COUNT_KEYS counts of the days of the range's first week
+    before the range; None: none)."""
     keyed = jobs[PLACE_KEYS].assign(runner_name=filled(jobs["runner_name"], NO_RUNNER_NAME))
-    found = keyed.merge(flags, on=[*PLACE_KEYS, "runner_name"], how="left")
-    return pd.Series(found["works_elsewhere"].fillna(False).to_numpy(dtype=bool), jobs.index)
+    flags = places[[*PLACE_KEYS, "runner_name", "works"]]
+    now = keyed.merge(flags, on=[*PLACE_KEYS, "runner_name"], how="left")["works"] > 0
+    if before is None:
+        return pd.Series(now.to_numpy(dtype=bool), jobs.index)
+    earlier = _placed(before)
+    earlier = earlier[earlier["logical_outcome"].isin(GREEN_OUTCOMES)]
+    greens = earlier.groupby(PLACE_KEYS)["runner_name"].agg(["min", "max"]).reset_index()
+    seen = keyed.merge(greens, on=PLACE_KEYS, how="left")
+    own = seen["runner_name"]
+    other = seen["min"].notna() & ((seen["min"] != own) | (seen["max"] != own))
+    return pd.Series((now | other).to_numpy(dtype=bool), jobs.index)
 
 
 def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series:
@@ -149,7 +206,7 @@ def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series
     runner name (a host incident on any GitHub-hosted VM counts for their pooled row,
     analytics.elsewhere.hosts), or a runner pool (its labels joined by "+", analytics
     .elsewhere.with_runner_pool) when the incident names one of its labels."""
-    counts = _host_incidents(incidents).value_counts().to_dict()
+    counts = host_incidents(incidents).value_counts().to_dict()
     names = places.astype(str)
     # Only a place named by an incident, or a pool of several labels, can have one: the
     # others (thousands of runners) are 0 without a Python call each.
@@ -161,6 +218,7 @@ def incidents_per_place(places: pd.Series, incidents: pd.DataFrame) -> pd.Series
     return pd.Series(found, index=places.index)
 
 
-def _host_incidents(incidents: pd.DataFrame) -> pd.Series:
-    """The host of each host incident of ``incidents``: its runner's row (hosts)."""
+def host_incidents(incidents: pd.DataFrame) -> pd.Series:
+    """The host of each host incident of ``incidents`` (store.incidents.INCIDENT_COLUMNS): its
+    runner's row (hosts), which keeps its own row in the runners table."""
     return hosts(incidents.loc[incidents["kind"] == KIND["host"], "runner"])

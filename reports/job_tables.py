@@ -1,7 +1,8 @@
 """Report tables of logical jobs: flake rates, verdicts, runner pools and runners, environments,
 repair time and cost. While the derived tables are current (analytics.derived), each table's
-counts come from one statement of store.job_counts (the flaky-jobs, runner and environment
-tables share one GROUP BY, read once per filter and collect); otherwise the same counts come
+counts come from one statement of store.job_counts (the runner-pools, runners and
+environment tables share one, store.job_counts.runner_counts, aggregated per table row, read
+once per filter and collect); otherwise the same counts come
 from the logical jobs computed from the raw rows (analytics.frames). The statistics then run on
 the counts alike (analytics.job_counts, analytics.verdicts)."""
 
@@ -29,8 +30,10 @@ from analytics.health import (
 from analytics.job_counts import (
     counts_of,
     flaky_table,
+    host_incidents,
     incidents_per_place,
-    runner_table,
+    rated_runners,
+    runner_parts,
     works_elsewhere_of,
 )
 from analytics.once import verdicts_once
@@ -39,7 +42,13 @@ from reports.table_inputs import logical_jobs_of, logical_runs_of, shared_counts
 from reports.table_spec import ReportTable
 from store.frame_queries import json_dicts, load_failures, load_jobs
 from store.incidents import incidents_hitting, load_members
-from store.job_counts import failed_job_environments, failed_jobs, job_counts, red_turns
+from store.job_counts import (
+    failed_job_environments,
+    failed_jobs,
+    job_counts,
+    red_turns,
+    runner_counts,
+)
 from store.project import Project
 from store.runfilter import RunFilter
 
@@ -117,17 +126,30 @@ def _current(engine: Engine, project: Project) -> bool:
 
 
 def _job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    """The logical jobs of ``query`` counted (analytics.job_counts.COUNT_KEYS, n): from the
-    derived tables in one statement, else from the raw rows; shared by the tables of a page
-    (reports.table_inputs.shared_counts): do not modify it."""
+    """The logical jobs of ``query`` counted (analytics.job_counts.COUNT_KEYS, n) from the raw
+    rows, what the raw path counts from (the derived tables count in SQL); shared by the
+    tables of a page (reports.table_inputs.shared_counts): do not modify it."""
     where = query.where(project)
 
-    def compute(current: bool) -> pd.DataFrame:
-        if current:
-            return job_counts(engine, where)
+    def compute(_: bool) -> pd.DataFrame:
         return counts_of(logical_jobs_of(engine, project, query), load_members(engine, where))
 
     return shared_counts("jobs", engine, project, where, compute)
+
+
+def _runner_parts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+    """What the Runners page's tables count (store.job_counts.runner_counts): from the derived
+    tables in one statement, else from the raw rows' counts (analytics.job_counts
+    .runner_parts); shared by the page's tables: do not modify it."""
+    where, min_runs = query.where(project), project.analysis.min_runs
+
+    def compute(current: bool) -> pd.DataFrame:
+        named = host_incidents(incidents_hitting(engine, where))
+        if current:
+            return runner_counts(engine, where, min_runs, named.unique().tolist())
+        return runner_parts(_job_counts(engine, project, query), min_runs, named)
+
+    return shared_counts(f"runners {min_runs}", engine, project, where, compute)
 
 
 PER_JOB = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
@@ -135,8 +157,7 @@ PER_JOB = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
 
 def _per_job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The logical jobs of ``query`` counted per PER_JOB (n): a GROUP BY of four keys when the
-    derived tables are current (the Flaky jobs page reads no runner, labels or week), else
-    summed from _job_counts."""
+    derived tables are current, else summed from _job_counts."""
     where = query.where(project)
 
     def compute(current: bool) -> pd.DataFrame:
@@ -197,9 +218,9 @@ def _runner_table(by: str, columns: list[str]) -> Any:
     incidents of the range on each (analytics.job_counts.incidents_per_place)."""
 
     def build(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-        counts = _job_counts(engine, project, query)
+        parts = _runner_parts(engine, project, query)
         hit = incidents_hitting(engine, query.where(project))
-        table = runner_table(counts, by, project.analysis.min_runs, hit)
+        table = rated_runners(parts, by, project.analysis.min_runs)
         return table.assign(incidents=incidents_per_place(table[by], hit))[columns]
 
     return build
@@ -213,11 +234,11 @@ def environments_table(engine: Engine, project: Project, query: Query) -> pd.Dat
     if _current(engine, project):
         rows = failed_job_environments(engine, where)
         rows = rows.assign(env=json_dicts(rows["env"]), red_job_id=rows["job_id"])
-        counts = _job_counts(engine, project, query)
+        parts = _runner_parts(engine, project, query)
+        before = None
         if week.since != query.since:  # the week's days before the range: a few more counts
             before = job_counts(engine, replace(where, since=week.since, until=query.since))
-            counts = pd.concat([before, counts], ignore_index=True)
-        elsewhere_now = works_elsewhere_of(rows, counts)
+        elsewhere_now = works_elsewhere_of(rows, parts[parts["part"] == "place"], before)
         return environment_failures(rows, rows.assign(works_elsewhere=elsewhere_now))
     failures = load_failures(engine, where, detail=("env",))
     jobs = logical_jobs_of(engine, project, week)

@@ -8,12 +8,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Text, and_, case, cast, func, literal_column, select, type_coerce
+from sqlalchemy import (
+    BigInteger,
+    Select,
+    Text,
+    and_,
+    case,
+    cast,
+    distinct,
+    func,
+    literal,
+    literal_column,
+    null,
+    or_,
+    select,
+    type_coerce,
+    union_all,
+)
 
 from store.frame_queries import label_tuples
 from store.models import Failure, IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
 from store.runfilter import Bind, RunFilter, UTCWeek, filtered, raw_frame, selects_run
-from store.vocabulary import GREEN_OUTCOMES, RED_OUTCOMES
+from store.vocabulary import (
+    COUNTED_OUTCOMES,
+    GREEN_OUTCOMES,
+    HOSTED_RUNNER_PREFIX,
+    HOSTED_RUNNERS,
+    NO_RUNNER_NAME,
+    RED_OUTCOMES,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,11 +63,8 @@ def _job_incident() -> Any:
     )
 
 
-def job_counts(bind: Bind, where: RunFilter, keys: Sequence[str] = COUNT_KEYS) -> pd.DataFrame:
-    """Logical jobs of ``where`` counted (``n``) per workflow, logical job, ISO week, runner,
-    runner labels, outcome and incident (red jobs only; None: none), or per the ``keys`` of
-    COUNT_KEYS given: keys, n. Labels as tuples of str. One GROUP BY over the logical jobs:
-    what the flaky-jobs and runner tables and works-elsewhere count from."""
+def _counted(where: RunFilter, keys: Sequence[str]) -> Select[Any]:
+    """job_counts' statement: one GROUP BY of the logical jobs of ``where`` per ``keys``."""
     job, run, hit = LogicalJob, WorkflowRun, _job_incident()
     red = job.logical_outcome.in_(RED_OUTCOMES)
     columns = {
@@ -62,8 +82,132 @@ def job_counts(bind: Bind, where: RunFilter, keys: Sequence[str] = COUNT_KEYS) -
         .outerjoin(hit, and_(hit.c.job_id == job.red_job_id, red))
         .group_by(*(literal_column(str(i)) for i in range(1, len(keys) + 1)))
     )
-    frame = raw_frame(bind, filtered(stmt, where))
+    return filtered(stmt, where)
+
+
+def job_counts(bind: Bind, where: RunFilter, keys: Sequence[str] = COUNT_KEYS) -> pd.DataFrame:
+    """Logical jobs of ``where`` counted (``n``) per workflow, logical job, ISO week, runner,
+    runner labels, outcome and incident (red jobs only; None: none), or per the ``keys`` of
+    COUNT_KEYS given: keys, n. Labels as tuples of str. One GROUP BY over the logical jobs:
+    what the flaky-jobs table counts from (and, from the raw rows, the runner tables)."""
+    frame = raw_frame(bind, _counted(where, keys))
     return frame.assign(labels=label_tuples(frame["labels"])) if "labels" in keys else frame
+
+
+RUNNER_COUNT_COLUMNS = [
+    "part",
+    "runner_name",
+    "labels",
+    "workflow_path",
+    "logical_job",
+    "week",
+    "logical_outcome",
+    "incident_id",
+    "n",
+    "works",
+]
+
+
+def runner_counts(
+    bind: Bind, where: RunFilter, min_runs: int, named: Sequence[str]
+) -> pd.DataFrame:
+    """What the Runners page's tables count, in one statement over job_counts' GROUP BY
+    (RUNNER_COUNT_COLUMNS; labels as tuples of str), a few rows per table row, by ``part``:
+
+    - ``runner``: per runners-table row (``runner_name`` the host that keeps its row, else
+      None and the ``labels`` of its short-lived pool), outcome and incident: ``n`` and
+      ``works``, how many of them failed and went green that week on another runner;
+    - ``runners``: per runners-table row, ``n`` its hosts (runner names);
+    - ``pool``: per label set, outcome and incident: ``n``, and ``works`` by label set;
+    - ``place``: per workflow, logical job, week and runner (``runner_name``, NO_RUNNER_NAME
+      for none) with a hard failure: ``n`` of them and ``works`` (1: the job went green that
+      week on another runner).
+
+    A host (every GitHub-hosted VM is the one HOSTED_RUNNERS) keeps its row when it ran
+    ``min_runs`` counted jobs, or is one of ``named`` (the runner incidents' hosts),
+    HOSTED_RUNNERS or NO_RUNNER_NAME (analytics.job_counts.runner_rows). A job went green on
+    another runner when the first or the last runner (in text order) of its week's green jobs
+    is not its own: no window, no distinct count, a few GROUP BYs of narrow rows."""
+    counts = _counted(where, COUNT_KEYS).subquery("counts")
+    place = func.coalesce(counts.c.runner_name, NO_RUNNER_NAME)
+    hosted = func.substr(counts.c.runner_name, 1, len(HOSTED_RUNNER_PREFIX))
+    host = case((hosted == HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS), else_=place)
+    c = select(*counts.c, place.label("place"), host.label("host")).cte("placed")
+    week = [c.c.workflow_path, c.c.logical_job, c.c.week]
+    greens = (
+        select(
+            *week,
+            func.min(c.c.place).label("place_low"),
+            func.max(c.c.place).label("place_high"),
+            func.min(c.c.labels).label("labels_low"),
+            func.max(c.c.labels).label("labels_high"),
+        )
+        .where(c.c.logical_outcome.in_(GREEN_OUTCOMES))
+        .group_by(*week)
+        .cte("greens")
+    )
+    g = greens.c
+    counted = case((c.c.logical_outcome.in_(COUNTED_OUTCOMES), c.c.n), else_=0)
+    runs = select(c.c.host, func.sum(counted).label("runs")).group_by(c.c.host).cte("runs")
+    kept = or_(runs.c.runs >= min_runs, c.c.host.in_([*named, HOSTED_RUNNERS, NO_RUNNER_NAME]))
+    failed = c.c.logical_outcome == "fail"
+
+    def elsewhere(low: Any, high: Any, own: Any) -> Any:
+        return case((and_(failed, low.is_not(None), or_(low != own, high != own)), c.c.n), else_=0)
+
+    rowed = (
+        select(
+            *c.c,
+            case((kept, c.c.host)).label("row_host"),
+            case((kept, null()), else_=c.c.labels).label("row_labels"),
+            elsewhere(g.place_low, g.place_high, c.c.place).label("works"),
+            elsewhere(g.labels_low, g.labels_high, c.c.labels).label("pool_works"),
+        )
+        .join(runs, runs.c.host == c.c.host)
+        .outerjoin(greens, and_(*(g[k.name] == k for k in week)))
+        .cte("rowed")
+    )
+    r = rowed.c
+    outcome = [r.logical_outcome, r.incident_id]
+    row, at_place = [r.row_host, r.row_labels], [r.workflow_path, r.logical_job, r.week, r.place]
+    parts = [
+        _part("runner", [*row, *outcome], func.sum(r.n), func.sum(r.works)).group_by(
+            *row, *outcome
+        ),
+        _part("runners", row, func.count(distinct(r.runner_name))).group_by(*row),
+        _part("pool", [r.labels, *outcome], func.sum(r.n), func.sum(r.pool_works)).group_by(
+            r.labels, *outcome
+        ),
+        _part("place", at_place, func.sum(r.n), func.max(case((r.works > 0, 1), else_=0)))
+        .where(r.logical_outcome == "fail")
+        .group_by(*at_place),
+    ]
+    both = union_all(*parts).subquery("parts")
+    frame = raw_frame(bind, select(*both.c))
+    given = frame["labels"].notna()  # the parts without labels: NaN, as the driver gave it
+    return frame.assign(labels=label_tuples(frame["labels"][given]).reindex(frame.index))
+
+
+def _part(part: str, keys: list[Any], n: Any, works: Any = None) -> Select[Any]:
+    """One part of runner_counts as RUNNER_COUNT_COLUMNS: the columns ``keys`` (labelled
+    with their names; ``row_host`` and ``row_labels`` as runner_name and labels, ``place``
+    as runner_name), the others null."""
+    names = {"row_host": "runner_name", "row_labels": "labels", "place": "runner_name"}
+    given = {names.get(key.name, key.name): key for key in keys}
+    typed = {"n": BigInteger, "works": BigInteger}
+    # PostgreSQL sums bigint counts as numeric (Decimal in Python): counts stay integers
+    sums = {"n": cast(n, BigInteger), "works": None if works is None else cast(works, BigInteger)}
+    columns = {"part": literal(part), **given, **sums}
+    return select(
+        *(
+            (
+                columns[name]
+                if columns.get(name) is not None
+                else cast(null(), typed.get(name, Text))
+            ).label(name)
+            for name in RUNNER_COUNT_COLUMNS
+        )
+    )
 
 
 NEIGHBOURS = ("prev_run_id", "prev_outcome", "next_run_id", "next_outcome", "same_sha_run_id")

@@ -35,6 +35,9 @@ RED_CONCLUSIONS: frozenset[str] = frozenset({"failure", "timed_out", "startup_fa
 # the hosts that persist and pools the hosted VMs into one row, HOSTED_RUNNERS.
 HOSTED_RUNNER_PREFIX = "GitHub Actions "
 HOSTED_RUNNERS = "(GitHub-hosted)"
+# The runner pool of a job that never ran (no labels), and its runner.
+NO_RUNNER = "(no runner)"
+NO_RUNNER_NAME = "(none)"
 
 
 def short_lived_runners(pool: str) -> str:

@@ -10,8 +10,10 @@ from analytics.job_counts import (
     counts_of,
     elsewhere_flags,
     flaky_table,
+    host_incidents,
     incidents_per_place,
-    runner_table,
+    rated_runners,
+    runner_parts,
 )
 from store.vocabulary import HOSTED_RUNNERS, short_lived_runners
 
@@ -34,6 +36,13 @@ def _jobs(rows: list[tuple[str, str, str | None, int, str | None]]) -> pd.DataFr
             "incident": [r[4] for r in rows],
         }
     )
+
+
+def runner_table(
+    counts: pd.DataFrame, by: str, min_runs: int, incidents: pd.DataFrame
+) -> pd.DataFrame:
+    """The raw path's runner table per ``by`` from ``counts`` and the range's incidents."""
+    return rated_runners(runner_parts(counts, min_runs, host_incidents(incidents)), by, min_runs)
 
 
 def _members(jobs: pd.DataFrame) -> pd.DataFrame:

@@ -6,6 +6,7 @@ the turns) against repair_times walking every run; the verdicts of one logical j
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -14,12 +15,15 @@ from sqlalchemy.orm import Session
 
 from analytics.elsewhere import NO_RUNNER_NAME, with_runner_pool
 from analytics.health import repair_times, streaks_of_turns
+from analytics.job_counts import counts_of, runner_parts
 from reports import job_tables, tables
 from reports.query import Query
-from reports.table_inputs import logical_jobs_of
+from reports.table_inputs import forget_counts, logical_jobs_of
+from store import job_counts as job_counts_module
 from store.engine import make_engine
 from store.frame_queries import load_jobs
-from store.job_counts import job_counts, red_turns
+from store.incidents import load_members
+from store.job_counts import job_counts, red_turns, runner_counts
 from store.models import LogicalRun, Workflow, WorkflowRun
 from store.runfilter import RunFilter
 from store.settings import ConfigError, load_config
@@ -178,4 +182,55 @@ def test_the_runners_table_rates_the_hosts_one_can_rate_and_pools_the_others(dem
     assert rows.at[STUCK_RUNNER, "incidents"] >= 1
     assert rows["runs"].sum() == len(counted)
     assert rows["runners"].sum() == jobs["runner_name"].nunique() - 1  # (none) is no host
+    engine.dispose()
+
+
+def test_the_runners_page_reads_its_counts_aggregated_in_one_statement(demo_db, monkeypatch):
+    """The runner-pools, runners and environments tables share one GROUP BY that returns
+    their aggregates, not a row per host (most hosts run one job), #49."""
+    engine = make_engine(demo_db, read_only=True)
+    project = load_config(env={}, db_url=demo_db).project()
+    fetched: list[tuple[str, int]] = []
+    read = job_counts_module.raw_frame
+
+    def counted(bind: Engine, stmt: Any, *times: Any) -> pd.DataFrame:
+        frame = read(bind, stmt, *times)
+        fetched.append((str(stmt), len(frame)))
+        return frame
+
+    monkeypatch.setattr(job_counts_module, "raw_frame", counted)
+    forget_counts()
+    for name in ("runner-pools", "runners", "environments"):
+        tables.build(engine, project, name, Query())
+    grouped = [rows for statement, rows in fetched if "GROUP BY" in statement]
+    hosts = logical_jobs_of(engine, project, Query())["runner_name"].nunique()
+    assert len(grouped) == 1 and grouped[0] < hosts / 10
+    engine.dispose()
+
+
+def test_the_runner_counts_are_the_parts_the_raw_rows_give(thin_db) -> None:
+    """store.job_counts.runner_counts (SQL, SQLite and PostgreSQL) and analytics.job_counts
+    .runner_parts (pandas, the raw path) agree row for row, with a host kept by its runs, one
+    by an incident, the hosted VMs and pooled hosts."""
+    url = thin_db("first night")
+    engine = make_engine(url, read_only=True)
+    project = load_config(env={}, db_url=url).project()
+    where = Query(scope="all").where(project)
+    jobs = logical_jobs_of(engine, project, Query(scope="all"))
+    ran = jobs["runner_name"].dropna()
+    named = ran[~ran.str.startswith(HOSTED_RUNNER_PREFIX)].iloc[:1]
+    counts = counts_of(jobs, load_members(engine, where))
+    raw = runner_parts(counts, 2, named)
+    sql = runner_counts(engine, where, 2, named.tolist())
+
+    def rows(parts: pd.DataFrame) -> list[tuple[Any, ...]]:
+        keys = parts.drop(columns=["n", "works"]).astype(object)
+        keys = keys.where(keys.notna(), None).assign(n=parts["n"].astype(int))
+        keys = keys.assign(works=parts["works"].fillna(0).astype(int))
+        return sorted(keys.itertuples(index=False, name=None), key=repr)
+
+    assert set(sql["part"]) == {"runner", "runners", "pool", "place"}
+    assert sql["n"].dtype.kind == "i" and sql["works"].dtype.kind == "f"  # not Decimal
+    assert (sql.loc[sql["part"] == "place", "works"] > 0).any()  # some work elsewhere
+    assert rows(sql[raw.columns]) == rows(raw)
     engine.dispose()
