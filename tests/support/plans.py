@@ -41,6 +41,15 @@ def query_plan(engine: Engine, read: Callable[[], object]) -> str:
     return "\n".join(row[-1] for row in rows)
 
 
+def assert_starts_from(plan: str, table: str) -> None:
+    """The plan scans ``table`` first and reads the runs it joins only by their id: no walk
+    over the runs through an index on their time."""
+    steps = plan.splitlines()
+    assert steps[0].startswith(f"SCAN {table}"), plan
+    runs = [step for step in steps if "workflow_runs" in step]
+    assert runs and all("sqlite_autoindex_workflow_runs_1 (id=?)" in step for step in runs), plan
+
+
 def runs_indexes(url: str) -> dict[str, list[str | None]]:
     """The indexes of workflow_runs: name -> columns."""
     engine = make_engine(url)
