@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics import derived, elsewhere, verdicts
+from analytics import elsewhere, verdicts
 from analytics.elsewhere import week_start
 from analytics.environments import COLUMNS as ENVIRONMENT_COLUMNS
 from analytics.environments import environment_failures
@@ -38,7 +38,13 @@ from analytics.job_counts import (
 )
 from analytics.once import verdicts_once
 from reports.query import Query
-from reports.table_inputs import logical_jobs_of, logical_runs_of, shared_counts, with_lineage
+from reports.table_inputs import (
+    derived_current,
+    logical_jobs_of,
+    logical_runs_of,
+    shared_counts,
+    with_lineage,
+)
 from reports.table_spec import ReportTable
 from store.frame_queries import json_dicts, load_failures, load_jobs
 from store.incidents import incidents_hitting, load_members
@@ -121,10 +127,6 @@ HEALTH_EXPORT_COLUMNS = ["lineage", "workflow_path", "scope", *HEALTH_COLUMNS]
 REPAIR_EXPORT_COLUMNS = ["lineage", "workflow_path", "scope", *REPAIR_COLUMNS]
 
 
-def _current(engine: Engine, project: Project) -> bool:
-    return derived.is_current(engine, project.repo, project.job_name_strip)
-
-
 def _job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The logical jobs of ``query`` counted (analytics.job_counts.COUNT_KEYS, n) from the raw
     rows, what the raw path counts from (the derived tables count in SQL); shared by the
@@ -176,7 +178,7 @@ def flaky_jobs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
 
 
 def verdicts_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    if _current(engine, project):
+    if derived_current(engine, project):
         where = _workflows_of_job(engine, project, query)
         failed = _neighboured(failed_jobs(engine, where, query.logical_job))
         table = verdicts.decided(with_lineage(failed, project))
@@ -231,7 +233,7 @@ def environments_table(engine: Engine, project: Project, query: Query) -> pd.Dat
     so the jobs are read from the Monday that starts the week of ``since``."""
     where = query.where(project)
     week = query if query.since is None else replace(query, since=week_start(query.since))
-    if _current(engine, project):
+    if derived_current(engine, project):
         rows = failed_job_environments(engine, where)
         rows = rows.assign(env=json_dicts(rows["env"]), red_job_id=rows["job_id"])
         parts = _runner_parts(engine, project, query)
@@ -249,7 +251,7 @@ HEALTH_KEYS = ["lineage", "workflow_path"]
 
 
 def repair_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-    if _current(engine, project):
+    if derived_current(engine, project):
         turns = with_lineage(red_turns(engine, query.where(project)), project)
         streaks = streaks_of_turns(turns, streak_keys(HEALTH_KEYS))
         table = streak_health(streaks, None, HEALTH_KEYS)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
-from analytics import coverage, derived, successors
+from analytics import coverage, successors
 from analytics.before_after import (
     as_exported,
     basis_mix_of,
@@ -32,7 +32,13 @@ from analytics.evidence import CONFIG_BASIS
 from analytics.frames import logical_run_frame
 from analytics.once import run_incidents
 from reports.query import Query
-from reports.table_inputs import events_of, logical_jobs_of, shared_counts, with_lineage
+from reports.table_inputs import (
+    derived_current,
+    events_of,
+    logical_jobs_of,
+    shared_counts,
+    with_lineage,
+)
 from reports.table_spec import ReportTable
 from store.incidents import load_incidents, load_members
 from store.migration_counts import job_segments, last_runs, segment_tally
@@ -227,7 +233,7 @@ def first_runs_table(engine: Engine, project: Project, query: Query) -> pd.DataF
     reads only the first runs of the workflows first run around an event."""
     every, every_event = query.where(project, dated=False), events_of(engine, project)
     events, analysis = _dated(every_event, query), project.analysis
-    if derived.is_current(engine, project.repo, project.job_name_strip):
+    if derived_current(engine, project):
         spans = successors.born_spans(events, analysis.window_days)
         segments = _segments(engine, project, every, every_event)
         found, born = successors.first_runs_of_new(segments, spans, analysis.first_runs)
@@ -250,7 +256,7 @@ def coverage_lost_table(engine: Engine, project: Project, query: Query) -> pd.Da
     derived tables are current, counted by one statement per window segment, the last run of
     each lost job then read to link it."""
     events, every = events_of(engine, project), query.where(project, dated=False)
-    current = derived.is_current(engine, project.repo, project.job_name_strip)
+    current = derived_current(engine, project)
     if current:
         cuts = _cuts(events, project.analysis.window_days)
         counted = job_segments(engine, every, [cut.to_pydatetime() for cut in cuts])

@@ -15,11 +15,17 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import changepoints as cp
-from analytics import derived, overview_counts, rates, recent
+from analytics import overview_counts, rates, recent
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.once import INCIDENT, stability_once
 from reports.query import Query
-from reports.table_inputs import events_of, shared_counts, silent_workflows_of, with_lineage
+from reports.table_inputs import (
+    derived_current,
+    events_of,
+    shared_counts,
+    silent_workflows_of,
+    with_lineage,
+)
 from reports.table_spec import ReportTable
 from store import incidents
 from store import overview_counts as counts_sql
@@ -114,10 +120,6 @@ CHANGEPOINTS_COLUMNS = [
 ]
 
 
-def _current(engine: Engine, project: Project) -> bool:
-    return derived.is_current(engine, project.repo, project.job_name_strip)
-
-
 def run_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     """The query's logical runs over every date per workflow, day, outcome, incident and
     whether in the query's dates (store.overview_counts.run_counts), with their lineage. One
@@ -191,7 +193,7 @@ def _tile_runs(engine: Engine, project: Project, where: RunFilter) -> pd.DataFra
     """The logical runs of ``where`` with what a tile reads (analytics.recent.TILE_COLUMNS):
     from the derived tables, only those columns, and the web address of each workflow's
     newest run alone (a lineage's newest is one of them), the only one a tile shows."""
-    if not _current(engine, project):
+    if not derived_current(engine, project):
         return logical_run_frame(engine, project, where, lean=True)
     runs = counts_sql.tile_runs(engine, where)
     # Each text key hashed once, as the tiles' categories (sorted, as astype gives them), and
@@ -218,7 +220,7 @@ def job_days_table(engine: Engine, project: Project, query: Query) -> pd.DataFra
     """The job x day grid of the query's workflows: per logical job and UTC day with counted
     runs, its worst state and how many runs."""
     where = query.where(project)
-    if _current(engine, project):
+    if derived_current(engine, project):
         windows = [
             (w.workflow, w.start, w.end)
             for w in project.invalid_windows

@@ -58,7 +58,7 @@ def shared_counts(
     rows), kept per database, filter and data stamp (store.bookkeeping.data_stamp), so that
     the several tables of a page that read one aggregate run its statement once, and a
     collect is read at once. Shared: do not modify the frame."""
-    current = derived.is_current(engine, project.repo, project.job_name_strip)
+    current = derived_current(engine, project)
     key = (name, str(engine.url), where, current, data_stamp(engine, project.repo))
     if key not in _COUNTS:
         while len(_COUNTS) >= COUNTS_KEPT:
@@ -66,6 +66,12 @@ def shared_counts(
         _COUNTS[key] = compute(current)
     found: Counts = _COUNTS[key]
     return found
+
+
+def derived_current(engine: Engine, project: Project) -> bool:
+    """Whether the derived tables hold ``project``'s repository under its job-name rule, so
+    that a table counts from them (else from the raw rows)."""
+    return derived.is_current(engine, project.repo, project.job_name_strip)
 
 
 def forget_counts() -> None:
