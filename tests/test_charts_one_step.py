@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.subplots
 import pytest
 
 from dashboard import charts
@@ -165,3 +166,14 @@ def figure_json(figure: go.Figure) -> dict[str, Any]:
 @pytest.mark.parametrize("name", CHARTS)
 def test_the_figure_is_the_one_the_incremental_builder_drew(name: str) -> None:
     assert figure_json(CHARTS[name]()) == json.loads(FROZEN.read_text(encoding="utf-8"))[name]
+
+
+def test_no_chart_revalidates_its_figure_step_by_step(monkeypatch) -> None:
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a figure built step by step")
+
+    for name in ("add_trace", "add_traces", "update_layout", "update_yaxes", "update_annotations"):
+        monkeypatch.setattr(go.Figure, name, refused)
+    monkeypatch.setattr(plotly.subplots, "make_subplots", refused)
+    monkeypatch.setattr(charts, "make_subplots", refused, raising=False)
+    assert [len(build().data) for build in CHARTS.values()] == [11, 9, 4, 0, 1, 3, 2, 2, 1]
