@@ -79,6 +79,30 @@ def test_overview_tiles_timeline_and_grid(app: AppTest) -> None:
     assert "Changepoints" in [header.value for header in app.subheader]
 
 
+def test_a_rerun_of_the_overview_draws_its_figures_without_building_them(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A click back to a page (a rerun, its tables cached) draws the figures built before
+    (dashboard.figures): the same JSON, no build."""
+    from dashboard import charts, figures
+
+    built: list[str] = []
+
+    def counted(builder):
+        def build(*args, **kwargs):
+            built.append(builder.__name__)
+            return builder(*args, **kwargs)
+
+        return build
+
+    for name in ("stability_timeline", "job_day_heatmap"):
+        monkeypatch.setattr(charts, name, counted(getattr(charts, name)))
+    figures._built.clear()
+    drawn = _plotted(app.run())
+    assert built == ["stability_timeline", "job_day_heatmap"]
+    assert _plotted(app.run()) == drawn and len(built) == 2
+
+
 def test_overview_grid_is_the_job_days_table(app: AppTest, history_db: str) -> None:
     """The grid draws the registry's job-days table (what ``ciflake export job-days`` writes)
     for the chosen workflow, from the 28 days before its last run in the range."""

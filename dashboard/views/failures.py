@@ -6,7 +6,7 @@ import streamlit as st
 
 from analytics.evidence import MAINTAINER, PHRASES, corrected, described, unknown_reason
 from analytics.newness import NEW_DAYS
-from dashboard import charts, tables
+from dashboard import charts, figures, tables
 from dashboard.context import current_view
 from dashboard.loaders import failures, shared
 from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures
@@ -38,7 +38,7 @@ freq = st.segmented_control(
 counts = shared.table(view.db_url, view.filters, "categories", period=freq or "W")
 events = shared.events(view.db_url, view.filters.repo)
 if len(counts):
-    st.plotly_chart(charts.categories_over_time(counts, events))
+    st.plotly_chart(figures.drawn(charts.categories_over_time, counts, events))
 bases = shared.table(view.db_url, view.filters, "failure-bases")
 st.caption(f"How much of this is known: {described(bases)}")
 by_stage = shared.table(view.db_url, view.filters, "unknown-stages")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from analytics.rates import short_of_data
 from analytics.text import basename
-from dashboard import charts, tables
+from dashboard import charts, figures, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 
@@ -24,7 +24,7 @@ short = short_of_data(ranked, shared.project(view.filters.repo).analysis.min_run
 if short is not None:
     st.warning(short)
 if len(ranked):
-    st.plotly_chart(charts.rate_bars(ranked, "logical_job", "flake_rate"))
+    st.plotly_chart(figures.drawn(charts.rate_bars, ranked, "logical_job", "flake_rate"))
 tables.show(
     ranked[
         [

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.text import formatted
-from dashboard import charts, tables
+from dashboard import charts, figures, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 
@@ -122,7 +122,7 @@ if len(strip):
         "Workflows first run from a day before the event to the window after it; "
         "their first counted runs in order (docs/vocabulary.md)."
     )
-    st.plotly_chart(charts.first_runs_strip(strip), key="strip")
+    st.plotly_chart(figures.drawn(charts.first_runs_strip, strip), key="strip")
 gone = _of_event(_table("coverage-lost"))
 st.markdown("**Coverage lost**")
 tables.show(
@@ -151,7 +151,8 @@ if len(mix):
         sorted(mix["lineage"].unique()),
         key="mix",
     )
-    st.plotly_chart(charts.category_mix(mix[mix["lineage"] == lineage]), key="mix-chart")
+    lineage_mix = mix[mix["lineage"] == lineage]
+    st.plotly_chart(figures.drawn(charts.category_mix, lineage_mix), key="mix-chart")
     for row in rows[rows["lineage"] == lineage].head(1).to_dict("records"):
         st.caption(
             f"How much of this mix is known: before, {row['before_basis']}; "

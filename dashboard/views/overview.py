@@ -7,7 +7,7 @@ import streamlit as st
 from analytics.recent import STATUSES, TREND_P
 from analytics.silence import describe_silence
 from analytics.text import filled, formatted
-from dashboard import charts, tables
+from dashboard import charts, figures, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 
@@ -87,7 +87,7 @@ timeline = shared.table(view.db_url, view.filters, "stability", period=freq or "
 events = shared.events(view.db_url, view.filters.repo)
 bands = shared.table(view.db_url, view.filters, "incident-lineages")
 hit = bands["id"].nunique()
-st.plotly_chart(charts.stability_timeline(timeline, events, bands))
+st.plotly_chart(figures.drawn(charts.stability_timeline, timeline, events, bands))
 st.caption(
     "A row per lineage, one time axis: the success rate on the first attempt per "
     f"{'day' if freq == 'D' else 'week'} (hover a point for its runs and interval); band: 95% "
@@ -153,7 +153,7 @@ cells = shared.table(view.db_url, view.filters, "job-days", paths=(workflow,), s
 if cells.empty:
     st.info("No counted runs of this workflow in the range.")
 else:
-    st.plotly_chart(charts.job_day_heatmap(cells))
+    st.plotly_chart(figures.drawn(charts.job_day_heatmap, cells))
     st.caption(
         "Green: passed on the first attempt; light green: passed on a rerun; other colours: "
         "the failure category of a red run; grey: no run that day."

@@ -4,7 +4,7 @@ and the environment versions (CANN, driver, torch...) found in failed logs."""
 import streamlit as st
 
 from analytics.rates import short_of_data
-from dashboard import charts, tables
+from dashboard import charts, figures, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 from dashboard.shaping import CHARTED_RUNNERS, most_failed, runner_incidents
@@ -63,7 +63,8 @@ for by, name, heading in (
         )
         charted, limit, shown = most_failed(table), CHARTED_RUNNERS, [by, "runners", *COLUMNS]
     if len(charted):
-        st.plotly_chart(charts.rate_bars(charted, by, "fail_rate", limit), key=f"bars-{by}")
+        bars = figures.drawn(charts.rate_bars, charted, by, "fail_rate", limit)
+        st.plotly_chart(bars, key=f"bars-{by}")
     tables.show(
         table[shown],
         f"runner-rates-{by}",
