@@ -177,3 +177,52 @@ def test_no_chart_revalidates_its_figure_step_by_step(monkeypatch) -> None:
     monkeypatch.setattr(plotly.subplots, "make_subplots", refused)
     monkeypatch.setattr(charts, "make_subplots", refused, raising=False)
     assert [len(build().data) for build in CHARTS.values()] == [11, 9, 4, 0, 1, 3, 2, 2, 1]
+
+
+def test_the_demo_timeline_is_laid_out_as_make_subplots_lays_it_out(demo_db: str) -> None:
+    """On the demo's real tables: every lineage's row has the axes, domain and title
+    make_subplots gives it, its points are the table's, and every event and incident of the
+    range is drawn."""
+    from dataclasses import replace
+
+    from dashboard.filters import Filters
+    from dashboard.loaders import shared
+    from reports import tables
+
+    repo = "verl-project/verl"
+    asked = shared.query(Filters(repo, *shared.day_span(demo_db, repo), (), "default"))
+    engine, project = shared.engine(demo_db), shared.project(repo)
+    table = tables.build(engine, project, "stability", replace(asked, period="W"))
+    bands = tables.build(engine, project, "incident-lineages", asked)
+    events = shared.events(demo_db, repo)
+    built = charts.stability_timeline(table, events, bands)
+    figure = figure_json(built)
+    lineages = sorted(table["lineage"].unique())
+    rows = len(lineages)
+    assert rows > 3 and len(bands) and len(charts.timeline_events(table, events))
+    plot = figure["layout"]["height"] - charts.TIMELINE_MARGIN["t"] - charts.TIMELINE_MARGIN["b"]
+    grid = plotly.subplots.make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=lineages,
+        vertical_spacing=charts.ROW_GAP / plot,
+    ).to_plotly_json()["layout"]
+    for axis, expected in grid.items():
+        if axis.startswith(("xaxis", "yaxis")):
+            assert {k: figure["layout"][axis][k] for k in expected} == expected, axis
+    titles = [a for a in figure["layout"]["annotations"] if a["text"] in lineages]
+    assert [(a["text"], a["y"]) for a in titles] == [
+        (a["text"], a["y"]) for a in grid["annotations"]
+    ]
+    for row, lineage in enumerate(lineages, start=1):
+        line = next(t for t in built.data if t.name == lineage)
+        points = table[(table["lineage"] == lineage) & (table["runs"] > 0)].sort_values("period")
+        assert line.yaxis == ("y" if row == 1 else f"y{row}")
+        assert list(line.y) == pytest.approx(points["success_rate"].tolist())
+        assert list(pd.to_datetime(line.x, utc=True)) == list(points["period"])
+    hit = bands[bands["lineage"].isin(lineages)]
+    markers = [t for t in figure["data"] if t["name"].endswith(" incidents")]
+    assert len(figure["data"]) == 3 * rows + hit["lineage"].nunique() == 3 * rows + len(markers)
+    shapes = figure["layout"]["shapes"]
+    assert len(shapes) == len(charts.timeline_events(table, events)) * rows + len(hit)
