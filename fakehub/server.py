@@ -68,6 +68,10 @@ class _Http11(ServerHandler):
     one the client asked to end closes it."""
 
     http_version = "1.1"
+    # wsgiref starts each request's environ from a copy of the process's environment (CGI's
+    # way): a cost on every request, and a variable such as HTTP_PROXY there would read as a
+    # header the client never sent. The request's own variables are all the app reads.
+    os_environ: dict[str, str] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
