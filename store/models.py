@@ -87,7 +87,8 @@ class Workflow(Base):
 # The columns every scoped read asks of a run (store.runfilter.conditions) and the page
 # statements group or order by (store.job_counts), so they read this index alone: ordered by
 # workflow and time within a branch and repository, as the window statements partition. The
-# branch comes first: a read of a whole repository has the indexes that start with it.
+# branch comes first: a read of a whole repository has the indexes that start with it. Last,
+# the commit: the status tiles read every run of the range with it (migration 0014).
 SCOPE_READS = Index(
     "ix_workflow_runs_scope_reads",
     "head_branch",
@@ -96,6 +97,7 @@ SCOPE_READS = Index(
     "created_at",
     "id",
     "event",
+    "head_sha",
 )
 
 
