@@ -7,13 +7,23 @@ these counts, or passed in as parameters. The same text runs on SQLite and Postg
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, case, func, literal, select
 
 from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
-from store.runfilter import Bind, RunFilter, UTCDay, connected, filtered, raw_frame, selects_run
+from store.runfilter import (
+    Bind,
+    RunFilter,
+    Unindexed,
+    UTCDay,
+    connected,
+    filtered,
+    raw_frame,
+    selects_run,
+)
 from store.vocabulary import RED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -122,7 +132,16 @@ def tile_runs(bind: Bind, where: RunFilter) -> pd.DataFrame:
         run.head_sha,
         LogicalRun.logical_outcome,
     ).join(LogicalRun, LogicalRun.run_id == run.id)
-    return raw_frame(bind, filtered(stmt, where), ("created_at",))
+    if where.branch is None:
+        return raw_frame(bind, filtered(stmt, where), ("created_at",))
+    # A branch's runs come from the scope index alone, which holds every column read here: a
+    # range on the (repo, created_at) one, which SQLite prefers, visited each run's wide row
+    # (0.69 -> 0.35 s CPU at 16x over the whole history).
+    when = Unindexed(run.created_at)
+    dates = [when >= where.since] if where.since is not None else []
+    dates += [when < where.until] if where.until is not None else []
+    stmt = filtered(stmt.where(*dates), replace(where, since=None, until=None))
+    return raw_frame(bind, stmt, ("created_at",))
 
 
 def run_urls(bind: Bind, run_ids: Sequence[int]) -> dict[int, str | None]:

@@ -1,0 +1,64 @@
+"""The Overview's two biggest reads come from indexes alone. The status tiles' read of every
+run of the range (store.overview_counts.tile_runs) reads the runs' scope index, their commit
+included (migration 0014), whatever dates the range has: SQLite otherwise took the
+(repo, created_at) index for the range and visited each run's wide row (plans explained with
+the parameters the statement ran with). The per-day presence of job names reads the names
+from an index on PostgreSQL too (migration 0015; SQLite's ix_jobs_outcome_reads holds them)."""
+
+from __future__ import annotations
+
+from alembic import command
+from sqlalchemy import inspect
+
+from store.engine import make_engine
+from store.migrate import alembic_config, upgrade
+from store.overview_counts import tile_runs
+from tests.support.plans import SCOPE, query_plan, runs_indexes
+
+INDEX = "ix_workflow_runs_scope_reads"
+BEFORE = ["head_branch", "repo", "workflow_path", "created_at", "id", "event"]
+
+
+def test_the_status_tiles_read_a_branch_s_runs_from_the_scope_index_alone(sqlite_engine):
+    plan = query_plan(sqlite_engine, lambda: tile_runs(sqlite_engine, SCOPE))
+    assert f"workflow_runs USING COVERING INDEX {INDEX} (head_branch=? AND repo=?)" in plan
+
+
+def _migrate(db_url: str, down_to: str | None = None) -> None:
+    """Upgrade to the head, or downgrade to ``down_to``."""
+    engine = make_engine(db_url)
+    if down_to is None:
+        upgrade(engine)
+    else:
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(conn), down_to)
+    engine.dispose()
+
+
+def test_migration_0014_puts_the_commit_in_the_scope_index_and_takes_it_back(db_url):
+    _migrate(db_url)
+    assert runs_indexes(db_url)[INDEX] == [*BEFORE, "head_sha"]
+    _migrate(db_url, "0013")
+    assert runs_indexes(db_url)[INDEX] == BEFORE
+    _migrate(db_url)
+    assert runs_indexes(db_url)[INDEX] == [*BEFORE, "head_sha"]
+
+
+def _jobs_indexes(db_url: str) -> dict[str, list[str | None]]:
+    engine = make_engine(db_url)
+    found = {str(ix["name"]): ix["column_names"] for ix in inspect(engine).get_indexes("jobs")}
+    engine.dispose()
+    return found
+
+
+def test_migration_0015_puts_the_name_in_the_postgresql_jobs_index_and_takes_it_back(db_url):
+    names = "ix_jobs_run_id_run_attempt_name"
+    _migrate(db_url)
+    postgresql = db_url.startswith("postgresql")
+    wide = {names: ["run_id", "run_attempt", "name"]} if postgresql else {}
+    assert {k: v for k, v in _jobs_indexes(db_url).items() if k != "ix_jobs_outcome_reads"} == wide
+    _migrate(db_url, "0014")
+    plain = {"ix_jobs_run_id_run_attempt": ["run_id", "run_attempt"]} if postgresql else {}
+    assert {k: v for k, v in _jobs_indexes(db_url).items() if k != "ix_jobs_outcome_reads"} == plain
+    _migrate(db_url)
+    assert {k: v for k, v in _jobs_indexes(db_url).items() if k != "ix_jobs_outcome_reads"} == wide
