@@ -55,24 +55,26 @@ def either_side(window_days: int) -> dict[str, Window]:
 
 def rows_around(
     frame: pd.DataFrame, pairs: pd.DataFrame, windows: Mapping[str, Window]
-) -> pd.DataFrame:
-    """The rows of ``frame`` in each window around each (event, lineage) ``pair`` of their
-    lineage, tagged with ``pair`` and ``side`` (the window's name); created_at must be UTC-aware
-    and never missing, as the store returns it. Found by binary search in
-    each lineage's time-ordered row positions, so the cost is the rows returned, not rows x
-    events, and the frame itself is never sorted."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, pair, side): the positions in ``frame`` of its rows in each window around each
+    (event, lineage) ``pair`` of their lineage, each with its ``pair`` and ``side`` (the
+    window's place in ``windows``); created_at must be UTC-aware and never missing, as the
+    store returns it. Found by binary search in each lineage's time-ordered row positions, so
+    the cost is the rows returned, not rows x events, and the frame itself is never copied."""
     times = _naive(frame["created_at"])
     codes, lineages = pd.factorize(frame["lineage"], sort=True)
     order = np.lexsort((frame["run_id"].to_numpy(), times, codes))
     starts = np.searchsorted(codes[order], np.arange(len(lineages) + 1))
     positions = {name: order[starts[i] : starts[i + 1]] for i, name in enumerate(lineages)}
-    names = list(windows)
     chosen, pair_tags, side_tags = [np.empty(0, dtype=np.int64)], [], []
-    for lineage, events in pairs.groupby("lineage", sort=False):
+    pair_dates, pair_ids = _naive(pairs["event_date"]), pairs["pair"].to_numpy()
+    pair_lineages = pairs["lineage"].to_numpy(dtype=object)
+    for lineage in dict.fromkeys(pair_lineages):  # the pairs' lineages, in their order
         rows = positions.get(lineage)
         if rows is None:
             continue
-        lineage_times, dates = times[rows], _naive(events["event_date"])
+        mine = pair_lineages == lineage
+        lineage_times, dates = times[rows], pair_dates[mine]
         for side, (start, end, limit) in enumerate(windows.values()):
             lows = np.searchsorted(lineage_times, dates + start.to_timedelta64())
             highs = (
@@ -82,15 +84,15 @@ def rows_around(
             )
             if limit is not None:
                 highs = np.minimum(highs, lows + limit)
-            for pair, low, high in zip(events["pair"], lows, highs, strict=True):
+            for pair, low, high in zip(pair_ids[mine], lows, highs, strict=True):
                 chosen.append(rows[low:high])
                 pair_tags.append(np.full(max(high - low, 0), pair, dtype=np.int64))
                 side_tags.append(np.full(max(high - low, 0), side, dtype=np.int64))
-    picked = frame.iloc[np.concatenate(chosen)]
-    side_codes = np.concatenate([np.empty(0, dtype=np.int64), *side_tags])
-    return picked.assign(
-        pair=np.concatenate([np.empty(0, dtype=np.int64), *pair_tags]),
-        side=np.array(names, dtype=object)[side_codes],
+    none = np.empty(0, dtype=np.int64)
+    return (
+        np.concatenate(chosen),
+        np.concatenate([none, *pair_tags]),
+        np.concatenate([none, *side_tags]),
     )
 
 
