@@ -239,7 +239,7 @@ def windows_of(
         )
     ]
     rows = np.concatenate(
-        [np.flatnonzero(~first & (matches > 0)), firsts[_ranks(key[firsts]) < first_runs]]
+        [np.flatnonzero(~first & (matches > 0)), firsts[group_ranks(key[firsts]) < first_runs]]
     )
     each = np.repeat(rows, matches[rows])  # a row per pair of its (event, lineage), as merge
     nth = np.arange(len(each)) - np.repeat(np.cumsum(matches[rows]) - matches[rows], matches[rows])
@@ -248,7 +248,7 @@ def windows_of(
     return pairs.drop(columns="event"), tagged.reset_index(drop=True)
 
 
-def _ranks(groups: np.ndarray) -> np.ndarray:
+def group_ranks(groups: np.ndarray) -> np.ndarray:
     """Each element's place among the equal ``groups`` before it (groupby's cumcount)."""
     order = np.argsort(groups, kind="stable")
     sorted_groups = groups[order]
