@@ -311,24 +311,30 @@ def before_after_of(
 ) -> pd.DataFrame:
     """before_after's table from the window counts of ``windows_of``."""
     window_days, min_runs = analysis.window_days, analysis.min_runs
-    tagged = tagged.reset_index(drop=True)
+    tagged, pairs = tagged.reset_index(drop=True), pairs.reset_index(drop=True)
     incident = tagged[INCIDENT]
-    table = pairs.reset_index(drop=True).assign(scope=scope, window_days=window_days)
+    # every column gathered, then one frame: a column set at a time on the wide table, and a
+    # frame of the sides' columns concatenated to it, cost the page 10 ms
+    table: dict[str, Any] = {
+        **{column: pairs[column] for column in pairs.columns.drop("pair")},
+        "scope": pd.Series(scope, index=pairs.index, dtype="str"),
+        "window_days": np.full(len(pairs), window_days, dtype=np.int64),
+    }
     rates = stability_once(tagged, incident, ["pair", "side"], min_runs, "n")
-    table = pd.concat([table, _by_side(rates, table["pair"], min_runs)], axis=1)
+    table.update(_by_side(rates, pairs["pair"], min_runs))
     table["p_value"] = fisher_p_values(table, "before", "after")
     table["first_p_value"] = fisher_p_values(table, "before", "first")
     table["p_value_once"] = fisher_p_values(table, "before", "after", ONCE)
     largest = largest_incident(tagged, incident, ["pair", "side"], "n")
     for side in ("before", "after"):
         mine = largest[largest["side"] == side].set_index("pair")
-        table[f"{side}_{INCIDENT}"] = table["pair"].map(mine[INCIDENT])
-        table[f"{side}_incident_red"] = table["pair"].map(mine["incident_red"]).fillna(0)
-        table[f"{side}_incident_red"] = table[f"{side}_incident_red"].astype(int)
-    return table.drop(columns="pair")
+        table[f"{side}_{INCIDENT}"] = pairs["pair"].map(mine[INCIDENT])
+        red = pairs["pair"].map(mine["incident_red"]).fillna(0)
+        table[f"{side}_incident_red"] = red.astype(int)
+    return pd.DataFrame(table, index=pairs.index)
 
 
-def _by_side(rates: pd.DataFrame, pairs: pd.Series, min_runs: int) -> pd.DataFrame:
+def _by_side(rates: pd.DataFrame, pairs: pd.Series, min_runs: int) -> dict[str, np.ndarray]:
     """``rates`` (stability_once per pair and side) as the columns ``<side>_<column>`` of
     each pair of ``pairs`` (aligned on it; each pair once): counts 0 and rates NaN where a
     side has no row; picked by position, where a merge per side cost the table 15 ms."""
@@ -345,7 +351,7 @@ def _by_side(rates: pd.DataFrame, pairs: pd.Series, min_runs: int) -> pd.DataFra
     for at, name in enumerate(SIDES):
         columns.update({f"{name}_{column}": values[column][row[at]] for column in names})
         columns[f"{name}_enough_data"] = columns[f"{name}_runs"] >= min_runs
-    return pd.DataFrame(columns, index=pairs.index)
+    return columns
 
 
 def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
@@ -521,13 +527,16 @@ def _p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.2f}" if p >= 0.1 else f"p={p:.2g}"
 
 
-def fisher_p_values(table: pd.DataFrame, left: str, right: str, suffix: str = "") -> np.ndarray:
+def fisher_p_values(
+    table: pd.DataFrame | Mapping[str, Any], left: str, right: str, suffix: str = ""
+) -> np.ndarray:
     """Two-sided Fisher exact p of pass vs (flaky + fail) between two sides, per row, of the
-    counts ending in ``suffix`` (``_once``: counted once); NaN when a side has no runs."""
-    a, c = (table[f"{side}_pass{suffix}"].to_numpy(dtype=np.int64) for side in (left, right))
-    b = table[f"{left}_runs{suffix}"].to_numpy(dtype=np.int64) - a
-    d = table[f"{right}_runs{suffix}"].to_numpy(dtype=np.int64) - c
-    p = np.full(len(table), np.nan)
+    counts ending in ``suffix`` (``_once``: counted once); NaN when a side has no runs.
+    ``table``: a frame, or its columns by name."""
+    a, c = (np.asarray(table[f"{side}_pass{suffix}"], dtype=np.int64) for side in (left, right))
+    b = np.asarray(table[f"{left}_runs{suffix}"], dtype=np.int64) - a
+    d = np.asarray(table[f"{right}_runs{suffix}"], dtype=np.int64) - c
+    p = np.full(len(a), np.nan)
     both = (a + b > 0) & (c + d > 0)
     p[both] = _fisher_many(a[both], b[both], c[both], d[both])
     return p
