@@ -55,24 +55,26 @@ def either_side(window_days: int) -> dict[str, Window]:
 
 def rows_around(
     frame: pd.DataFrame, pairs: pd.DataFrame, windows: Mapping[str, Window]
-) -> pd.DataFrame:
-    """The rows of ``frame`` in each window around each (event, lineage) ``pair`` of their
-    lineage, tagged with ``pair`` and ``side`` (the window's name); created_at must be UTC-aware
-    and never missing, as the store returns it. Found by binary search in
-    each lineage's time-ordered row positions, so the cost is the rows returned, not rows x
-    events, and the frame itself is never sorted."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, pair, side): the positions in ``frame`` of its rows in each window around each
+    (event, lineage) ``pair`` of their lineage, each with its ``pair`` and ``side`` (the
+    window's place in ``windows``); created_at must be UTC-aware and never missing, as the
+    store returns it. Found by binary search in each lineage's time-ordered row positions, so
+    the cost is the rows returned, not rows x events, and the frame itself is never copied."""
     times = _naive(frame["created_at"])
     codes, lineages = pd.factorize(frame["lineage"], sort=True)
     order = np.lexsort((frame["run_id"].to_numpy(), times, codes))
     starts = np.searchsorted(codes[order], np.arange(len(lineages) + 1))
     positions = {name: order[starts[i] : starts[i + 1]] for i, name in enumerate(lineages)}
-    names = list(windows)
     chosen, pair_tags, side_tags = [np.empty(0, dtype=np.int64)], [], []
-    for lineage, events in pairs.groupby("lineage", sort=False):
+    pair_dates, pair_ids = _naive(pairs["event_date"]), pairs["pair"].to_numpy()
+    pair_lineages = pairs["lineage"].to_numpy(dtype=object)
+    for lineage in dict.fromkeys(pair_lineages):  # the pairs' lineages, in their order
         rows = positions.get(lineage)
         if rows is None:
             continue
-        lineage_times, dates = times[rows], _naive(events["event_date"])
+        mine = pair_lineages == lineage
+        lineage_times, dates = times[rows], pair_dates[mine]
         for side, (start, end, limit) in enumerate(windows.values()):
             lows = np.searchsorted(lineage_times, dates + start.to_timedelta64())
             highs = (
@@ -82,15 +84,15 @@ def rows_around(
             )
             if limit is not None:
                 highs = np.minimum(highs, lows + limit)
-            for pair, low, high in zip(events["pair"], lows, highs, strict=True):
+            for pair, low, high in zip(pair_ids[mine], lows, highs, strict=True):
                 chosen.append(rows[low:high])
                 pair_tags.append(np.full(max(high - low, 0), pair, dtype=np.int64))
                 side_tags.append(np.full(max(high - low, 0), side, dtype=np.int64))
-    picked = frame.iloc[np.concatenate(chosen)]
-    side_codes = np.concatenate([np.empty(0, dtype=np.int64), *side_tags])
-    return picked.assign(
-        pair=np.concatenate([np.empty(0, dtype=np.int64), *pair_tags]),
-        side=np.array(names, dtype=object)[side_codes],
+    none = np.empty(0, dtype=np.int64)
+    return (
+        np.concatenate(chosen),
+        np.concatenate([none, *pair_tags]),
+        np.concatenate([none, *side_tags]),
     )
 
 
@@ -237,7 +239,7 @@ def windows_of(
         )
     ]
     rows = np.concatenate(
-        [np.flatnonzero(~first & (matches > 0)), firsts[_ranks(key[firsts]) < first_runs]]
+        [np.flatnonzero(~first & (matches > 0)), firsts[group_ranks(key[firsts]) < first_runs]]
     )
     each = np.repeat(rows, matches[rows])  # a row per pair of its (event, lineage), as merge
     nth = np.arange(len(each)) - np.repeat(np.cumsum(matches[rows]) - matches[rows], matches[rows])
@@ -246,7 +248,7 @@ def windows_of(
     return pairs.drop(columns="event"), tagged.reset_index(drop=True)
 
 
-def _ranks(groups: np.ndarray) -> np.ndarray:
+def group_ranks(groups: np.ndarray) -> np.ndarray:
     """Each element's place among the equal ``groups`` before it (groupby's cumcount)."""
     order = np.argsort(groups, kind="stable")
     sorted_groups = groups[order]
@@ -309,24 +311,30 @@ def before_after_of(
 ) -> pd.DataFrame:
     """before_after's table from the window counts of ``windows_of``."""
     window_days, min_runs = analysis.window_days, analysis.min_runs
-    tagged = tagged.reset_index(drop=True)
+    tagged, pairs = tagged.reset_index(drop=True), pairs.reset_index(drop=True)
     incident = tagged[INCIDENT]
-    table = pairs.reset_index(drop=True).assign(scope=scope, window_days=window_days)
+    # every column gathered, then one frame: a column set at a time on the wide table, and a
+    # frame of the sides' columns concatenated to it, cost the page 10 ms
+    table: dict[str, Any] = {
+        **{column: pairs[column] for column in pairs.columns.drop("pair")},
+        "scope": pd.Series(scope, index=pairs.index, dtype="str"),
+        "window_days": np.full(len(pairs), window_days, dtype=np.int64),
+    }
     rates = stability_once(tagged, incident, ["pair", "side"], min_runs, "n")
-    table = pd.concat([table, _by_side(rates, table["pair"], min_runs)], axis=1)
+    table.update(_by_side(rates, pairs["pair"], min_runs))
     table["p_value"] = fisher_p_values(table, "before", "after")
     table["first_p_value"] = fisher_p_values(table, "before", "first")
     table["p_value_once"] = fisher_p_values(table, "before", "after", ONCE)
     largest = largest_incident(tagged, incident, ["pair", "side"], "n")
     for side in ("before", "after"):
         mine = largest[largest["side"] == side].set_index("pair")
-        table[f"{side}_{INCIDENT}"] = table["pair"].map(mine[INCIDENT])
-        table[f"{side}_incident_red"] = table["pair"].map(mine["incident_red"]).fillna(0)
-        table[f"{side}_incident_red"] = table[f"{side}_incident_red"].astype(int)
-    return table.drop(columns="pair")
+        table[f"{side}_{INCIDENT}"] = pairs["pair"].map(mine[INCIDENT])
+        red = pairs["pair"].map(mine["incident_red"]).fillna(0)
+        table[f"{side}_incident_red"] = red.astype(int)
+    return pd.DataFrame(table, index=pairs.index)
 
 
-def _by_side(rates: pd.DataFrame, pairs: pd.Series, min_runs: int) -> pd.DataFrame:
+def _by_side(rates: pd.DataFrame, pairs: pd.Series, min_runs: int) -> dict[str, np.ndarray]:
     """``rates`` (stability_once per pair and side) as the columns ``<side>_<column>`` of
     each pair of ``pairs`` (aligned on it; each pair once): counts 0 and rates NaN where a
     side has no row; picked by position, where a merge per side cost the table 15 ms."""
@@ -343,7 +351,7 @@ def _by_side(rates: pd.DataFrame, pairs: pd.Series, min_runs: int) -> pd.DataFra
     for at, name in enumerate(SIDES):
         columns.update({f"{name}_{column}": values[column][row[at]] for column in names})
         columns[f"{name}_enough_data"] = columns[f"{name}_runs"] >= min_runs
-    return pd.DataFrame(columns, index=pairs.index)
+    return columns
 
 
 def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
@@ -519,13 +527,16 @@ def _p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.2f}" if p >= 0.1 else f"p={p:.2g}"
 
 
-def fisher_p_values(table: pd.DataFrame, left: str, right: str, suffix: str = "") -> np.ndarray:
+def fisher_p_values(
+    table: pd.DataFrame | Mapping[str, Any], left: str, right: str, suffix: str = ""
+) -> np.ndarray:
     """Two-sided Fisher exact p of pass vs (flaky + fail) between two sides, per row, of the
-    counts ending in ``suffix`` (``_once``: counted once); NaN when a side has no runs."""
-    a, c = (table[f"{side}_pass{suffix}"].to_numpy(dtype=np.int64) for side in (left, right))
-    b = table[f"{left}_runs{suffix}"].to_numpy(dtype=np.int64) - a
-    d = table[f"{right}_runs{suffix}"].to_numpy(dtype=np.int64) - c
-    p = np.full(len(table), np.nan)
+    counts ending in ``suffix`` (``_once``: counted once); NaN when a side has no runs.
+    ``table``: a frame, or its columns by name."""
+    a, c = (np.asarray(table[f"{side}_pass{suffix}"], dtype=np.int64) for side in (left, right))
+    b = np.asarray(table[f"{left}_runs{suffix}"], dtype=np.int64) - a
+    d = np.asarray(table[f"{right}_runs{suffix}"], dtype=np.int64) - c
+    p = np.full(len(a), np.nan)
     both = (a + b > 0) & (c + d > 0)
     p[both] = _fisher_many(a[both], b[both], c[both], d[both])
     return p

@@ -205,9 +205,15 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
     incidents = load_incidents(engine, project.repo)
     events = _dated(every, query)
     titles = counted["event_title"].to_numpy(dtype=object)
+    # compared in numpy (UTC, naive): a pandas comparison per event cost the table 2 ms
+    dates = counted["event_date"].to_numpy(dtype="datetime64[ns]")
     found = [
-        np.flatnonzero((counted["event_date"] == date).to_numpy() & (titles == title))
-        for date, title in zip(events["event_date"], events["event_title"], strict=True)
+        np.flatnonzero((dates == date) & (titles == title))
+        for date, title in zip(
+            events["event_date"].to_numpy(dtype="datetime64[ns]"),
+            events["event_title"],
+            strict=True,
+        )
     ]
     before, after = (counted[f"{side}_runs"].to_numpy() for side in ("before", "after"))
     return events.assign(

@@ -22,6 +22,7 @@ from analytics.health import (
     retry_tax,
     timing,
 )
+from analytics.successors import successor_first_runs
 from tests.support.analytics_frames import day, jobs_frame, runs_frame
 
 
@@ -401,3 +402,56 @@ def test_coverage_diff_of_counted_jobs_is_that_of_the_jobs():
     columns = ["logical_job", "status", "before_runs", "last_workflow_path", "last_run_at"]
     assert by_counts[columns].values.tolist() == by_rows[columns].values.tolist()
     assert set(by_counts["status"]) == {"kept", "lost", "added"}
+
+
+@pytest.fixture
+def no_pandas_grouping(monkeypatch: pytest.MonkeyPatch):
+    """Refuses, once called, pandas' groupby, merge and sort_values: what cost the Migrations
+    page's coverage and first runs 40 ms for a few hundred rows (#49)."""
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a pandas groupby, merge or sort on the Migrations page's path")
+
+    def refuse() -> None:
+        for owner in (pd.DataFrame, pd.Series):
+            for method in ("groupby", "merge", "sort_values"):
+                if hasattr(owner, method):
+                    monkeypatch.setattr(owner, method, refused)
+
+    return refuse
+
+
+def test_coverage_diff_groups_in_numpy_with_the_last_known_address(no_pandas_grouping):
+    """The last run before is by time then run id; its address the last one known (the very
+    last run has none); two events on one day alternate, in their order, job by job."""
+    jobs = _coverage_jobs()
+    late = jobs.iloc[[2]].assign(run_id=9, html_url=None)  # trt's job again, later, no address
+    jobs = pd.concat([jobs.assign(html_url="u" + jobs["run_id"].astype(str)), late])
+    jobs = jobs.assign(created_at=jobs["created_at"].where(jobs["run_id"] != 9, day(7)))
+    events = event_table([_Event(day(10)), _Event(day(10), pr=8)])
+    no_pandas_grouping()
+    lost = lost_jobs(coverage_diff(jobs, events, RENAMES, window_days=14)).set_index(
+        ["event_pr", "logical_job"]
+    )
+    row = lost.loc[(7357, "trtllm_async_unit_tests")]
+    assert (row["before_runs"], row["last_run_at"], row["last_run_url"]) == (2, day(7), "u2")
+    assert lost.index.get_level_values("event_pr").tolist() == [7357, 8] * 3
+
+
+def test_successor_first_runs_pick_by_position(no_pandas_grouping):
+    runs = runs_frame(
+        [
+            {"run_id": 4, "created_at": day(11), "workflow_path": "new.yml"},
+            {"run_id": 3, "created_at": day(11), "workflow_path": "new.yml"},  # same time: id
+            {"run_id": 5, "created_at": day(12), "workflow_path": "new.yml"},
+            {"run_id": 1, "created_at": day(0), "workflow_path": "old.yml"},
+        ]
+    ).assign(logical_outcome=["pass", "fail", "pass", "pass"], failure_category=None)
+    born = pd.Series({"new.yml": day(11), "old.yml": day(0)})
+    events = event_table([_Event(day(10)), _Event(day(11), pr=None)])
+    no_pandas_grouping()
+    strips = successor_first_runs(runs, events, first_runs=2, window_days=14, born=born)
+    assert strips["logical_outcome"].tolist() == ["fail", "pass"] * 2  # run 3, then 4
+    assert strips["order"].tolist() == [1, 2, 1, 2]
+    # an event without a pull request: the column holds objects, as one frame per event made
+    assert strips["event_pr"].tolist()[:2] == [7357, 7357] and strips["event_pr"].dtype == object
