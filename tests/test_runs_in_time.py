@@ -10,7 +10,13 @@ from __future__ import annotations
 from store.failure_counts import failure_counts
 from store.overview_counts import incident_workflows
 from store.page_queries import latest_run_url, run_span
-from tests.support.plans import SCOPE, assert_starts_from, index_round_trip, query_plan
+from tests.support.plans import (
+    SCOPE,
+    assert_starts_from,
+    index_round_trip,
+    query_plan,
+    reads,
+)
 
 INDEX = "ix_workflow_runs_repo_created_at"
 
@@ -26,7 +32,7 @@ def test_the_history_s_ends_are_read_from_the_index(sqlite_engine):
 def test_the_failure_counts_start_from_the_failures(sqlite_engine):
     plan = query_plan(sqlite_engine, lambda: failure_counts(sqlite_engine, SCOPE))
     assert_starts_from(plan, "failures")
-    assert plan.splitlines()[0] == "SCAN failures"
+    assert reads(plan)[0] == "SCAN failures"
 
 
 def test_the_incidents_lineages_start_from_the_incident_members(sqlite_engine):
