@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import and_, case, func, select, true
+from sqlalchemy import and_, case, func, literal_column, select, true
 
 from store.models import Failure, Job, JobLog, WorkflowRun
 from store.runfilter import (
@@ -41,35 +41,41 @@ def failure_counts(bind: Bind, where: RunFilter) -> pd.DataFrame:
     chosen = and_(true(), *conditions(replace(where, repo=None)))
     # From the failures (fewer than the runs) out to each one's run and log by its key.
     mine = [Unindexed(run.repo) == where.repo] if where.repo is not None else []
-    rows = (
+    # Grouped first by the keys as stored, the range tested once per failure; the keys outside
+    # the chosen runs are then blanked on the few groups (2.9k on the 16x benchmark). Blanked
+    # per failure, the range was tested six times a failure: 0.5 s of CPU there, now 0.4.
+    stored = [
+        case((chosen, 1), else_=0).label("chosen"),
+        Failure.signature,
+        UTCDay(run.created_at).label("day"),
+        Failure.category,
+        Failure.evidence,
+        Failure.stage,
+        JobLog.status.label("log_status"),
+    ]
+    grouped = (
         select(
-            case((chosen, 1), else_=0).label("chosen"),
-            Failure.signature,
-            Failure.category,
-            Failure.evidence,
-            Failure.stage,
-            JobLog.status.label("log_status"),
-            Failure.job_id,
-            run.created_at,
+            *stored,
+            func.count().label("failures"),
+            func.sum(case((Failure.job_id == 0, 1), else_=0)).label("run_failures"),
+            func.min(run.created_at).label("first_at"),
+            func.max(run.created_at).label("last_at"),
         )
         .join(run, run.id == Failure.run_id)
         .outerjoin(JobLog, JobLog.job_id == Failure.job_id)
         .where(*mine)
-        .subquery()
+        .group_by(*(literal_column(str(i)) for i in range(1, len(stored) + 1)))
+        .subquery("stored")
     )
-    picked = rows.c.chosen == 1
-    keys = [
-        rows.c.chosen,
-        rows.c.signature,
-        case((picked, UTCDay(rows.c.created_at))).label("day"),
-        *(case((picked, rows.c[c])).label(c) for c in COUNT_KEYS[3:]),
-    ]
+    g = grouped.c
+    picked = g.chosen == 1
+    keys = [g.chosen, g.signature, *(case((picked, g[c])).label(c) for c in COUNT_KEYS[2:])]
     stmt = select(
         *keys,
-        func.count().label("failures"),
-        func.sum(case((rows.c.job_id == 0, 1), else_=0)).label("run_failures"),
-        func.min(rows.c.created_at).label("first_at"),
-        func.max(rows.c.created_at).label("last_at"),
+        func.sum(g.failures).label("failures"),
+        func.sum(g.run_failures).label("run_failures"),
+        func.min(g.first_at).label("first_at"),
+        func.max(g.last_at).label("last_at"),
     ).group_by(*keys)
     counts = raw_frame(bind, stmt, ("day", "first_at", "last_at"))
     return counts.astype({"chosen": bool, "failures": int, "run_failures": int})

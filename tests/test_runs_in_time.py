@@ -10,7 +10,13 @@ from __future__ import annotations
 from store.failure_counts import failure_counts
 from store.overview_counts import incident_workflows
 from store.page_queries import latest_run_url, run_span
-from tests.support.plans import SCOPE, assert_starts_from, index_round_trip, query_plan
+from tests.support.plans import (
+    SCOPE,
+    assert_starts_from,
+    index_round_trip,
+    query_plan,
+    reads,
+)
 
 INDEX = "ix_workflow_runs_repo_created_at"
 
@@ -26,7 +32,16 @@ def test_the_history_s_ends_are_read_from_the_index(sqlite_engine):
 def test_the_failure_counts_start_from_the_failures(sqlite_engine):
     plan = query_plan(sqlite_engine, lambda: failure_counts(sqlite_engine, SCOPE))
     assert_starts_from(plan, "failures")
-    assert plan.splitlines()[0] == "SCAN failures"
+    assert reads(plan)[0] == "SCAN failures"
+
+
+def test_the_failure_counts_group_the_stored_keys_first(sqlite_engine):
+    """The failures are grouped by their keys as stored (the range tested once per failure),
+    and the keys outside the range blanked on those groups only: blanked per failure, the
+    range was tested six times a failure (0.5 s of CPU on the 16x benchmark, 0.4 grouped)."""
+    plan = query_plan(sqlite_engine, lambda: failure_counts(sqlite_engine, SCOPE)).splitlines()
+    assert plan[0] == "CO-ROUTINE stored", plan
+    assert plan[-2:] == ["SCAN stored", "USE TEMP B-TREE FOR GROUP BY"], plan
 
 
 def test_the_incidents_lineages_start_from_the_incident_members(sqlite_engine):
