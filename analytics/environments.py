@@ -5,6 +5,8 @@ from failed jobs' logs only, so these are failure counts, never rates."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 
 COLUMNS = [
@@ -57,18 +59,25 @@ def environment_failures(failures: pd.DataFrame, flagged: pd.DataFrame) -> pd.Da
     if merged.empty:
         return pd.DataFrame(columns=COLUMNS)
     grouped = merged.groupby(["fact", "version"])
-    table = grouped.agg(
-        failures=("job_id", "size"),
-        logical_jobs=("logical_job", "nunique"),
-        runners=("runner_name", "nunique"),
-        first_seen=("created_at", "min"),
-        last_seen=("created_at", "max"),
-        works_elsewhere_share=("works_elsewhere", "mean"),
-    )
-    table["categories"] = grouped["category"].agg(
-        lambda c: ", ".join(f"{k} {v}" for k, v in c.value_counts().items())
+    # one groupby call per column: a named aggregation costs several times more on a few rows
+    table = pd.DataFrame(
+        {
+            "failures": grouped.size(),
+            "logical_jobs": grouped["logical_job"].nunique(),
+            "runners": grouped["runner_name"].nunique(),
+            "first_seen": grouped["created_at"].min(),
+            "last_seen": grouped["created_at"].max(),
+            "works_elsewhere_share": grouped["works_elsewhere"].mean(),
+            "categories": grouped["category"].agg(_category_counts),
+        }
     )
     table = table.reset_index().sort_values(
         ["fact", "failures", "version"], ascending=[True, False, True]
     )
     return table[COLUMNS].reset_index(drop=True)
+
+
+def _category_counts(categories: pd.Series) -> str:
+    """ "<category> <failures>, ..." most failures first, ties in order of appearance, none
+    for a missing one (as Series.value_counts gives them, without a Series per group)."""
+    return ", ".join(f"{k} {v}" for k, v in Counter(categories.dropna()).most_common())

@@ -98,19 +98,22 @@ def rated_runners(parts: pd.DataFrame, by: str, min_runs: int) -> pd.DataFrame:
     frame = frame.assign(**{by: _row_names(frame, by)})
     table = stability_once(frame, frame[INCIDENT], [by], min_runs, weight="n")
     failed = frame[frame["logical_outcome"] == "fail"]
-    failed_jobs = failed.groupby(by).agg(failed_jobs=("n", "sum"), works=("works", "sum"))
-    failed_jobs["works_elsewhere"] = failed_jobs.pop("works") / failed_jobs["failed_jobs"]
-    table = table.merge(failed_jobs.reset_index(), on=by, how="left")
-    table["failed_jobs"] = table["failed_jobs"].fillna(0).astype(int)
+    # sums mapped onto the rows: a named aggregation and a merge cost 20 ms whatever the size
+    sums = failed.groupby(by, sort=False)[["n", "works"]].sum()
+    rows = table[by]
+    columns = {
+        "failed_jobs": rows.map(sums["n"]).fillna(0).astype(int),
+        "works_elsewhere": rows.map(sums["works"] / sums["n"]),
+    }
     if by == "runner_name":
         hosts_of = parts[parts["part"] == "runners"]
         behind = hosts_of["n"].groupby(_row_names(hosts_of, by).to_numpy(), sort=False).sum()
-        table["runners"] = table[by].map(behind).fillna(0).astype(int)
+        columns["runners"] = rows.map(behind).fillna(0).astype(int)
     for end in ("", ONCE):
-        table[f"fail_rate{end}"] = 1 - table[f"success_rate{end}"]
-        table[f"fail_rate_low{end}"] = 1 - table[f"success_rate_high{end}"]
-        table[f"fail_rate_high{end}"] = 1 - table[f"success_rate_low{end}"]
-    return rank_by_lower_bound(table, "fail_rate")
+        columns[f"fail_rate{end}"] = 1 - table[f"success_rate{end}"]
+        columns[f"fail_rate_low{end}"] = 1 - table[f"success_rate_high{end}"]
+        columns[f"fail_rate_high{end}"] = 1 - table[f"success_rate_low{end}"]
+    return rank_by_lower_bound(table.assign(**columns), "fail_rate")
 
 
 def _row_names(part: pd.DataFrame, by: str) -> pd.Series:
@@ -120,7 +123,8 @@ def _row_names(part: pd.DataFrame, by: str) -> pd.Series:
     pools = pool_names(part["labels"])
     if by == "runner_pool":
         return pools
-    pooled = np.array([short_lived_runners(pool) for pool in pools], dtype=object)
+    codes, distinct = pd.factorize(pools)  # a name per pool, not per row (27k rows at 16x)
+    pooled = np.array([short_lived_runners(pool) for pool in distinct], dtype=object)[codes]
     return part["runner_name"].astype(object).where(part["runner_name"].notna(), pooled)
 
 
@@ -190,7 +194,7 @@ def works_elsewhere_of(
     keyed = jobs[PLACE_KEYS].assign(runner_name=filled(jobs["runner_name"], NO_RUNNER_NAME))
     flags = places[[*PLACE_KEYS, "runner_name", "works"]]
     now = keyed.merge(flags, on=[*PLACE_KEYS, "runner_name"], how="left")["works"] > 0
-    if before is None:
+    if before is None or before.empty:  # the range starts its week, or nothing ran before
         return pd.Series(now.to_numpy(dtype=bool), jobs.index)
     earlier = _placed(before)
     earlier = earlier[earlier["logical_outcome"].isin(GREEN_OUTCOMES)]

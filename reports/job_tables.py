@@ -139,17 +139,21 @@ def _job_counts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
     return shared_counts("jobs", engine, project, where, compute)
 
 
-def _runner_parts(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
+def _runner_parts(
+    engine: Engine, project: Project, query: Query
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the Runners page's tables count (store.job_counts.runner_counts): from the derived
     tables in one statement, else from the raw rows' counts (analytics.job_counts
-    .runner_parts); shared by the page's tables: do not modify it."""
+    .runner_parts); with the incidents of the range (store.incidents.incidents_hitting), read
+    once for the counts and the runner tables; shared by the page's tables: do not modify them."""
     where, min_runs = query.where(project), project.analysis.min_runs
 
-    def compute(current: bool) -> pd.DataFrame:
-        named = host_incidents(incidents_hitting(engine, where))
+    def compute(current: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+        hit = incidents_hitting(engine, where)
+        named = host_incidents(hit)
         if current:
-            return runner_counts(engine, where, min_runs, named.unique().tolist())
-        return runner_parts(_job_counts(engine, project, query), min_runs, named)
+            return runner_counts(engine, where, min_runs, named.unique().tolist()), hit
+        return runner_parts(_job_counts(engine, project, query), min_runs, named), hit
 
     return shared_counts(f"runners {min_runs}", engine, project, where, compute)
 
@@ -220,8 +224,7 @@ def _runner_table(by: str, columns: list[str]) -> Any:
     incidents of the range on each (analytics.job_counts.incidents_per_place)."""
 
     def build(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
-        parts = _runner_parts(engine, project, query)
-        hit = incidents_hitting(engine, query.where(project))
+        parts, hit = _runner_parts(engine, project, query)
         table = rated_runners(parts, by, project.analysis.min_runs)
         return table.assign(incidents=incidents_per_place(table[by], hit))[columns]
 
@@ -236,7 +239,7 @@ def environments_table(engine: Engine, project: Project, query: Query) -> pd.Dat
     if derived_current(engine, project):
         rows = failed_job_environments(engine, where)
         rows = rows.assign(env=json_dicts(rows["env"]), red_job_id=rows["job_id"])
-        parts = _runner_parts(engine, project, query)
+        parts, _ = _runner_parts(engine, project, query)
         before = None
         if week.since != query.since:  # the week's days before the range: a few more counts
             before = job_counts(engine, replace(where, since=week.since, until=query.since))

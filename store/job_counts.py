@@ -128,11 +128,13 @@ def runner_counts(
     HOSTED_RUNNERS or NO_RUNNER_NAME (analytics.job_counts.runner_rows). A job went green on
     another runner when the first or the last runner (in text order) of its week's green jobs
     is not its own: no window, no distinct count, a few GROUP BYs of narrow rows."""
-    counts = _counted(where, COUNT_KEYS).subquery("counts")
-    place = func.coalesce(counts.c.runner_name, NO_RUNNER_NAME)
-    hosted = func.substr(counts.c.runner_name, 1, len(HOSTED_RUNNER_PREFIX))
+    runner = LogicalJob.runner_name
+    place = func.coalesce(runner, NO_RUNNER_NAME)
+    hosted = func.substr(runner, 1, len(HOSTED_RUNNER_PREFIX))
     host = case((hosted == HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS), else_=place)
-    c = select(*counts.c, place.label("place"), host.label("host")).cte("placed")
+    # place and host follow from runner_name: computed by the GROUP BY, not by a pass over it
+    counts = _counted(where, COUNT_KEYS).add_columns(place.label("place"), host.label("host"))
+    c = counts.cte("placed")
     week = [c.c.workflow_path, c.c.logical_job, c.c.week]
     greens = (
         select(
@@ -148,8 +150,9 @@ def runner_counts(
     )
     g = greens.c
     counted = case((c.c.logical_outcome.in_(COUNTED_OUTCOMES), c.c.n), else_=0)
-    runs = select(c.c.host, func.sum(counted).label("runs")).group_by(c.c.host).cte("runs")
-    kept = or_(runs.c.runs >= min_runs, c.c.host.in_([*named, HOSTED_RUNNERS, NO_RUNNER_NAME]))
+    always = c.c.host.in_([*named, HOSTED_RUNNERS, NO_RUNNER_NAME])
+    hosts = select(c.c.host).group_by(c.c.host).having(or_(func.sum(counted) >= min_runs, always))
+    kept = c.c.host.in_(select(hosts.cte("kept")))
     failed = c.c.logical_outcome == "fail"
 
     def elsewhere(low: Any, high: Any, own: Any) -> Any:
@@ -163,21 +166,23 @@ def runner_counts(
             elsewhere(g.place_low, g.place_high, c.c.place).label("works"),
             elsewhere(g.labels_low, g.labels_high, c.c.labels).label("pool_works"),
         )
-        .join(runs, runs.c.host == c.c.host)
         .outerjoin(greens, and_(*(g[k.name] == k for k in week)))
         .cte("rowed")
     )
     r = rowed.c
+    # the runner and pool parts sum one GROUP BY of the rows: a few rows per table row
     outcome = [r.logical_outcome, r.incident_id]
-    row, at_place = [r.row_host, r.row_labels], [r.workflow_path, r.logical_job, r.week, r.place]
+    row = [r.row_host, r.row_labels]
+    sums = [func.sum(r[name]).label(name) for name in ("n", "works", "pool_works")]
+    tally = select(*row, r.labels, *outcome, *sums).group_by(*row, r.labels, *outcome)
+    t = tally.cte("tally").c
+    by_row = [t.row_host, t.row_labels, t.logical_outcome, t.incident_id]
+    by_labels = [t.labels, t.logical_outcome, t.incident_id]
+    at_place = [r.workflow_path, r.logical_job, r.week, r.place]
     parts = [
-        _part("runner", [*row, *outcome], func.sum(r.n), func.sum(r.works)).group_by(
-            *row, *outcome
-        ),
+        _part("runner", by_row, func.sum(t.n), func.sum(t.works)).group_by(*by_row),
         _part("runners", row, func.count(distinct(r.runner_name))).group_by(*row),
-        _part("pool", [r.labels, *outcome], func.sum(r.n), func.sum(r.pool_works)).group_by(
-            r.labels, *outcome
-        ),
+        _part("pool", by_labels, func.sum(t.n), func.sum(t.pool_works)).group_by(*by_labels),
         _part("place", at_place, func.sum(r.n), func.max(case((r.works > 0, 1), else_=0)))
         .where(r.logical_outcome == "fail")
         .group_by(*at_place),
