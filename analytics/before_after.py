@@ -650,6 +650,14 @@ def basis_mix_of(pairs: pd.DataFrame, tagged: pd.DataFrame, per_lineage: bool) -
         red_of = summed.setdefault((at, group_of[pair]), {})
         red_of[base] = red_of.get(base, 0) + n
     mixes = {key: {base: found[base] for base in sorted(found)} for key, found in summed.items()}
+    return basis_columns(pairs, mixes, per_lineage)
+
+
+def basis_columns(
+    pairs: pd.DataFrame, mixes: dict[tuple[str, int], dict[str, int]], per_lineage: bool
+) -> pd.DataFrame:
+    """basis_mix's rows, one per ``group`` of ``pairs``, from ``mixes``: (side, group) -> red
+    runs per failure basis."""
     out = pairs.drop_duplicates("group").drop(columns=["pair", "event_lineages"], errors="ignore")
     if not per_lineage:
         out = out.drop(columns="lineage")

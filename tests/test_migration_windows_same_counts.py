@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 from analytics.before_after import (
     TALLY_COLUMNS,
     as_tally,
+    basis_columns,
     basis_mix_of,
     category_shift_of,
     from_segments,
     windows_of,
 )
 from analytics.config_tables import event_table
-from analytics.evidence import KNOWN, NO_LOG, described_counts
+from analytics.evidence import NO_LOG
 from store.migration_counts import SEGMENT_COLUMNS
 from store.vocabulary import RED_OUTCOMES
 
@@ -127,21 +128,11 @@ def reference_basis_mix_of(
         }
     )
     counts = red.groupby(["side", "group", "basis"])["n"].sum()
-    out = pairs.drop_duplicates("group").drop(columns=["pair", "event_lineages"], errors="ignore")
-    if not per_lineage:
-        out = out.drop(columns="lineage")
     mixes: dict[tuple[str, int], dict[str, int]] = {}
     levels = (counts.index.get_level_values(level) for level in range(3))
     for side, group, basis, n in zip(*levels, counts.to_numpy(), strict=True):
         mixes.setdefault((side, group), {})[basis] = int(n)
-    for side in ("before", "after"):
-        mix = [mixes.get((side, group), {}) for group in out["group"]]
-        red_n = [sum(bases.values()) for bases in mix]
-        known = [sum(n for basis, n in bases.items() if basis in KNOWN) for bases in mix]
-        out[f"{side}_red"] = red_n
-        out[f"{side}_known"] = [k / n if n else np.nan for k, n in zip(known, red_n, strict=True)]
-        out[f"{side}_basis"] = [described_counts(bases) for bases in mix]
-    return out.drop(columns="group").reset_index(drop=True)
+    return basis_columns(pairs, mixes, per_lineage)
 
 
 class _Event:
