@@ -124,6 +124,21 @@ def test_overview_grid_is_the_job_days_table(app: AppTest, history_db: str) -> N
     assert len(grid["x"]) == (cells["day"].max() - cells["day"].min()).days + 1
 
 
+def test_each_overview_tile_is_one_element(app: AppTest) -> None:
+    """A tile's status, window, sparkline and last run are one Markdown element, with its
+    tooltip: five elements a tile made the tiles most of the Overview's drawing in a browser."""
+    tiles = [m for m in app.markdown if "-badge[" in m.value]
+    assert len(tiles) >= 10
+    window = re.compile(r":gray\[:small\[last \d+ days: .+; counted once: .+\]\]")
+    for tile in tiles:
+        lines = tile.value.split("  \n")
+        assert any(window.fullmatch(line) for line in lines), tile.value
+        assert any(re.fullmatch(r"`[^`]+`", line) for line in lines), tile.value
+        assert "Fisher exact" in tile.help
+    assert sum("last run [" in tile.value for tile in tiles) >= len(tiles) - 2
+    assert not [t for t in app.text if t.value and set(t.value) <= set(" ▁▂▃▄▅▆▇█")]
+
+
 def _tiles(app: AppTest) -> set[str]:
     return {m.value for m in app.markdown if "-badge[" in m.value}
 

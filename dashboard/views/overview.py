@@ -23,18 +23,24 @@ STATUS_COLOURS = {
 }
 
 
+def _small(text: str) -> str:
+    return f":gray[:small[{text}]]"
+
+
 def _tile(tile: pd.Series) -> None:
-    """One tile: status, name and trend; the window's rate; the sparkline; the last run."""
+    """One tile: status, name and trend; the window's rate; the sparkline; the last run. One
+    Markdown element: the browser lays out each element with its own React tree and styles, and
+    five per tile made the tiles most of the Overview's drawing."""
     name = str(tile["name"]).rsplit("/", 1)[-1]
     trend = f" {tile['trend']}" if tile["trend"] else ""
-    st.markdown(f"**:{STATUS_COLOURS[tile['status']]}-badge[{tile['status']}]** {name}{trend}")
+    lines = [f"**:{STATUS_COLOURS[tile['status']]}-badge[{tile['status']}]** {name}{trend}"]
     if tile["status"] == "RETIRED":
         pr = f"#{tile['retired_by']:.0f} " if pd.notna(tile["retired_by"]) else ""
         successors = tile["successors"] or "no successor: its coverage is lost"
         successors = ", ".join(s.rsplit("/", 1)[-1] for s in successors.split(";"))
-        st.caption(f"removed by {pr}on {tile['retired_at']:%Y-%m-%d} → {successors}")
+        lines.append(_small(f"removed by {pr}on {tile['retired_at']:%Y-%m-%d} → {successors}"))
     if tile["status"] == "SILENT":
-        st.caption(describe_silence(tile["silent_detail"], tile["silent_since"]))
+        lines.append(_small(describe_silence(tile["silent_detail"], tile["silent_since"])))
     previous = (
         f"{tile['previous_rate']:.2f} [{tile['previous_rate_low']:.2f}, "
         f"{tile['previous_rate_high']:.2f}] n={tile['previous_runs']}"
@@ -42,15 +48,17 @@ def _tile(tile: pd.Series) -> None:
         else "no runs"
     )
     once = "the same" if tile["label_once"] == tile["label"] else tile["label_once"]
-    st.caption(
-        f"last {tile['recent_days']} days: {tile['label']}; counted once: {once}",
+    lines.append(_small(f"last {tile['recent_days']} days: {tile['label']}; counted once: {once}"))
+    lines.append(f"`{tile['sparkline']}`")
+    if pd.notna(tile["last_run"]):
+        lines.append(f"last run [{tile['last_run']:%Y-%m-%d %H:%M}]({tile['last_run_url']})")
+    st.markdown(
+        "  \n".join(lines),
         help=f"The {tile['recent_days']} days before: {previous}. An arrow is drawn only when "
         f"the change is significant (Fisher exact, p < {TREND_P}); p = {tile['trend_p']:.2g}. "
-        "Counted once: each incident's red runs in the window are one red run.",
+        "Counted once: each incident's red runs in the window are one red run. "
+        "The bars: the red share (flaky or fail) over the range, oldest first.",
     )
-    st.text(tile["sparkline"], help="Red share (flaky or fail) over the range, oldest first.")
-    if pd.notna(tile["last_run"]):
-        st.markdown(f"last run [{tile['last_run']:%Y-%m-%d %H:%M}]({tile['last_run_url']})")
 
 
 st.title("Overview")
