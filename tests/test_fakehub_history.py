@@ -7,10 +7,15 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from fakehub import logs
+from fakehub.annotations import job_notes
 from fakehub.catalog import load, parse_time
 from fakehub.history import DEFAULT_END, History
 from fakehub.logs import render
+from fakehub.payloads import iso
 from store.vocabulary import CATEGORIES
 
 FIX = parse_time("2026-06-08T03:17:49Z")
@@ -168,3 +173,32 @@ def test_every_category_and_truth_line(history: History) -> None:
         assert rendered.line_number is not None
         assert lines[rendered.line_number - 1] == rendered.line
         assert "Process completed with exit code" not in (rendered.line or "")
+
+
+def test_annotations_are_the_logs_notes_without_writing_the_log(history: History, monkeypatch):
+    """The annotations route makes a job's notes without stamping and joining its log's lines
+    (most of the route's cost): the same notes as its rendered log's, drawn alike."""
+    repo = "verl-project/verl"
+    jobs = [j for j in history.job_by_id.values() if j.ran][::7]
+    expected = [
+        job_notes(
+            job,
+            history.run_by_id[job.run_id],
+            repo,
+            render(job, history.run_by_id[job.run_id], repo),
+        )
+        for job in jobs
+    ]
+
+    def no_stamp(*args: object) -> str:
+        raise AssertionError("a log line was stamped")
+
+    monkeypatch.setattr(logs, "stamp", no_stamp)
+    assert [job_notes(job, history.run_by_id[job.run_id], repo) for job in jobs] == expected
+    assert sum(map(len, expected)) > 100
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_iso_is_githubs_format(at: datetime) -> None:
+    assert iso(at) == at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert iso(None) is None
