@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakehub import logs
+from fakehub import failures, logs
 from fakehub.annotations import job_notes
 from fakehub.catalog import load, parse_time
+from fakehub.failures import failure_cause
 from fakehub.history import DEFAULT_END, History
 from fakehub.logs import render
 from fakehub.payloads import iso
@@ -202,3 +203,17 @@ def test_annotations_are_the_logs_notes_without_writing_the_log(history: History
 def test_iso_is_githubs_format(at: datetime) -> None:
     assert iso(at) == at.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert iso(None) is None
+
+
+def test_a_failure_without_a_cause_beyond_its_log_draws_nothing(monkeypatch) -> None:
+    """Every jobs payload asks each job's cause: only a timeout or an infra failure has one to
+    draw, and seeding a generator for the others cost more than the rest of their steps."""
+    drawn = [failure_cause(seed, "gpu_test", "timeout") for seed in range(200)]
+    assert {"job_time_limit", "step_time_limit", "inner_timeout"} == set(drawn)
+
+    def no_draw(seed: int) -> None:
+        raise AssertionError("a generator was seeded")
+
+    monkeypatch.setattr(failures, "Random", no_draw)
+    for category in (None, *(c for c in CATEGORIES if c not in ("timeout", "infra"))):
+        assert failure_cause(7, "gpu_test", category) is None
