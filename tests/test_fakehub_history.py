@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakehub import failures, logs
+from fakehub import catalog, failures, logs
 from fakehub.annotations import job_notes
 from fakehub.catalog import load, parse_time
 from fakehub.failures import failure_cause
@@ -217,3 +217,21 @@ def test_a_failure_without_a_cause_beyond_its_log_draws_nothing(monkeypatch) -> 
     monkeypatch.setattr(failures, "Random", no_draw)
     for category in (None, *(c for c in CATEGORIES if c not in ("timeout", "infra"))):
         assert failure_cause(7, "gpu_test", category) is None
+
+
+def test_a_timelines_dates_are_parsed_once(monkeypatch) -> None:
+    """Every job looks its limit and runner label up in a timeline of its data file: each date
+    is parsed once, not at every look-up."""
+    parsed: list[str | None] = []
+    parse = catalog.parse_time
+
+    def counted(text: str | None, default: datetime = catalog.FAR_PAST) -> datetime:
+        parsed.append(text)
+        return parse(text, default)
+
+    monkeypatch.setattr(catalog, "parse_time", counted)
+    catalog._since.cache_clear()
+    pairs = [["2025-01-01", 20], ["2026-08-17T06:10:00Z", 60]]
+    at = parse_time("2026-09-01T00:00:00Z")
+    assert [catalog.dated(pairs, at) for _ in range(5)] == [60] * 5
+    assert parsed == ["2025-01-01", "2026-08-17T06:10:00Z"]
