@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fakehub.logs import Rendered, render
+from fakehub.logs import Rendered, log_notes
 from fakehub.records import Job, Run
 
 
@@ -45,7 +45,8 @@ def concurrency_group(run: Run) -> str:
 
 def job_notes(job: Job, run: Run, repo: str, rendered: Rendered | None = None) -> list[Note]:
     """Every annotation of one job's check run, oldest first; ``rendered``: the job's log
-    when the caller has it already (``render(job, run, repo)``), so it is not made twice."""
+    when the caller has it already (``render(job, run, repo)``), else only its notes are
+    made (``log_notes``)."""
     if job.cause == "no_runner" and job.status == "completed":
         return [Note("failure", NO_RUNNER)]
     if job.conclusion == "cancelled" and job.category is None:
@@ -53,5 +54,5 @@ def job_notes(job: Job, run: Run, repo: str, rendered: Rendered | None = None) -
         return [cancel, Note("failure", CANCELED)] if job.ran else [cancel]
     if not job.ran or job.status != "completed":
         return []
-    rendered = rendered or render(job, run, repo)
-    return [Note(level, message) for level, message in rendered.notes]
+    notes = rendered.notes if rendered is not None else log_notes(job, run, repo)
+    return [Note(level, message) for level, message in notes]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +50,18 @@ def parse_time(text: str | None, default: datetime = FAR_PAST) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+@lru_cache(maxsize=1024)
+def _since(text: str | None) -> datetime:
+    """``parse_time`` of a timeline's date, kept: the data files hold a few hundred, and every
+    job's limit and runner label are looked up in a timeline."""
+    return parse_time(text)
+
+
 def dated(pairs: list[list[Any]], at: datetime) -> Any:
     """The value of a `[[since, value], ...]` timeline at a moment (the last one started)."""
     current = pairs[0][1]
     for since, value in pairs:
-        if parse_time(since) <= at:
+        if _since(since) <= at:
             current = value
     return current
 

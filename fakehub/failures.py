@@ -60,7 +60,11 @@ NO_RUNNER_SHARE = 0.15  # infra failures of test jobs that never found a runner
 def failure_cause(seed: int, kind: str, category: str | None) -> str | None:
     """`job_time_limit` (GitHub cancels the job), `step_time_limit` (the step fails),
     `inner_timeout` (a collective or test timeout fails the job first), `no_runner` (no runner
-    online took the job for a day), or None (the failure shows only in the log)."""
+    online took the job for a day), or None (the failure shows only in the log). Only a
+    timeout or an infra failure draws: most jobs ask (every jobs payload does), and seeding a
+    generator costs more than the rest of a job's steps."""
+    if category not in ("timeout", "infra"):
+        return None
     draw = Random(seed ^ 0xCA05E).random()
     if category == "timeout":
         for cause, share in TIMEOUT_CAUSES:

@@ -74,10 +74,43 @@ class _Writer:
         return first
 
 
+class _Draws(_Writer):
+    """Writes nothing but draws what ``_Writer`` draws (each line's last timestamp digit), so
+    that the steps after it say the same: a job's notes without formatting its whole log,
+    which was most of the cost of fakehub's annotations route."""
+
+    def __init__(self, rng: Random) -> None:
+        super().__init__(rng)
+        self.written = 0
+
+    def step(self, step: Step, body: list[str]) -> int:
+        first, self.written = self.written, self.written + len(body)
+        for _ in body:
+            self.rng.randrange(10)
+        return first
+
+
 def render(job: Job, run: Run, repo: str) -> Rendered:
     """The whole log of a job that ran; deterministic for the job's seed."""
-    rng = Random(job.seed)
-    writer = _Writer(rng)
+    writer = _Writer(Random(job.seed))
+    signal, notes = _write(job, run, repo, writer)
+    text = "\ufeff" + "\n".join(writer.lines) + "\n"
+    if signal is None:
+        return Rendered(text, None, None, notes)
+    return Rendered(text, signal + 1, writer.lines[signal], notes)
+
+
+def log_notes(job: Job, run: Run, repo: str) -> tuple[tuple[str, str], ...]:
+    """``render(job, run, repo).notes`` without making the log's text."""
+    return _write(job, run, repo, _Draws(Random(job.seed)))[1]
+
+
+def _write(
+    job: Job, run: Run, repo: str, writer: _Writer
+) -> tuple[int | None, tuple[tuple[str, str], ...]]:
+    """Write the job's steps with ``writer``, drawing from its random stream: (the index of
+    the line that shows the failure, or None; the notes)."""
+    rng = writer.rng
     values = messages.context(
         rng,
         job.runner_name or "",
@@ -107,10 +140,7 @@ def render(job: Job, run: Run, repo: str) -> Rendered:
                 body.append("##[error]The operation was canceled.")
             writer.step(step, body)
         notes += step_notes(body)
-    text = "\ufeff" + "\n".join(writer.lines) + "\n"
-    if signal is None:
-        return Rendered(text, None, None, tuple(notes))
-    return Rendered(text, signal + 1, writer.lines[signal], tuple(notes))
+    return signal, tuple(notes)
 
 
 def _forms(job: Job, run: Run) -> tuple[str, ...]:

@@ -86,7 +86,18 @@ ACTIONS_APP_EVENTS = (
 
 
 def iso(at: datetime | None) -> str | None:
-    return None if at is None else at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """GitHub's ``%Y-%m-%dT%H:%M:%SZ``, formatted by hand: strftime was a tenth of fakehub's
+    CPU in a collect (every job's steps carry two times), this about a quarter of it."""
+    if at is None:
+        return None
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031 (twice an f-string's speed)
+        at.year,
+        at.month,
+        at.day,
+        at.hour,
+        at.minute,
+        at.second,
+    )
 
 
 def node_id(prefix: str, number: int) -> str:

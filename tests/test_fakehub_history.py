@@ -7,10 +7,16 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from fakehub import catalog, failures, logs
+from fakehub.annotations import job_notes
 from fakehub.catalog import load, parse_time
+from fakehub.failures import failure_cause
 from fakehub.history import DEFAULT_END, History
 from fakehub.logs import render
+from fakehub.payloads import iso
 from store.vocabulary import CATEGORIES
 
 FIX = parse_time("2026-06-08T03:17:49Z")
@@ -168,3 +174,64 @@ def test_every_category_and_truth_line(history: History) -> None:
         assert rendered.line_number is not None
         assert lines[rendered.line_number - 1] == rendered.line
         assert "Process completed with exit code" not in (rendered.line or "")
+
+
+def test_annotations_are_the_logs_notes_without_writing_the_log(history: History, monkeypatch):
+    """The annotations route makes a job's notes without stamping and joining its log's lines
+    (most of the route's cost): the same notes as its rendered log's, drawn alike."""
+    repo = "verl-project/verl"
+    jobs = [j for j in history.job_by_id.values() if j.ran][::7]
+    expected = [
+        job_notes(
+            job,
+            history.run_by_id[job.run_id],
+            repo,
+            render(job, history.run_by_id[job.run_id], repo),
+        )
+        for job in jobs
+    ]
+
+    def no_stamp(*args: object) -> str:
+        raise AssertionError("a log line was stamped")
+
+    monkeypatch.setattr(logs, "stamp", no_stamp)
+    assert [job_notes(job, history.run_by_id[job.run_id], repo) for job in jobs] == expected
+    assert sum(map(len, expected)) > 100
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_iso_is_githubs_format(at: datetime) -> None:
+    assert iso(at) == at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert iso(None) is None
+
+
+def test_a_failure_without_a_cause_beyond_its_log_draws_nothing(monkeypatch) -> None:
+    """Every jobs payload asks each job's cause: only a timeout or an infra failure has one to
+    draw, and seeding a generator for the others cost more than the rest of their steps."""
+    drawn = [failure_cause(seed, "gpu_test", "timeout") for seed in range(200)]
+    assert {"job_time_limit", "step_time_limit", "inner_timeout"} == set(drawn)
+
+    def no_draw(seed: int) -> None:
+        raise AssertionError("a generator was seeded")
+
+    monkeypatch.setattr(failures, "Random", no_draw)
+    for category in (None, *(c for c in CATEGORIES if c not in ("timeout", "infra"))):
+        assert failure_cause(7, "gpu_test", category) is None
+
+
+def test_a_timelines_dates_are_parsed_once(monkeypatch) -> None:
+    """Every job looks its limit and runner label up in a timeline of its data file: each date
+    is parsed once, not at every look-up."""
+    parsed: list[str | None] = []
+    parse = catalog.parse_time
+
+    def counted(text: str | None, default: datetime = catalog.FAR_PAST) -> datetime:
+        parsed.append(text)
+        return parse(text, default)
+
+    monkeypatch.setattr(catalog, "parse_time", counted)
+    catalog._since.cache_clear()
+    pairs = [["2025-01-01", 20], ["2026-08-17T06:10:00Z", 60]]
+    at = parse_time("2026-09-01T00:00:00Z")
+    assert [catalog.dated(pairs, at) for _ in range(5)] == [60] * 5
+    assert parsed == ["2025-01-01", "2026-08-17T06:10:00Z"]
