@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -60,9 +60,50 @@ def day_outcomes(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def daily_red(counts: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     """daily_failures from ``counts`` (``by``, day, logical_outcome, runs)."""
     counted = counts[counts["logical_outcome"] != "excluded"]
-    red = counted["runs"].where(counted["logical_outcome"].isin(RED_OUTCOMES), 0)
-    grouped = counted.assign(red=red).groupby([by, "day"])
-    return grouped.agg(runs=("runs", "sum"), red=("red", "sum")).reset_index()
+    runs = counted["runs"].to_numpy()
+    red = np.where(counted["logical_outcome"].isin(RED_OUTCOMES).to_numpy(), runs, 0)
+    pairs = _Pairs.of(counted[by], counted["day"], runs, red)
+    return pd.DataFrame(
+        {
+            by: pairs.firsts.take(pairs.cells // pairs.width),
+            "day": pairs.seconds.take(pairs.cells % pairs.width),
+            "runs": pairs.sums[0].astype(runs.dtype),
+            "red": pairs.sums[1].astype(runs.dtype),
+        }
+    )
+
+
+class _Pairs(NamedTuple):
+    """Sums of some values per pair of keys, as a groupby of both sums them (sorted, missing
+    keys dropped), counted in numpy over the keys' codes: a grouping's index and named
+    aggregation cost the Overview more than the sums."""
+
+    cells: np.ndarray  # each pair as its first key's code x width + its second's, sorted
+    width: int
+    firsts: pd.Index  # the keys' sorted values
+    seconds: pd.Index
+    sums: list[np.ndarray]  # of each of the values, per pair
+
+    @classmethod
+    def of(cls, first: pd.Series, second: pd.Series, *values: np.ndarray) -> _Pairs:
+        one, firsts = pd.factorize(first, sort=True)
+        two, seconds = pd.factorize(second, sort=True)
+        kept, width = (one >= 0) & (two >= 0), max(len(seconds), 1)
+        cells, cell = np.unique(one[kept] * width + two[kept], return_inverse=True)
+        sums = [np.bincount(cell, weights=v[kept], minlength=len(cells)) for v in values]
+        return cls(cells, width, pd.Index(firsts), pd.Index(seconds), sums)
+
+    def at(self, first: pd.Series, second: pd.Series) -> np.ndarray:
+        """Each row's pair of keys (``first``, ``second``) as its place in ``cells``; -1: none."""
+        one, two = (
+            keys.get_indexer(pd.Index(row))
+            for keys, row in ((self.firsts, first), (self.seconds, second))
+        )
+        cell = np.where((one >= 0) & (two >= 0), one * self.width + two, -1)
+        place = np.searchsorted(self.cells, cell)
+        found = (cell >= 0) & (place < len(self.cells))
+        found[found] = self.cells[place[found]] == cell[found]
+        return np.where(found, place, -1)
 
 
 @dataclass(frozen=True)
@@ -163,11 +204,12 @@ def job_set_changes(
     (workflows left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the
     ``known`` of changepoints(by="lineage"). In numpy over one grid of (workflow, day) x job
     name, not pandas per workflow and job: the Overview reads it for every lineage."""
-    totals = run_days.groupby(["workflow_path", "day"])["runs"].sum()
-    paths, days = (totals.index.get_level_values(level) for level in ("workflow_path", "day"))
-    codes, workflows = pd.factorize(paths)  # sorted: each workflow's days are one slice
-    bounds = np.searchsorted(codes, np.arange(len(workflows) + 1))
-    present, jobs_of, names = _presence(presence, totals, workflows)
+    totals = _Pairs.of(run_days["workflow_path"], run_days["day"], run_days["runs"].to_numpy())
+    workflows, codes = totals.firsts, totals.cells // totals.width
+    days = totals.seconds.take(totals.cells % totals.width)
+    bounds = np.searchsorted(codes, np.arange(len(workflows) + 1))  # each workflow's days
+    row = totals.at(presence["workflow_path"], presence["day"])
+    present, jobs_of, names = _presence(presence, row, totals.sums[0], workflows)
     rows: list[tuple[str, pd.Timestamp, str]] = []
     days_of: dict[str, pd.Index] = {}
     for code, path in enumerate(workflows):
@@ -188,15 +230,13 @@ def job_set_changes(
 
 
 def _presence(
-    presence: pd.DataFrame, totals: pd.Series, workflows: pd.Index
+    presence: pd.DataFrame, row: np.ndarray, totals: np.ndarray, workflows: pd.Index
 ) -> tuple[np.ndarray, dict[int, tuple[pd.Timestamp, list[int]]], np.ndarray]:
     """Whether each job name is in at least half of the runs of each (workflow, day) of
-    ``totals`` (a grid: its rows x ``names``, sorted); per workflow of ``workflows`` with a
-    stored job: its first day with one, and its jobs' columns by their first day, then name
-    (by name when it has every name); the names."""
-    names, column = np.unique(presence["name"].to_numpy(dtype=object), return_inverse=True)
-    on_day = pd.MultiIndex.from_arrays([presence["workflow_path"], presence["day"]])
-    row = totals.index.get_indexer(on_day) if len(totals) else np.full(len(presence), -1)
+    ``totals`` (a grid: its rows x ``names``, sorted; ``row``: each presence row's, -1 for
+    none); per workflow of ``workflows`` with a stored job: its first day with one, and its
+    jobs' columns by their first day, then name (by name when it has every name); the names."""
+    column, names = pd.factorize(presence["name"], sort=True)
     grid = np.zeros((len(totals), len(names)))
     np.add.at(grid, (row[row >= 0], column[row >= 0]), presence["runs"].to_numpy()[row >= 0])
     workflow = workflows.get_indexer(pd.Index(presence["workflow_path"]))
@@ -212,7 +252,7 @@ def _presence(
     for _, jobs in jobs_of.values():
         if len(jobs) == len(names):  # the order of the text as pandas' unstack wrote it
             jobs.sort()
-    return grid >= 0.5 * totals.to_numpy()[:, None], jobs_of, names
+    return grid >= 0.5 * totals[:, None], jobs_of, names.to_numpy(dtype=object)
 
 
 _DAY = pd.Timedelta(days=1)
@@ -322,11 +362,26 @@ def changepoints(
     (``by``, day, what, e.g. job_set_changes for by="lineage"; a day between two days with runs
     counts for the next)."""
     known = pd.DataFrame(columns=[by, "day", "what"]) if known is None else known
+    # Each group's series as a slice of one sort (days as UTC nanoseconds), its known changes
+    # by code: pandas per group (a grouping, a filter, an index) cost more than the search.
+    group, names = pd.factorize(daily[by], sort=True)
+    every_day = pd.DatetimeIndex(daily["day"])
+    order = np.lexsort((every_day.as_unit("ns").asi8, group))
+    order = order[group[order] >= 0]
+    slices = np.searchsorted(group[order], np.arange(len(names) + 1))
+    every_day, moments = every_day[order], every_day[order].as_unit("ns").asi8
+    red, runs = (daily[column].to_numpy(int)[order] for column in ("red", "runs"))
+    known_group = pd.Index(names).get_indexer(pd.Index(known[by]))
+    known_at = pd.DatetimeIndex(pd.to_datetime(known["day"], utc=True)).as_unit("ns").asi8
+    known_what = known["what"].tolist()
     rows = []
-    for key, series in daily.sort_values("day").groupby(by, sort=True):
-        sums = _Sums.of(series["red"].to_numpy(int), series["runs"].to_numpy(int))
-        ck, cn, days = sums.ck, sums.cn, series["day"].to_numpy()
-        changes = _known_days(known[known[by] == key], pd.DatetimeIndex(series["day"]))
+    for code, key in enumerate(names):
+        start, end = slices[code], slices[code + 1]
+        sums = _Sums.of(red[start:end], runs[start:end])
+        ck, cn, days = sums.ck, sums.cn, every_day[start:end]
+        mine = np.flatnonzero(known_group == code)
+        at = np.searchsorted(moments[start:end], known_at[mine])
+        changes = _known_days(at, known_what, mine)
         penalty = np.full(len(days) + 1, penalty_factor * np.log(max(cn[-1], 2.0)))
         penalty[list(changes)] *= known_share
         cuts = _partition(sums, penalty, min_segment_runs)
@@ -356,13 +411,13 @@ def changepoints(
     return out
 
 
-def _known_days(known: pd.DataFrame, days: pd.DatetimeIndex) -> dict[int, str]:
-    """Index of the series day each known change falls on (the first day with runs on or after
-    it, len(days) after the last) -> what changed. Index 0 and len(days) can never be cuts."""
-    at = days.searchsorted(pd.DatetimeIndex(pd.to_datetime(known["day"], utc=True)))
+def _known_days(at: np.ndarray, what: list[str], rows: np.ndarray) -> dict[int, str]:
+    """Index of the series day each known change (``rows`` of ``what``) falls on, ``at`` (the
+    first day with runs on or after it, len(days) after the last) -> what changed. Index 0
+    and len(days) can never be cuts."""
     out: dict[int, str] = {}
-    for index, what in zip(at.tolist(), known["what"], strict=True):
-        out[index] = f"{out[index]}; {what}" if index in out else what
+    for index, row in zip(at.tolist(), rows.tolist(), strict=True):
+        out[index] = f"{out[index]}; {what[row]}" if index in out else what[row]
     return out
 
 

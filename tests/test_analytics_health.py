@@ -9,7 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics.changepoints import changepoints, daily_failures, job_set_changes, nearest_events
+from analytics.changepoints import (
+    changepoints,
+    daily_failures,
+    daily_red,
+    job_set_changes,
+    nearest_events,
+)
 from analytics.config_tables import event_table
 from analytics.coverage import coverage_diff, lost_jobs, successor_names
 from analytics.health import (
@@ -407,10 +413,11 @@ def test_coverage_diff_of_counted_jobs_is_that_of_the_jobs():
 @pytest.fixture
 def no_pandas_grouping(monkeypatch: pytest.MonkeyPatch):
     """Refuses, once called, pandas' groupby, merge and sort_values: what cost the Migrations
-    page's coverage and first runs 40 ms for a few hundred rows (#49)."""
+    page's coverage and first runs 40 ms for a few hundred rows, and the Overview's
+    changepoints 15 ms (#49)."""
 
     def refused(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a pandas groupby, merge or sort on the Migrations page's path")
+        raise AssertionError("a pandas groupby, merge or sort on a path that groups in numpy")
 
     def refuse() -> None:
         for owner in (pd.DataFrame, pd.Series):
@@ -455,3 +462,34 @@ def test_successor_first_runs_pick_by_position(no_pandas_grouping):
     assert strips["order"].tolist() == [1, 2, 1, 2]
     # an event without a pull request: the column holds objects, as one frame per event made
     assert strips["event_pr"].tolist()[:2] == [7357, 7357] and strips["event_pr"].dtype == object
+
+
+def test_changepoints_of_counts_group_in_numpy_per_lineage(no_pandas_grouping):
+    """The Overview's changepoints from counts (daily_red, then changepoints) group in numpy:
+    each lineage's days summed over its outcomes and workflows, its series cut on its own, in
+    the order of the lineages, its known days its own; excluded runs and a count without a
+    lineage left out, the rows in any order (#49: pandas per lineage cost more than the
+    search)."""
+    rates = {"L": [0.1] * 20 + [0.6] * 20, "A": [0.5] * 15 + [0.0] * 25}
+    rows = []
+    for lineage, series in rates.items():
+        for index, (when, red) in enumerate(zip(_daily(series)["day"], series, strict=True)):
+            runs = {"pass": 10 - round(red * 10), "fail": round(red * 10)}
+            rows += [  # two workflows of the lineage share its days
+                (lineage, when, outcome, n)
+                for _ in ("a.yml", "b.yml")
+                for outcome, n in runs.items()
+                if n
+            ]
+            rows += [(lineage, when, "excluded", 3), (None, when, "fail", 9)][: 1 + (index < 3)]
+    counts = pd.DataFrame(rows[::-1], columns=["lineage", "day", "logical_outcome", "runs"])
+    known = pd.concat([_known("2026-05-21"), _known("2026-05-14").assign(lineage="A")])
+    no_pandas_grouping()
+    daily = daily_red(counts)
+    assert daily["lineage"].tolist() == ["A"] * 40 + ["L"] * 40
+    assert daily["runs"].unique().tolist() == [20] and daily["day"][:40].is_monotonic_increasing
+    found = changepoints(daily, known=known)
+    assert found["lineage"].tolist() == ["A", "L"]
+    assert found["date"].dt.strftime("%m-%d").tolist() == ["05-16", "05-21"]
+    assert found["known_change"].tolist() == ["", "wf: +job"]
+    assert found[["before_runs", "after_runs"]].values.tolist() == [[300, 500], [400, 400]]

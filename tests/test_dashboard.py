@@ -410,6 +410,37 @@ def test_grid_cells_pick_the_worst_state_per_day() -> None:
     assert charts.job_day_heatmap(cells.reset_index()).data[0].z.shape == (3, 1)
 
 
+def test_grid_cells_group_in_numpy_by_job_then_day(monkeypatch) -> None:
+    """The cells come by job, then day, without a pandas sort, grouping or merge (#49: they
+    cost the grid 10 ms); of two red runs as late, the one counted last speaks."""
+    day = pd.Timestamp("2026-08-01", tz="UTC")
+    counts = pd.DataFrame(
+        {
+            "logical_job": ["b", "a", "a", "a"],
+            "day": [day, day + pd.Timedelta(days=1), day, day],
+            "logical_outcome": ["pass", "pass", "fail", "fail"],
+            "category": [None, None, "oom", "network"],
+            "invalid": 0,
+            "runs": [2, 1, 3, 1],
+            "last_at": day + pd.Timedelta(hours=8),
+        }
+    )
+    for owner, method in [
+        (pd.DataFrame, "merge"),
+        (pd.DataFrame, "groupby"),
+        (pd.Series, "groupby"),
+    ]:
+        monkeypatch.setattr(owner, method, None)
+    for owner in (pd.DataFrame, pd.Series):
+        monkeypatch.setattr(owner, "sort_values", None)
+    cells = overview_counts.job_day_cells(counts)
+    assert cells.values.tolist() == [
+        ["a", day, "network", 4],
+        ["a", day + pd.Timedelta(days=1), "green", 1],
+        ["b", day, "green", 2],
+    ]
+
+
 def test_runner_pools_from_stored_labels() -> None:
     jobs = pd.DataFrame(
         {

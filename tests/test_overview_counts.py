@@ -136,3 +136,15 @@ def test_the_overview_reads_jobs_in_one_statement_of_every_date(demo) -> None:
     event.remove(engine, "before_cursor_execute", seen)
     jobs = [s for s in statements if re.search(r"\b(FROM|JOIN) (logical_)?jobs\b", s)]
     assert len(jobs) == 1 and "GROUP BY" in jobs[0] and len(calls) == 1
+
+
+def test_a_tile_links_each_workflow_s_newest_run_by_time_then_id(monkeypatch) -> None:
+    """The one web address a tile reads per workflow is its newest run's: the latest time, of
+    two at that time the larger id; a workflow with no time has none. Found over the paths'
+    codes, without a pandas grouping (#49: two groupbys cost 4 ms of the status tiles)."""
+    moments = ["2026-05-02", "2026-05-03", "2026-05-03", "2026-05-01", "2026-05-02", None]
+    paths = pd.Series(["b.yml", "a.yml", "a.yml", "b.yml", "a.yml", "c.yml"], dtype="category")
+    created = pd.Series(pd.to_datetime(moments, utc=True))
+    run_ids = pd.Series([5, 3, 4, 9, 8, 7])
+    monkeypatch.setattr(pd.Series, "groupby", None)
+    assert sorted(overview_tables._newest_runs(paths, created, run_ids)) == [4, 5]
