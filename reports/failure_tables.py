@@ -213,9 +213,15 @@ def signature_rows(engine: Engine, where: RunFilter, counts: pd.DataFrame) -> pd
     newest = newest[newest["created_at"].to_numpy() == last.to_numpy()].sort_values(
         ["created_at", "job_id", "run_attempt", "run_id"], ascending=False
     )
-    example = ["signature", "job_id", "category", "rule", "line", "runner_name", "html_url"]
-    table = table.merge(newest.drop_duplicates("signature")[example], on="signature", how="left")
-    table = table.merge(signature_triage(engine, where.repo), on="signature", how="left")
+    example = ["job_id", "category", "rule", "line", "runner_name", "html_url"]
+    # each signature's example and triage looked up by its key: two merges cost twice that
+    keys = table["signature"].to_numpy()
+    examples = newest.drop_duplicates("signature").set_index("signature")[example]
+    triage = signature_triage(engine, where.repo).set_index("signature")
+    looked_up: list[pd.DataFrame] = [
+        frame.reindex(keys).reset_index(drop=True) for frame in (examples, triage)
+    ]
+    table = pd.concat([table, *looked_up], axis=1)
     order = table.sort_values(["failures", "signature"], ascending=[False, True])
     return order.reset_index(drop=True)
 

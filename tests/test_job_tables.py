@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from analytics.elsewhere import NO_RUNNER_NAME, with_runner_pool
-from analytics.health import repair_times, streaks_of_turns
+from analytics.health import repair_times, streak_health, streaks_of_turns
 from analytics.job_counts import counts_of, runner_parts
 from reports import job_tables, tables
 from reports.query import Query
@@ -102,6 +102,47 @@ def test_the_turns_give_the_streaks_that_walking_every_run_gives(engine) -> None
         True,
         False,
     ]
+
+
+def _turns(runs: pd.DataFrame) -> pd.DataFrame:
+    """What store.job_counts.red_turns returns for ``runs``, walked by hand: per workflow and
+    branch in time order (ties by run id), without excluded runs, each run whose hard red
+    differs from the run before it (none before: not red)."""
+    kept = runs[runs["logical_outcome"] != "excluded"].assign(
+        red=lambda f: (f["logical_outcome"] == "fail").astype(int)
+    )
+    turns = []
+    for _, sequence in kept.groupby(KEYS, dropna=False):
+        previous = 0
+        for row in sequence.sort_values(["created_at", "run_id"]).itertuples(index=False):
+            if row.red != previous:
+                turns.append(row)
+            previous = row.red
+    return pd.DataFrame(turns)[[*KEYS, "run_id", "created_at", "red"]]
+
+
+def test_the_repair_table_pairs_the_turns_without_sorting_a_frame(monkeypatch) -> None:
+    """streaks_of_turns orders the turns on numpy positions (analytics.sequences) and
+    streak_health keeps mttr's key order: neither sorts a frame, a sort on the text keys
+    that cost the Flaky jobs page's repair table more than the rest of its pandas (#49).
+    Turns in no order, of two workflows and a missing branch, give repair_times' streaks."""
+    other = _runs().assign(workflow_path=".github/workflows/a.yml", run_id=_runs()["run_id"] + 9)
+    runs = pd.concat([_runs(), other], ignore_index=True)
+    turns = _turns(runs).sample(frac=1, random_state=3).reset_index(drop=True)
+    walked = repair_times(runs, KEYS)
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a pandas sort on the repair table's path")
+
+    for owner in (pd.DataFrame, pd.Series):
+        monkeypatch.setattr(owner, "sort_values", refused)
+    streaks = streaks_of_turns(turns, KEYS)
+    columns = [*KEYS, "red_run_id", "red_at", "green_at", "hours"]
+    pd.testing.assert_frame_equal(streaks[columns], walked[columns], check_dtype=False)
+    table = streak_health(streaks, None, ["workflow_path"])
+    assert table["workflow_path"].tolist() == [".github/workflows/a.yml", ".github/workflows/w.yml"]
+    assert table[["repaired", "open"]].to_numpy().tolist() == [[2, 1], [2, 1]]
+    assert table["mttr_hours"].tolist() == [4.5, 4.5]
 
 
 def test_the_verdicts_of_one_job_are_its_rows_of_every_verdict(thin_db, monkeypatch) -> None:

@@ -7,7 +7,9 @@ benchmark's)."""
 
 from __future__ import annotations
 
-from store.failure_counts import failure_counts
+from datetime import UTC, datetime
+
+from store.failure_counts import failure_counts, failures_at
 from store.overview_counts import incident_workflows
 from store.page_queries import latest_run_url, run_span
 from tests.support.plans import (
@@ -42,6 +44,16 @@ def test_the_failure_counts_group_the_stored_keys_first(sqlite_engine):
     plan = query_plan(sqlite_engine, lambda: failure_counts(sqlite_engine, SCOPE)).splitlines()
     assert plan[0] == "CO-ROUTINE stored", plan
     assert plan[-2:] == ["SCAN stored", "USE TEMP B-TREE FOR GROUP BY"], plan
+
+
+def test_the_signatures_newest_failures_are_found_by_their_time_alone(sqlite_engine):
+    """Each signature's newest failure is looked up by its run's time (a few index searches):
+    the scope is one term no index serves, where its branch led SQLite to walk every run of
+    the branch (3 -> 0.5 ms at scale 1, 16 times that at 16x)."""
+    times = [datetime(2026, 1, 2, tzinfo=UTC), datetime(2026, 1, 9, tzinfo=UTC)]
+    plan = query_plan(sqlite_engine, lambda: failures_at(sqlite_engine, SCOPE, times))
+    runs = [step for step in reads(plan) if "workflow_runs" in step]
+    assert runs == ["SEARCH workflow_runs USING INDEX ix_workflow_runs_created_at (created_at=?)"]
 
 
 def test_the_incidents_lineages_start_from_the_incident_members(sqlite_engine):
