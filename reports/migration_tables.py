@@ -198,26 +198,30 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
     lineages with a run on either side, and the runs it pools either side."""
     every = events_of(engine, project)
     table = _before_after(engine, project, query, every)
-    counted = table[table["before_runs"] + table["after_runs"] > 0].reset_index(drop=True)
     incidents = load_incidents(engine, project.repo)
     events = _dated(every, query)
-    titles = counted["event_title"].to_numpy(dtype=object)
-    # compared in numpy (UTC, naive): a pandas comparison per event cost the table 2 ms
-    dates = counted["event_date"].to_numpy(dtype="datetime64[ns]")
+    # each event's rows with a run either side, found in the shared table (not a copy of its
+    # counted rows) by comparing in numpy (UTC, naive): a pandas comparison per event cost the
+    # table 2 ms
+    before, after = (table[f"{side}_runs"].to_numpy() for side in ("before", "after"))
+    counted = before + after > 0
+    titles = table["event_title"].to_numpy(dtype=object)
+    dates = table["event_date"].to_numpy(dtype="datetime64[ns]")
     found = [
-        np.flatnonzero((dates == date) & (titles == title))
+        np.flatnonzero(counted & (dates == date) & (titles == title))
         for date, title in zip(
             events["event_date"].to_numpy(dtype="datetime64[ns]"),
             events["event_title"],
             strict=True,
         )
     ]
-    before, after = (counted[f"{side}_runs"].to_numpy() for side in ("before", "after"))
-    return events.assign(
-        before_runs=[int(before[rows].sum()) for rows in found],
-        after_runs=[int(after[rows].sum()) for rows in found],
-        answer=headlines(counted, found, project.analysis, incidents),
-    )[ANSWER_COLUMNS].reset_index(drop=True)
+    answers = {
+        "before_runs": [int(before[rows].sum()) for rows in found],
+        "after_runs": [int(after[rows].sum()) for rows in found],
+        "answer": headlines(table, found, project.analysis, incidents),
+    }
+    chosen = events[EVENT_COLUMNS].reset_index(drop=True)
+    return pd.concat([chosen, pd.DataFrame(answers)], axis=1)
 
 
 def category_shift_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
