@@ -30,6 +30,19 @@ def born_spans(events: pd.DataFrame, window_days: int) -> list[tuple[pd.Timestam
     return [(date - BORN_BEFORE, date + window) for date in events["event_date"]]
 
 
+def _born_within(born: pd.Series, spans: Sequence[tuple[pd.Timestamp, pd.Timestamp]]) -> np.ndarray:
+    """A row per span ([from, to), UTC), a column per workflow of ``born`` (workflow_path ->
+    its first run, UTC): whether it was first run within the span. Compared in numpy at
+    once, where two pandas comparisons per event cost first-runs 3 ms."""
+    if not len(spans) or not len(born):
+        return np.zeros((len(spans), len(born)), dtype=bool)
+    at = born.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+    bounds = pd.DatetimeIndex([moment for span in spans for moment in span], tz="UTC")
+    start, end = bounds.tz_localize(None).to_numpy(dtype="datetime64[ns]").reshape(-1, 2).T
+    within: np.ndarray = (at >= start[:, None]) & (at < end[:, None])
+    return within
+
+
 def first_runs_of_new(
     segments: pd.DataFrame, spans: Sequence[tuple[pd.Timestamp, pd.Timestamp]], first_runs: int
 ) -> tuple[pd.DataFrame, pd.Series]:
@@ -39,9 +52,7 @@ def first_runs_of_new(
     of each segment and its groups' first times); and ``born``: workflow_path -> its first
     run, as successor_first_runs takes them."""
     born = segments.groupby("workflow_path")["first_at"].min()
-    new = np.zeros(len(born), dtype=bool)
-    for start, end in spans:
-        new |= ((born >= start) & (born < end)).to_numpy()
+    new = np.any(_born_within(born, spans), axis=0).astype(bool)
     firsts = np.flatnonzero(
         segments["run_id"].notna().to_numpy()
         & segments["workflow_path"].isin(born.index[new]).to_numpy()
@@ -78,8 +89,9 @@ def successor_first_runs(
     order = group_ranks(path) + 1
     first = np.flatnonzero(order <= first_runs)
     rows, made = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
-    for event, (start, end) in enumerate(born_spans(events, window_days)):
-        new = np.append((born.array >= start) & (born.array < end), False)  # -1: never born
+    within = _born_within(born, born_spans(events, window_days))
+    for event, born_then in enumerate(within):
+        new = np.append(born_then, False)  # -1: never born
         rows.append(first[new[path[first]]])
         made.append(np.full(len(rows[-1]), event))
     row, event_of = np.concatenate(rows), np.concatenate(made)

@@ -108,21 +108,17 @@ def _segments(
     derived tables current; ``events``: every event, events_of): read once for the window
     tables and first-runs (reports.table_inputs.shared_counts): do not modify."""
     analysis = project.analysis
-    cuts = [cut.to_pydatetime() for cut in _cuts(events, analysis.window_days)]
-    invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
+
+    def compute(_: bool) -> pd.DataFrame:
+        cuts = [cut.to_pydatetime() for cut in _cuts(events, analysis.window_days)]
+        invalid = invalid_window_table(project.invalid_windows).itertuples(index=False)
+        spans = [
+            (path, start.to_pydatetime(), end.to_pydatetime()) for path, start, end, _ in invalid
+        ]
+        return segment_tally(engine, where, cuts, analysis.first_runs, spans, CONFIG_BASIS)
+
     return shared_counts(
-        f"migration-segments {_configured(project)}",
-        engine,
-        project,
-        where,
-        lambda _: segment_tally(
-            engine,
-            where,
-            cuts,
-            analysis.first_runs,
-            [(path, start.to_pydatetime(), end.to_pydatetime()) for path, start, end, _ in invalid],
-            CONFIG_BASIS,
-        ),
+        f"migration-segments {_configured(project)}", engine, project, where, compute
     )
 
 
@@ -193,7 +189,8 @@ def _before_after(
     name = f"migration-before-after {query.scope} {_configured(project)}"
     table = shared_counts(name, engine, project, every, compute)
     dated = table["event_date"].isin(_dated(events, query)["event_date"])
-    return table[dated].reset_index(drop=True)
+    # every event's (the page's): the shared rows as they are, not a copy of a wide table
+    return table if dated.all() else table[dated].reset_index(drop=True)
 
 
 def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -201,26 +198,30 @@ def answers_table(engine: Engine, project: Project, query: Query) -> pd.DataFram
     lineages with a run on either side, and the runs it pools either side."""
     every = events_of(engine, project)
     table = _before_after(engine, project, query, every)
-    counted = table[table["before_runs"] + table["after_runs"] > 0].reset_index(drop=True)
     incidents = load_incidents(engine, project.repo)
     events = _dated(every, query)
-    titles = counted["event_title"].to_numpy(dtype=object)
-    # compared in numpy (UTC, naive): a pandas comparison per event cost the table 2 ms
-    dates = counted["event_date"].to_numpy(dtype="datetime64[ns]")
+    # each event's rows with a run either side, found in the shared table (not a copy of its
+    # counted rows) by comparing in numpy (UTC, naive): a pandas comparison per event cost the
+    # table 2 ms
+    before, after = (table[f"{side}_runs"].to_numpy() for side in ("before", "after"))
+    counted = before + after > 0
+    titles = table["event_title"].to_numpy(dtype=object)
+    dates = table["event_date"].to_numpy(dtype="datetime64[ns]")
     found = [
-        np.flatnonzero((dates == date) & (titles == title))
+        np.flatnonzero(counted & (dates == date) & (titles == title))
         for date, title in zip(
             events["event_date"].to_numpy(dtype="datetime64[ns]"),
             events["event_title"],
             strict=True,
         )
     ]
-    before, after = (counted[f"{side}_runs"].to_numpy() for side in ("before", "after"))
-    return events.assign(
-        before_runs=[int(before[rows].sum()) for rows in found],
-        after_runs=[int(after[rows].sum()) for rows in found],
-        answer=headlines(counted, found, project.analysis, incidents),
-    )[ANSWER_COLUMNS].reset_index(drop=True)
+    answers = {
+        "before_runs": [int(before[rows].sum()) for rows in found],
+        "after_runs": [int(after[rows].sum()) for rows in found],
+        "answer": headlines(table, found, project.analysis, incidents),
+    }
+    chosen = events[EVENT_COLUMNS].reset_index(drop=True)
+    return pd.concat([chosen, pd.DataFrame(answers)], axis=1)
 
 
 def category_shift_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
@@ -292,10 +293,32 @@ def _linked(engine: Engine, where: RunFilter, lost: pd.DataFrame) -> pd.DataFram
         where,
         [(path, name, at.to_pydatetime()) for path, name, at in wanted.itertuples(index=False)],
     )
-    last = runs.sort_values("run_id").drop_duplicates(runs.columns[:3].tolist(), keep="last")
-    last = last.set_axis([*keys, "run_id", "html_url"], axis=1)
-    urls = lost[keys].merge(last, on=keys, how="left")["html_url"]
-    return lost.assign(last_run_url=urls.to_numpy())
+    # each (workflow, job, time)'s address, the last run by id winning; in a dict, where a
+    # sort, a drop_duplicates and a merge of a few rows cost the table 4 ms
+    ids = runs["run_id"].to_numpy()
+    order = np.argsort(ids, kind="stable")
+    address = dict(
+        zip(
+            zip(
+                runs["workflow_path"].to_numpy(dtype=object)[order].tolist(),
+                runs["logical_job"].to_numpy(dtype=object)[order].tolist(),
+                runs["created_at"].dt.as_unit("ns").array.asi8[order].tolist(),
+                strict=True,
+            ),
+            runs["html_url"].to_numpy(dtype=object)[order].tolist(),
+            strict=True,
+        )
+    )
+    urls = [
+        address.get(key)
+        for key in zip(
+            lost["last_workflow_path"].tolist(),
+            lost["logical_job"].tolist(),
+            lost["last_run_at"].dt.as_unit("ns").array.asi8.tolist(),
+            strict=True,
+        )
+    ]
+    return lost.assign(last_run_url=pd.Series(urls, index=lost.index, dtype=runs["html_url"].dtype))
 
 
 TABLES = (

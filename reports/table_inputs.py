@@ -4,7 +4,9 @@ frames a page's tables share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -34,7 +36,16 @@ def logical_jobs_of(
 
 
 def events_of(engine: Engine, project: Project) -> pd.DataFrame:
-    return event_table(all_events(project, engine))
+    """The change events (analytics.config_tables.event_table): the configured ones and those
+    stored, read once per data stamp (it counts the stored events) for every table that needs
+    them, where each table of the Migrations page read them again. Shared: do not modify."""
+    return shared_counts(
+        f"change events {project.events!r}",
+        engine,
+        project,
+        RunFilter(project.repo),
+        lambda _: event_table(all_events(project, engine)),
+    )
 
 
 def with_lineage(frame: pd.DataFrame, project: Project) -> pd.DataFrame:
@@ -59,7 +70,8 @@ def shared_counts(
     the several tables of a page that read one aggregate run its statement once, and a
     collect is read at once. Shared: do not modify the frame."""
     current = derived_current(engine, project)
-    key = (name, str(engine.url), where, current, data_stamp(engine, project.repo))
+    stamp = _read_once("stamp", engine, project, lambda: data_stamp(engine, project.repo))
+    key = (name, str(engine.url), where, current, stamp)
     if key not in _COUNTS:
         while len(_COUNTS) >= COUNTS_KEPT:
             _COUNTS.pop(next(iter(_COUNTS)))
@@ -71,7 +83,43 @@ def shared_counts(
 def derived_current(engine: Engine, project: Project) -> bool:
     """Whether the derived tables hold ``project``'s repository under its job-name rule, so
     that a table counts from them (else from the raw rows)."""
-    return derived.is_current(engine, project.repo, project.job_name_strip)
+    current: bool = _read_once(
+        "current",
+        engine,
+        project,
+        lambda: derived.is_current(engine, project.repo, project.job_name_strip),
+    )
+    return current
+
+
+# (what, database, repository, job-name rule) -> what was read, while one table is built
+_READ: ContextVar[dict[tuple[str, str, str, str], Any] | None] = ContextVar(
+    "table_reads", default=None
+)
+
+
+@contextmanager
+def one_state() -> Iterator[None]:
+    """Within it (one table's build: reports.tables.build), whether the derived tables are
+    current and the data stamp are read once per database and repository, where each shared
+    frame and derived_current read them again (a statement each, a round trip each on
+    PostgreSQL: 16 of a Migrations page's 27): the table's frames are of one state."""
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
+def _read_once(what: str, engine: Engine, project: Project, read: Callable[[], Any]) -> Any:
+    """``read()``: once per database and repository within one_state, else each time."""
+    reads = _READ.get()
+    key = (what, str(engine.url), project.repo, project.job_name_strip)
+    if reads is None:
+        return read()
+    if key not in reads:
+        reads[key] = read()
+    return reads[key]
 
 
 def forget_counts() -> None:

@@ -29,6 +29,7 @@ from reports import (
     run_tables,
 )
 from reports.query import Query
+from reports.table_inputs import one_state
 from reports.table_spec import ReportTable
 from store.project import Project
 from store.settings import ConfigError, parse_datetime
@@ -70,7 +71,8 @@ def build(engine: Engine, project: Project, name: str, query: Query) -> pd.DataF
     table = check_table(name, query.category)
     if query.logical_job is not None and "logical_job" not in table.columns:
         raise ConfigError(f"{name!r} has no logical_job column to choose a logical job in")
-    frame = table.build(engine, project, query)[table.columns]
+    with one_state():
+        frame = table.build(engine, project, query)[table.columns]
     if query.category is not None and table.category_column is not None:
         frame = frame[frame[table.category_column] == query.category]
     if query.logical_job is not None:
