@@ -22,80 +22,51 @@ if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs 
     import pandas as pd
 
 
-class UTCDay(FunctionElement[Any]):
+def _time_function(name: str, doc: str, sqlite: str, postgresql: str) -> type[FunctionElement[Any]]:
+    """A SQL function of one stored time, written ``sqlite`` on SQLite (which stores times as
+    UTC text) and ``postgresql`` on PostgreSQL, ``{}`` standing for the time."""
+
+    def compiled(text: str) -> Any:
+        def write(element: FunctionElement[Any], compiler: Any, **kw: Any) -> str:
+            return text.format(compiler.process(element.clauses, **kw))
+
+        return write
+
+    function = type(name, (FunctionElement,), {"__doc__": doc, "name": name, "inherit_cache": True})
+    compiles(function)(compiled(sqlite))
+    compiles(function, "postgresql")(compiled(postgresql))
+    return function
+
+
+UTCDay = _time_function(
+    "utc_day",
     """The UTC calendar day of a stored time, whatever the session's time zone: PostgreSQL's
     ``date()`` of a timestamptz uses the session's (a server or a PGTZ in Asia/Shanghai would
-    move every evening run to the next day); SQLite stores UTC text already."""
-
-    name = "utc_day"
-    inherit_cache = True
-
-
-@compiles(UTCDay)
-def _utc_day_text(element: UTCDay, compiler: Any, **kw: Any) -> str:
-    return f"date({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(UTCDay, "postgresql")
-def _utc_day_postgresql(element: UTCDay, compiler: Any, **kw: Any) -> str:
-    return f"date(timezone('UTC', {compiler.process(element.clauses, **kw)}))"
-
-
-class UTCWeek(FunctionElement[Any]):
-    """The Monday (UTC) that starts the ISO week of a stored time, as ``YYYY-MM-DD`` text."""
-
-    name = "utc_week"
-    inherit_cache = True
-
-
-@compiles(UTCWeek)
-def _utc_week_text(element: UTCWeek, compiler: Any, **kw: Any) -> str:
-    return f"date({compiler.process(element.clauses, **kw)}, 'weekday 0', '-6 days')"
-
-
-@compiles(UTCWeek, "postgresql")
-def _utc_week_postgresql(element: UTCWeek, compiler: Any, **kw: Any) -> str:
-    time = f"timezone('UTC', {compiler.process(element.clauses, **kw)})"
-    return f"to_char(date_trunc('week', {time}), 'YYYY-MM-DD')"
-
-
-class UTCText(FunctionElement[Any]):
+    move every evening run to the next day).""",
+    "date({})",
+    "date(timezone('UTC', {}))",
+)
+UTCWeek = _time_function(
+    "utc_week",
+    "The Monday (UTC) that starts the ISO week of a stored time, as ``YYYY-MM-DD`` text.",
+    "date({}, 'weekday 0', '-6 days')",
+    "to_char(date_trunc('week', timezone('UTC', {})), 'YYYY-MM-DD')",
+)
+UTCText = _time_function(
+    "utc_text",
     """A stored time as UTC text, ``YYYY-MM-DD HH:MM:SS.ffffff`` as SQLite stores it, for a
     big result that pandas parses in one go (raw_frame's ``times``): the zoned datetimes
-    psycopg gives cost pandas about 2 us each to take in, text a tenth of that."""
-
-    name = "utc_text"
-    inherit_cache = True
-
-
-@compiles(UTCText)
-def _utc_time_text(element: UTCText, compiler: Any, **kw: Any) -> str:
-    return str(compiler.process(element.clauses, **kw))
-
-
-@compiles(UTCText, "postgresql")
-def _utc_time_text_postgresql(element: UTCText, compiler: Any, **kw: Any) -> str:
-    time = compiler.process(element.clauses, **kw)
-    return f"to_char(timezone('UTC', {time}), 'YYYY-MM-DD HH24:MI:SS.US')"
-
-
-class UTCDayText(FunctionElement[Any]):
+    psycopg gives cost pandas about 2 us each to take in, text a tenth of that.""",
+    "{}",
+    "to_char(timezone('UTC', {}), 'YYYY-MM-DD HH24:MI:SS.US')",
+)
+UTCDayText = _time_function(
+    "utc_day_text",
     """UTCDay as ``YYYY-MM-DD`` text on every backend (PostgreSQL's date is a Python date
-    object to take in, as costly as a datetime), for the same reason as UTCText."""
-
-    name = "utc_day_text"
-    inherit_cache = True
-
-
-@compiles(UTCDayText)
-def _utc_day_as_text(element: UTCDayText, compiler: Any, **kw: Any) -> str:
-    return f"date({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(UTCDayText, "postgresql")
-def _utc_day_as_text_postgresql(element: UTCDayText, compiler: Any, **kw: Any) -> str:
-    time = compiler.process(element.clauses, **kw)
-    return f"to_char(timezone('UTC', {time}), 'YYYY-MM-DD')"
+    object to take in, as costly as a datetime), for the same reason as UTCText.""",
+    "date({})",
+    "to_char(timezone('UTC', {}), 'YYYY-MM-DD')",
+)
 
 
 class Unindexed(FunctionElement[Any]):
