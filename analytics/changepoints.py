@@ -30,12 +30,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.special import xlogy
 
+from analytics.sequences import Pairs
 from store.vocabulary import RED_OUTCOMES
 
 LIKELIHOOD_DROP = 1.92
@@ -62,7 +63,7 @@ def daily_red(counts: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
     counted = counts[counts["logical_outcome"] != "excluded"]
     runs = counted["runs"].to_numpy()
     red = np.where(counted["logical_outcome"].isin(RED_OUTCOMES).to_numpy(), runs, 0)
-    pairs = _Pairs.of(counted[by], counted["day"], runs, red)
+    pairs = Pairs.of(counted[by], counted["day"], runs, red)
     return pd.DataFrame(
         {
             by: pairs.firsts.take(pairs.cells // pairs.width),
@@ -71,39 +72,6 @@ def daily_red(counts: pd.DataFrame, by: str = "lineage") -> pd.DataFrame:
             "red": pairs.sums[1].astype(runs.dtype),
         }
     )
-
-
-class _Pairs(NamedTuple):
-    """Sums of some values per pair of keys, as a groupby of both sums them (sorted, missing
-    keys dropped), counted in numpy over the keys' codes: a grouping's index and named
-    aggregation cost the Overview more than the sums."""
-
-    cells: np.ndarray  # each pair as its first key's code x width + its second's, sorted
-    width: int
-    firsts: pd.Index  # the keys' sorted values
-    seconds: pd.Index
-    sums: list[np.ndarray]  # of each of the values, per pair
-
-    @classmethod
-    def of(cls, first: pd.Series, second: pd.Series, *values: np.ndarray) -> _Pairs:
-        one, firsts = pd.factorize(first, sort=True)
-        two, seconds = pd.factorize(second, sort=True)
-        kept, width = (one >= 0) & (two >= 0), max(len(seconds), 1)
-        cells, cell = np.unique(one[kept] * width + two[kept], return_inverse=True)
-        sums = [np.bincount(cell, weights=v[kept], minlength=len(cells)) for v in values]
-        return cls(cells, width, pd.Index(firsts), pd.Index(seconds), sums)
-
-    def at(self, first: pd.Series, second: pd.Series) -> np.ndarray:
-        """Each row's pair of keys (``first``, ``second``) as its place in ``cells``; -1: none."""
-        one, two = (
-            keys.get_indexer(pd.Index(row))
-            for keys, row in ((self.firsts, first), (self.seconds, second))
-        )
-        cell = np.where((one >= 0) & (two >= 0), one * self.width + two, -1)
-        place = np.searchsorted(self.cells, cell)
-        found = (cell >= 0) & (place < len(self.cells))
-        found[found] = self.cells[place[found]] == cell[found]
-        return np.where(found, place, -1)
 
 
 @dataclass(frozen=True)
@@ -204,7 +172,7 @@ def job_set_changes(
     (workflows left out are dropped). Columns: lineage, day, what ("path: +job, -job"), the
     ``known`` of changepoints(by="lineage"). In numpy over one grid of (workflow, day) x job
     name, not pandas per workflow and job: the Overview reads it for every lineage."""
-    totals = _Pairs.of(run_days["workflow_path"], run_days["day"], run_days["runs"].to_numpy())
+    totals = Pairs.of(run_days["workflow_path"], run_days["day"], run_days["runs"].to_numpy())
     workflows, codes = totals.firsts, totals.cells // totals.width
     days = totals.seconds.take(totals.cells % totals.width)
     bounds = np.searchsorted(codes, np.arange(len(workflows) + 1))  # each workflow's days

@@ -9,6 +9,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from analytics import sequences
 from analytics.once import INCIDENT, run_incidents
 from analytics.text import filled
 from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
@@ -103,24 +104,18 @@ def job_day_cells(counts: pd.DataFrame) -> pd.DataFrame:
     state = np.select(
         [fail, flaky], [category.to_numpy(dtype=object), "retry-green"], default="green"
     )
-    job, jobs = pd.factorize(counts["logical_job"], sort=True)
-    day, days = pd.factorize(counts["day"], sort=True)
-    width = max(len(days), 1)
-    cell = np.where((job >= 0) & (day >= 0), job * width + day, -1)
-    last = counts["last_at"]  # a missing time sorts last, as sort_values puts it
-    moment = last.to_numpy(dtype="datetime64[ns]").view(np.int64)
-    moment = np.where(last.isna().to_numpy(), np.iinfo(np.int64).max, moment)
-    order = np.lexsort((moment, np.select([fail, flaky], [2, 1], 0), cell))  # stable
-    order = order[cell[order] >= 0]
-    cells, at = np.unique(cell[order], return_inverse=True)
-    worst = order[np.diff(cell[order], append=-1) != 0]  # each cell's last
-    runs = np.bincount(at, weights=counts["runs"].to_numpy()[order], minlength=len(cells))
+    # each cell's rows by rank, then time (a missing one last): its last is its worst
+    keyed = np.flatnonzero(counts[GRID_KEYS].notna().all(axis=1).to_numpy())
+    ranked = counts.assign(rank=np.select([fail, flaky], [2, 1], 0))
+    rows, group = sequences.ordered(ranked, GRID_KEYS, keyed, ["rank", "last_at"])
+    worst = rows[sequences.neighbours(group)[1] < 0]
+    cells = sequences.Pairs.of(counts["logical_job"], counts["day"], counts["runs"].to_numpy())
     return pd.DataFrame(
         {
-            "logical_job": jobs.take(cells // width),
-            "day": days.take(cells % width),
+            "logical_job": cells.firsts.take(cells.cells // cells.width),
+            "day": cells.seconds.take(cells.cells % cells.width),
             "state": pd.Series(state[worst], dtype="str"),
-            "runs": runs.astype(np.int64),  # counted runs: canonical's integers
+            "runs": cells.sums[0].astype(np.int64),  # counted runs: canonical's integers
         }
     )
 

@@ -6,6 +6,7 @@ in fixed overhead, which added up to a tenth of a second on the Flaky jobs page.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -51,3 +52,36 @@ def neighbours(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     following = np.full(len(group), -1)
     following[:-1] = np.where(same[1:], positions[1:], -1)
     return previous, following
+
+
+class Pairs(NamedTuple):
+    """Sums of some values per pair of keys, as a groupby of both sums them (sorted, missing
+    keys dropped), counted in numpy over the keys' codes: a grouping's index and named
+    aggregation cost the Overview's changepoints and job x day grid more than the sums."""
+
+    cells: np.ndarray  # each pair as its first key's code x width + its second's, sorted
+    width: int
+    firsts: pd.Index  # the keys' sorted values
+    seconds: pd.Index
+    sums: list[np.ndarray]  # of each of the values, per pair
+
+    @classmethod
+    def of(cls, first: pd.Series, second: pd.Series, *values: np.ndarray) -> Pairs:
+        one, firsts = pd.factorize(first, sort=True)
+        two, seconds = pd.factorize(second, sort=True)
+        kept, width = (one >= 0) & (two >= 0), max(len(seconds), 1)
+        cells, cell = np.unique(one[kept] * width + two[kept], return_inverse=True)
+        sums = [np.bincount(cell, weights=v[kept], minlength=len(cells)) for v in values]
+        return cls(cells, width, pd.Index(firsts), pd.Index(seconds), sums)
+
+    def at(self, first: pd.Series, second: pd.Series) -> np.ndarray:
+        """Each row's pair of keys (``first``, ``second``) as its place in ``cells``; -1: none."""
+        one, two = (
+            keys.get_indexer(pd.Index(row))
+            for keys, row in ((self.firsts, first), (self.seconds, second))
+        )
+        cell = np.where((one >= 0) & (two >= 0), one * self.width + two, -1)
+        place = np.searchsorted(self.cells, cell)
+        found = (cell >= 0) & (place < len(self.cells))
+        found[found] = self.cells[place[found]] == cell[found]
+        return np.where(found, place, -1)

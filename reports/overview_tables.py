@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from analytics import changepoints as cp
-from analytics import overview_counts, rates, recent
+from analytics import overview_counts, rates, recent, sequences
 from analytics.frames import logical_job_frame, logical_run_frame
 from analytics.once import INCIDENT, stability_once
 from reports.query import Query
@@ -210,14 +210,11 @@ def _tile_runs(engine: Engine, project: Project, where: RunFilter) -> pd.DataFra
 
 def _newest_runs(paths: pd.Series, created: pd.Series, run_ids: pd.Series) -> list[int]:
     """Each workflow's newest run (its latest time, then its largest id), as two groupbys
-    found it, over the paths' codes: a quarter of a millisecond, not four."""
-    code = paths.cat.codes.to_numpy()
-    moment = created.to_numpy(dtype="datetime64[ns]").view(np.int64)
-    ids = run_ids.to_numpy()
-    dated = np.flatnonzero((code >= 0) & created.notna().to_numpy())
-    order = dated[np.lexsort((ids[dated], moment[dated], code[dated]))]
-    last = order[np.r_[code[order][1:] != code[order][:-1], True]] if len(order) else order
-    return [int(run_id) for run_id in ids[last]]
+    found it, on numpy positions (analytics.sequences): a quarter of a millisecond, not four."""
+    runs = pd.DataFrame({"path": paths, "created_at": created, "run_id": run_ids})
+    dated = np.flatnonzero(runs.notna().all(axis=1).to_numpy())
+    rows, group = sequences.ordered(runs, ["path"], dated, ["created_at", "run_id"])
+    return [int(run_id) for run_id in run_ids.to_numpy()[rows[sequences.neighbours(group)[1] < 0]]]
 
 
 def incident_lineages_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame:
