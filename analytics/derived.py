@@ -30,7 +30,7 @@ from sqlalchemy import Connection, Engine
 from analytics.incidents import affected_spans, candidate_spans, detect
 from analytics.outcomes import logical_jobs, logical_runs, with_run_categories
 from analytics.verdicts import job_categories
-from store import derived
+from store import derived, rollups
 from store import incidents as incident_rows
 from store.frame_queries import (
     DERIVED_JOB_COLUMNS,
@@ -206,7 +206,8 @@ def differences(engine: Engine, repo: str, project: Project) -> dict[str, int]:
     """Rows of the stored derived tables of ``repo`` that differ from a fresh computation from
     the raw rows, per table (missing, extra or changed rows): empty when they agree. Runs
     marked pending are known to be out of date and left out, and so are the incidents while
-    any run is pending or they wait for a collect's end (which recomputes them)."""
+    any run is pending or they wait for a collect's end (which recomputes them). The rollups
+    are compared with a GROUP BY of the stored rows, but for the days of the pending runs."""
     strip = project.job_name_strip
     waiting = set(derived.pending(engine, repo))
     ids = [run_id for run_id in derived.run_ids(engine, repo) if run_id not in waiting]
@@ -237,7 +238,7 @@ def differences(engine: Engine, repo: str, project: Project) -> dict[str, int]:
         count = len(_rows(stored) ^ _rows(computed))
         if count:
             found[table] = count
-    return found
+    return found | rollups.differences(engine, repo, sorted(waiting))
 
 
 def _members(engine: Engine, repo: str) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, inspect, select, text
 from sqlalchemy.engine import make_url
 
+from store import rollups
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.models import Base
@@ -126,6 +127,9 @@ def add_copies(conn: Connection, copies: int) -> None:
                     f"SELECT {', '.join(values)} FROM {table} WHERE {keys[0]} < {ID_STEP}"
                 )
             )
+    if "rollup_jobs" in present:  # the rollups count the copies' runs too
+        for repo in conn.scalars(text("SELECT DISTINCT repo FROM workflow_runs")).all():
+            rollups.rebuild(conn, repo)
 
 
 def job_count(url: str) -> int:

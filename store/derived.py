@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, update
 
+from store import rollups
 from store.models import DerivedPending, DerivedState, LogicalJob, LogicalRun, WorkflowRun
 from store.runfilter import Bind, connected
 from store.upsert import upsert
@@ -19,7 +20,7 @@ CHUNK = 500  # run ids per IN (...): far below SQLite's limit of bound parameter
 # The derivation's version (analytics.derived): bump it whenever a change there, or in a
 # function it uses, changes a derived value; tables made by another version are rebuilt.
 # Kept here, with the pending marks, so that a collect needs no pandas until it recomputes.
-VERSION = 2
+VERSION = 3
 FLUSH_RUNS = 1_000  # pending runs that a collect's batch recomputes in its own transaction
 # ``derived_state.incident_rule`` while runs were recomputed after the incidents were found: no
 # settings' rule, so the collector finds the incidents again (at its end, or at the next
@@ -38,12 +39,14 @@ def replace_rows(
     jobs: Sequence[Mapping[str, Any]],
 ) -> None:
     """The derived rows of ``run_ids`` become ``runs`` and ``jobs``: a logical job that is no
-    more (a job renamed by a rerun, a new job-name rule) does not linger."""
+    more (a job renamed by a rerun, a new job-name rule) does not linger. The rollups of their
+    days are counted again."""
     for chunk in _chunks(list(run_ids)):
         conn.execute(delete(LogicalJob).where(LogicalJob.run_id.in_(chunk)))
         conn.execute(delete(LogicalRun).where(LogicalRun.run_id.in_(chunk)))
     upsert(conn, LogicalRun, runs)
     upsert(conn, LogicalJob, jobs)
+    rollups.refresh(conn, run_ids)
 
 
 def mark_pending(conn: Connection, repo: str, run_ids: Sequence[int]) -> int:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Select, String, and_, delete, func, or_, select, type_coerce
 
+from store import rollups
 from store.frame_queries import label_tuples
 from store.models import Failure, Incident, IncidentFailure, Job, WorkflowRun
 from store.runfilter import (
@@ -57,24 +58,31 @@ def replace(
 ) -> None:
     """``repo``'s incidents become ``incidents`` (rows of INCIDENT_COLUMNS) and their failures
     ``members`` (rows of MEMBER_COLUMNS), in ``conn``'s transaction; given ``spans``, only its
-    incidents that overlap one of them are replaced."""
+    incidents that overlap one of them are replaced. The rollups of the days of the runs whose
+    failures left or joined an incident are counted again (their incident ids)."""
     stale = Incident.repo == repo
+    touched: set[int] = set()
     for start in range(0, len(spans or ()), SPAN_CHUNK):
         chunk = (spans or ())[start : start + SPAN_CHUNK]
         overlap = or_(*(and_(Incident.started_at <= b, Incident.ended_at >= a) for a, b in chunk))
-        _delete(conn, and_(stale, overlap))
+        touched.update(_delete(conn, and_(stale, overlap)))
     if spans is None:
-        _delete(conn, stale)
+        touched.update(_delete(conn, stale))
     upsert(conn, Incident, incidents)
     for start in range(0, len(members), CHUNK):
         upsert(conn, IncidentFailure, members[start : start + CHUNK])
+    touched.update(int(member["run_id"]) for member in members)
+    rollups.refresh(conn, sorted(touched))
 
 
-def _delete(conn: Connection, which: Any) -> None:
-    """The incidents ``which`` selects, and their failures."""
+def _delete(conn: Connection, which: Any) -> list[int]:
+    """Delete the incidents ``which`` selects, and their failures; returns the runs of those."""
     ids = select(Incident.id).where(which)
-    conn.execute(delete(IncidentFailure).where(IncidentFailure.incident_id.in_(ids)))
+    gone = IncidentFailure.incident_id.in_(ids)
+    runs = list(conn.scalars(select(IncidentFailure.run_id).where(gone).distinct()))
+    conn.execute(delete(IncidentFailure).where(gone))
     conn.execute(delete(Incident).where(which))
+    return runs
 
 
 def _incidents() -> Select[*tuple[Any, ...]]:

@@ -26,9 +26,18 @@ from sqlalchemy import (
     union_all,
 )
 
+from store import rollups
 from store.frame_queries import label_tuples
-from store.models import Failure, IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
-from store.runfilter import Bind, RunFilter, UTCWeek, filtered, raw_frame, selects_run
+from store.models import Failure, LogicalJob, LogicalRun, RollupJob, WorkflowRun
+from store.runfilter import (
+    Bind,
+    RunFilter,
+    UTCWeek,
+    UTCWeekOfDay,
+    filtered,
+    raw_frame,
+    selects_run,
+)
 from store.vocabulary import (
     COUNTED_OUTCOMES,
     GREEN_OUTCOMES,
@@ -53,34 +62,46 @@ COUNT_KEYS = [
 ]
 
 
-def _job_incident() -> Any:
-    """Each red logical job's incident: its last red shard's (the smallest id when several)."""
-    member = IncidentFailure
-    return (
-        select(member.job_id, func.min(member.incident_id).label("incident_id"))
-        .group_by(member.job_id)
-        .subquery("job_incident")
-    )
-
-
-def _counted(where: RunFilter, keys: Sequence[str]) -> Select[Any]:
-    """job_counts' statement: one GROUP BY of the logical jobs of ``where`` per ``keys``."""
-    job, run, hit = LogicalJob, WorkflowRun, _job_incident()
-    red = job.logical_outcome.in_(RED_OUTCOMES)
-    columns = {
-        "workflow_path": run.workflow_path,
-        "logical_job": job.logical_job,
-        "week": UTCWeek(run.created_at),
-        "runner_name": job.runner_name,
-        "labels": cast(job.labels, Text),
-        "logical_outcome": job.logical_outcome,
-        "incident_id": hit.c.incident_id,
-    }
-    stmt = select(*(columns[key].label(key) for key in keys), func.count().label("n"))
+def _counted(where: RunFilter, keys: Sequence[str], more: Any = None) -> Select[Any]:
+    """job_counts' statement: one GROUP BY of the logical jobs of ``where`` per ``keys`` (and
+    the columns ``more`` makes of the runner name), from the rollup of jobs when it holds
+    ``where`` (store.rollups.covers), else from the logical jobs themselves."""
+    if rollups.covers(where):
+        r = RollupJob
+        columns = {
+            "workflow_path": r.workflow_path,
+            "logical_job": r.logical_job,
+            "week": UTCWeekOfDay(r.day),
+            "runner_name": r.runner_name,
+            "labels": r.labels,
+            "logical_outcome": r.logical_outcome,
+            "incident_id": r.incident_id,
+        }
+        n: Any = cast(func.sum(r.n), BigInteger)
+    else:
+        job, run, hit = LogicalJob, WorkflowRun, rollups.job_incident()
+        red = job.logical_outcome.in_(RED_OUTCOMES)
+        columns = {
+            "workflow_path": run.workflow_path,
+            "logical_job": job.logical_job,
+            "week": UTCWeek(run.created_at),
+            "runner_name": job.runner_name,
+            "labels": cast(job.labels, Text),
+            "logical_outcome": job.logical_outcome,
+            "incident_id": hit.c.incident_id,
+        }
+        n = func.count()
+    extra = more(columns["runner_name"]) if more is not None else []
+    labelled = [*(columns[key].label(key) for key in keys), n.label("n"), *extra]
+    stmt: Select[Any] = select(*labelled)
+    group: list[Any] = [literal_column(str(i)) for i in range(1, len(keys) + 1)]
+    if rollups.covers(where):
+        return rollups.within(stmt.group_by(*group), RollupJob, where)
     stmt = (
-        stmt.join(run, run.id == job.run_id)
+        stmt.select_from(job)
+        .join(run, run.id == job.run_id)
         .outerjoin(hit, and_(hit.c.job_id == job.red_job_id, red))
-        .group_by(*(literal_column(str(i)) for i in range(1, len(keys) + 1)))
+        .group_by(*group)
     )
     return filtered(stmt, where)
 
@@ -134,13 +155,15 @@ def runner_counts(
     a sixth cheaper there; but where jobs repeat (the 16x benchmark's 16 copies) the groupings
     after it then read 16 times the rows: 1.5 -> 3.2 s of CPU on SQLite, 2.6 -> 7.7 s on
     PostgreSQL (#49)."""
-    runner = LogicalJob.runner_name
-    place = func.coalesce(runner, NO_RUNNER_NAME)
-    hosted = func.substr(runner, 1, len(HOSTED_RUNNER_PREFIX))
-    host = case((hosted == HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS), else_=place)
-    # place and host follow from runner_name: computed by the GROUP BY, not by a pass over it
-    counts = _counted(where, COUNT_KEYS).add_columns(place.label("place"), host.label("host"))
-    c = counts.cte("placed")
+
+    def placed(runner: Any) -> list[Any]:
+        # place and host follow from runner_name: computed by the GROUP BY, not by a pass over it
+        place = func.coalesce(runner, NO_RUNNER_NAME)
+        hosted = func.substr(runner, 1, len(HOSTED_RUNNER_PREFIX))
+        host = case((hosted == HOSTED_RUNNER_PREFIX, HOSTED_RUNNERS), else_=place)
+        return [place.label("place"), host.label("host")]
+
+    c = _counted(where, COUNT_KEYS, placed).cte("placed")
     week = [c.c.workflow_path, c.c.logical_job, c.c.week]
     greens = (
         select(

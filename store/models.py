@@ -487,6 +487,60 @@ class DerivedState(Base):
     built_at: Mapped[datetime]
 
 
+class _RollupKeys:
+    """The keys a rollup shares: what a page's scope selects runs by (repository, workflow
+    file, head branch, trigger event) and the run's UTC creation day as ``YYYY-MM-DD`` text,
+    the same on every backend. A page whose dates fall on midnights counts from these rows
+    instead of from every logical job or run (store.rollups)."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    workflow_path: Mapped[str] = mapped_column(String(500))
+    head_branch: Mapped[str | None] = mapped_column(String(500))
+    event: Mapped[str] = mapped_column(String(50))
+    day: Mapped[str] = mapped_column(String(10))
+
+
+class RollupJob(_RollupKeys, Base):
+    """Logical jobs counted per scope key and day, logical job, outcome, the incident of a red
+    one (its last red shard's), runner and runner labels (as text): kept with the derived
+    tables by store.rollups, read by store.job_counts."""
+
+    __tablename__ = "rollup_jobs"
+    __table_args__ = (Index(None, "repo", "day"),)
+
+    logical_job: Mapped[str] = mapped_column(String(500))
+    logical_outcome: Mapped[str] = mapped_column(String(20))
+    incident_id: Mapped[str | None] = mapped_column(String(32))
+    runner_name: Mapped[str | None] = mapped_column(String(500))
+    labels: Mapped[str] = mapped_column(Text)
+    n: Mapped[int] = mapped_column(Integer)
+
+
+class RollupRun(_RollupKeys, Base):
+    """Logical runs counted per scope key and day, outcome and the incident of a red one (the
+    smallest among its failures'): kept by store.rollups, read by store.overview_counts."""
+
+    __tablename__ = "rollup_runs"
+    __table_args__ = (Index(None, "repo", "day"),)
+
+    logical_outcome: Mapped[str] = mapped_column(String(20))
+    incident_id: Mapped[str | None] = mapped_column(String(32))
+    runs: Mapped[int] = mapped_column(Integer)
+
+
+class RollupJobName(_RollupKeys, Base):
+    """Runs counted per scope key and day and the name of a job of their first attempt (raw
+    names, not logical jobs): when each job joined or left a workflow. Kept by store.rollups,
+    read by store.page_queries.daily_job_presence."""
+
+    __tablename__ = "rollup_job_names"
+    __table_args__ = (Index(None, "repo", "day"),)
+
+    name: Mapped[str] = mapped_column(String(500))
+    runs: Mapped[int] = mapped_column(Integer)
+
+
 class FetchRetry(Base):
     """A resource GitHub kept answering with an error (a job's log or annotations, a run's
     jobs): the collect recorded it and went on. Later collects ask again after a growing wait

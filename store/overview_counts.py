@@ -11,11 +11,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, case, func, literal, select
+from sqlalchemy import BigInteger, and_, case, cast, func, literal, select
 
-from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
+from store import rollups
+from store.models import IncidentFailure, LogicalJob, LogicalRun, RollupRun, WorkflowRun
 from store.runfilter import (
     Bind,
+    DayDate,
     RunFilter,
     Unindexed,
     UTCDay,
@@ -33,9 +35,8 @@ RUN_COUNT_KEYS = ["workflow_path", "day", "logical_outcome", "incident_id", "in_
 JOB_DAY_KEYS = ["logical_job", "day", "logical_outcome", "category", "invalid"]
 
 
-def _in_range(since: datetime | None, until: datetime | None) -> Any:
-    """1 for a run created in [since, until), else 0."""
-    created = WorkflowRun.created_at
+def _in_range(created: Any, since: Any, until: Any) -> Any:
+    """1 for a run created (or a rollup's ``day``) in [since, until), else 0."""
     terms = [created >= since] if since is not None else []
     terms += [created < until] if until is not None else []
     return case((and_(*terms), 1), else_=0) if terms else literal(1)
@@ -46,13 +47,22 @@ def run_counts(
 ) -> pd.DataFrame:
     """Logical runs of ``where`` (every date) per workflow_path, UTC day, logical_outcome, the
     incident of a red run (the smallest id among its failures'; None otherwise) and
-    ``in_range`` (1: created in [since, until)): ``runs``. Columns RUN_COUNT_KEYS, runs."""
-    member = IncidentFailure
-    first = (
-        select(member.run_id, func.min(member.incident_id).label("incident_id"))
-        .group_by(member.run_id)
-        .subquery()
-    )
+    ``in_range`` (1: created in [since, until)): ``runs``. Columns RUN_COUNT_KEYS, runs.
+    From the rollup of runs when it holds ``where`` and the range (whole days)."""
+    if rollups.covers(replace(where, since=since, until=until)):
+        r = RollupRun
+        ends = [None if end is None else rollups.day_text(end) for end in (since, until)]
+        keys = [
+            r.workflow_path,
+            DayDate(r.day).label("day"),
+            r.logical_outcome,
+            r.incident_id,
+            _in_range(r.day, *ends).label("in_range"),
+        ]
+        rolled = select(*keys, cast(func.sum(r.runs), BigInteger).label("runs")).group_by(*keys)
+        stmt = rollups.within(rolled.order_by(*keys), RollupRun, where)
+        return raw_frame(bind, stmt, ("day",))
+    first = rollups.run_incident()
     run = WorkflowRun
     keys = [
         run.workflow_path,
@@ -61,7 +71,7 @@ def run_counts(
         case((LogicalRun.logical_outcome.in_(RED_OUTCOMES), first.c.incident_id)).label(
             "incident_id"
         ),
-        _in_range(since, until).label("in_range"),
+        _in_range(run.created_at, since, until).label("in_range"),
     ]
     stmt = (
         select(*keys, func.count().label("runs"))

@@ -6,17 +6,28 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import ColumnElement, Engine, ScalarSelect, func, select, tuple_
+from sqlalchemy import BigInteger, ColumnElement, Engine, ScalarSelect, cast, func, select, tuple_
 
+from store import rollups
 from store.models import (
     Base,
     Correction,
     Failure,
     Job,
     JobLog,
+    RollupJobName,
     WorkflowRun,
 )
-from store.runfilter import RunFilter, UTCDay, as_frame, conclusion, filtered, raw_frame, utc
+from store.runfilter import (
+    DayDate,
+    RunFilter,
+    UTCDay,
+    as_frame,
+    conclusion,
+    filtered,
+    raw_frame,
+    utc,
+)
 from store.triage import decisions
 
 if TYPE_CHECKING:  # pandas is imported where it is used: a collect never needs it
@@ -53,11 +64,20 @@ def daily_run_counts(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataF
     return as_frame(engine, filtered(stmt, where), ("day",))
 
 
-def daily_job_presence(engine: Engine, where: RunFilter = RunFilter()) -> pd.DataFrame:
+def daily_job_presence(
+    engine: Engine, where: RunFilter = RunFilter(), *, rolled: bool = False
+) -> pd.DataFrame:
     """Per workflow, UTC day and job name: how many runs had a job of that name in their first
     attempt, counted in SQL (when each job joined or left a workflow, without loading jobs).
+    ``rolled`` (the derived tables are current): from the rollup of job names when it holds
+    ``where``.
 
     Columns: workflow_path, day (tz-aware UTC midnight), name, runs."""
+    if rolled and rollups.covers(where):
+        r = RollupJobName
+        keys = [r.workflow_path, DayDate(r.day).label("day"), r.name]
+        rows = select(*keys, cast(func.sum(r.runs), BigInteger).label("runs")).group_by(*keys)
+        return raw_frame(engine, rollups.within(rows.order_by(*keys), r, where), ("day",))
     run = WorkflowRun
     day = UTCDay(run.created_at).label("day")
     stmt = (

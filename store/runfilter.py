@@ -52,6 +52,19 @@ UTCWeek = _time_function(
     "date({}, 'weekday 0', '-6 days')",
     "to_char(date_trunc('week', timezone('UTC', {})), 'YYYY-MM-DD')",
 )
+UTCWeekOfDay = _time_function(
+    "utc_week_of_day",
+    "UTCWeek of a ``YYYY-MM-DD`` day text (store.rollups' days).",
+    "date({}, 'weekday 0', '-6 days')",
+    "to_char(date_trunc('week', CAST({} AS date)), 'YYYY-MM-DD')",
+)
+DayDate = _time_function(
+    "day_date",
+    """A ``YYYY-MM-DD`` day text (store.rollups' days) as the backend gives UTCDay: the text
+    itself on SQLite, a date on PostgreSQL.""",
+    "{}",
+    "CAST({} AS date)",
+)
 UTCText = _time_function(
     "utc_text",
     """A stored time as UTC text, ``YYYY-MM-DD HH:MM:SS.ffffff`` as SQLite stores it, for a

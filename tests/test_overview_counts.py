@@ -119,7 +119,8 @@ def test_the_status_reads_each_workflows_newest_web_address_alone(
 
 def test_the_overview_reads_jobs_in_one_statement_of_every_date(demo) -> None:
     """The page's tables read the jobs once (the changepoints' job presence, per workflow, day
-    and job name) and its runs in one statement of counts; another date range reads neither."""
+    and job name: from its rollup, the range being whole days) and its runs in one statement of
+    counts; another date range reads neither."""
     engine, project, query, calls = demo
     statements: list[str] = []
 
@@ -134,7 +135,11 @@ def test_the_overview_reads_jobs_in_one_statement_of_every_date(demo) -> None:
     for name in page:
         build(engine, project, name, shorter)
     event.remove(engine, "before_cursor_execute", seen)
-    jobs = [s for s in statements if re.search(r"\b(FROM|JOIN) (logical_)?jobs\b", s)]
+    jobs = [
+        s
+        for s in statements
+        if re.search(r"\b(FROM|JOIN) (logical_jobs|jobs|rollup_jobs|rollup_job_names)\b", s)
+    ]
     assert len(jobs) == 1 and "GROUP BY" in jobs[0] and len(calls) == 1
 
 

@@ -1,0 +1,149 @@
+"""The rollups (store.rollups): the counts a page reads per scope key and day. Each reader that
+uses them answers what it answers from the logical jobs and runs themselves, row for row, on
+both backends; a collect and an incident change keep them equal to a GROUP BY of the stored
+rows, and ``differences`` notices when they are not; a time inside a day reads the derived
+tables; migration 0016 makes and drops them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+from alembic import command
+from sqlalchemy import event, func, inspect, select, update
+
+from store import incidents, rollups
+from store.engine import make_engine
+from store.job_counts import job_counts, runner_counts
+from store.migrate import alembic_config, upgrade
+from store.models import RollupJob, RollupRun, WorkflowRun
+from store.overview_counts import run_counts
+from store.page_queries import daily_job_presence, failure_details
+from store.runfilter import RunFilter
+
+REPO = "verl-project/verl"
+SINCE, UNTIL = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 9, 1, tzinfo=UTC)
+PER_JOB = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
+TABLES = ("rollup_jobs", "rollup_runs", "rollup_job_names")
+
+
+def _filters(engine) -> list[RunFilter]:
+    with engine.connect() as conn:
+        path = conn.scalar(select(WorkflowRun.workflow_path).order_by(WorkflowRun.id).limit(1))
+    return [
+        RunFilter(REPO),
+        RunFilter(REPO, SINCE, UNTIL, events=("push", "schedule"), branch="main"),
+        RunFilter(REPO, since=SINCE, paths=(path,)),
+    ]
+
+
+def _reads(engine, where: RunFilter) -> dict[str, pd.DataFrame]:
+    return {
+        "job counts": job_counts(engine, where),
+        "per job": job_counts(engine, where, PER_JOB),
+        "runner counts": runner_counts(engine, where, 3, []),
+        "run counts": run_counts(engine, RunFilter(REPO, branch=where.branch), SINCE, UNTIL),
+        "presence": daily_job_presence(engine, where, rolled=True),
+    }
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    keys = [str(column) for column in frame.columns]
+    text = frame.astype(str)
+    return frame.loc[text.sort_values(keys).index].reset_index(drop=True)
+
+
+def _statements(engine) -> list[str]:
+    seen: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: seen.append(args[2]))
+    return seen
+
+
+def test_each_reader_answers_from_the_rollups_what_the_derived_tables_answer(
+    collected_db, monkeypatch
+):
+    engine = make_engine(collected_db().url)
+    seen = _statements(engine)
+    for where in _filters(engine):
+        seen.clear()
+        rolled = _reads(engine, where)
+        assert all(name in " ".join(seen) for name in TABLES)
+        with monkeypatch.context() as patch:
+            patch.setattr(rollups, "covers", lambda _where: False)
+            seen.clear()
+            derived = _reads(engine, where)
+            assert not any(name in " ".join(seen) for name in TABLES)
+        for name, frame in rolled.items():
+            assert len(frame), name
+            pd.testing.assert_frame_equal(_sorted(frame), _sorted(derived[name]), obj=name)
+
+
+def test_a_time_inside_a_day_or_a_list_of_runs_reads_the_derived_tables():
+    assert rollups.covers(RunFilter(REPO, SINCE, UNTIL))
+    assert rollups.covers(RunFilter(REPO))
+    assert not rollups.covers(RunFilter(REPO, datetime(2026, 3, 1, 12, tzinfo=UTC)))
+    assert not rollups.covers(RunFilter(REPO, until=datetime(2026, 3, 1, 0, 0, 1, tzinfo=UTC)))
+    assert not rollups.covers(RunFilter(REPO, run_ids=(1, 2)))
+
+
+def test_a_collect_keeps_the_rollups_equal_to_a_group_by_of_the_stored_rows(collected_db):
+    engine = make_engine(collected_db().url)
+    with engine.connect() as conn:
+        assert all(conn.scalar(select(model.id).limit(1)) for model in (RollupJob, RollupRun))
+    assert rollups.differences(engine, REPO) == {}
+    with engine.begin() as conn:  # a count gone wrong shows
+        conn.execute(update(RollupRun).where(RollupRun.id == 1).values(runs=RollupRun.runs + 1))
+    assert rollups.differences(engine, REPO) == {"rollup_runs": 2}
+    with engine.begin() as conn:
+        rollups.rebuild(conn, REPO)
+    assert rollups.differences(engine, REPO) == {}
+
+
+def test_replacing_the_incidents_counts_their_runs_days_again(collected_db):
+    engine = make_engine(collected_db().url)
+    failed = failure_details(engine, RunFilter(REPO)).sort_values("created_at").head(6)
+    row = {
+        "id": "test-hub",
+        "repo": REPO,
+        "kind": "signature",
+        "category": str(failed["category"].iloc[0]),
+        "signature": None,
+        "runner": None,
+        "label": "HF Hub 503 (test)",
+        "started_at": failed["created_at"].min().to_pydatetime(),
+        "ended_at": failed["created_at"].max().to_pydatetime(),
+        "jobs": len(failed),
+        "runs": failed["run_id"].nunique(),
+        "workflows": failed["workflow_path"].nunique(),
+    }
+    members = failed[["run_id", "run_attempt", "job_id"]].assign(incident_id=row["id"])
+    held = select(func.count()).where(RollupRun.incident_id == row["id"])
+    with engine.begin() as conn:
+        incidents.replace(conn, REPO, [row], members.to_dict("records"))
+    assert rollups.differences(engine, REPO) == {}
+    with engine.connect() as conn:
+        assert conn.scalar(held) >= 1  # the red runs of the incident count under it
+    with engine.begin() as conn:
+        incidents.replace(conn, REPO, [], [])  # every incident of the repository gone
+    assert rollups.differences(engine, REPO) == {}
+    with engine.connect() as conn:
+        assert conn.scalar(held) == 0
+
+
+def _tables(db_url: str) -> set[str]:
+    engine = make_engine(db_url)
+    found = set(inspect(engine).get_table_names())
+    engine.dispose()
+    return found & set(TABLES)
+
+
+def test_migration_0016_makes_the_rollups_and_takes_them_back(db_url):
+    engine = make_engine(db_url)
+    upgrade(engine)
+    assert _tables(db_url) == set(TABLES)
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0015")
+    assert _tables(db_url) == set()
+    upgrade(engine)
+    assert _tables(db_url) == set(TABLES)
+    engine.dispose()
