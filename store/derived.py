@@ -133,9 +133,7 @@ def is_current(
     )
     with connected(bind) as conn:
         rows = conn.execute(read).all()
-        repos = (
-            [repo] if repo is not None else list(conn.scalars(select(WorkflowRun.repo).distinct()))
-        )
+        repos = [repo] if repo is not None else repositories(conn)
         # no state at all: current only when there is no repository, and then nothing pending
         pending = rows[0].waiting if rows else None if repos else conn.scalar(waiting)
     if not ignore_pending and pending is not None:
@@ -160,5 +158,13 @@ def run_ids(bind: Bind, repo: str) -> list[int]:
 
 
 def repositories(bind: Bind) -> list[str]:
+    """Every repository with stored runs, in name order: each found from the last by one look
+    in the runs' repo index (a recursive "loose index scan"), where a DISTINCT walked every
+    entry of it (0.06 s at 16x, on each page view)."""
+    repo = WorkflowRun.repo
+    found = select(func.min(repo).label("repo")).cte("found", recursive=True)
+    following = select(func.min(repo)).where(repo > found.c.repo).scalar_subquery()
+    found = found.union_all(select(following).where(found.c.repo.is_not(None)))
     with connected(bind) as conn:
-        return list(conn.scalars(select(WorkflowRun.repo).distinct().order_by(WorkflowRun.repo)))
+        stmt = select(found.c.repo).where(found.c.repo.is_not(None)).order_by(found.c.repo)
+        return list(conn.scalars(stmt))

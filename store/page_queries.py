@@ -90,13 +90,6 @@ def daily_job_presence(
     return raw_frame(engine, filtered(stmt, where), ("day",))
 
 
-def repositories(engine: Engine) -> list[str]:
-    """Every repository with stored runs."""
-    with engine.connect() as conn:
-        stmt = select(WorkflowRun.repo).distinct().order_by(WorkflowRun.repo)
-        return list(conn.scalars(stmt))
-
-
 def run_span(engine: Engine, repo: str) -> tuple[datetime | None, datetime | None]:
     """The creation times of a repository's oldest and newest stored run: each its own
     subquery, so that SQLite reads each from one end of the (repo, created_at) index (it does

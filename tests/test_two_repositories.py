@@ -20,9 +20,9 @@ from ciflake.demo import demo_config, demo_config_path
 from ciflake.summary import run_summary
 from reports.query import Query
 from reports.tables import TABLES, build
+from store.derived import repositories
 from store.engine import make_engine
 from store.events import all_events
-from store.page_queries import repositories
 from tests.support.collected import DEFAULT, Scenario, collected_copy
 
 VERL, RECIPE = "verl-project/verl", "verl-project/verl-recipe"

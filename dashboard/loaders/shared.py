@@ -21,7 +21,7 @@ from analytics import config_tables
 from dashboard.filters import Filters
 from reports import freshness, tables
 from reports.query import Query
-from store import bookkeeping, page_queries, runfilter
+from store import bookkeeping, derived, page_queries, runfilter
 from store.engine import DatabaseURLError, MissingDatabaseError, database_error, make_engine
 from store.events import all_events
 from store.migrate import current_revision, head_revision
@@ -76,14 +76,14 @@ def database_problem(db_url: str) -> str | None:
             f"The database schema is at {revision}, this version needs {head_revision()}. "
             "Run `ciflake db upgrade`."
         )
-    if not page_queries.repositories(engine(db_url)):
+    if not derived.repositories(engine(db_url)):
         return "No runs collected yet. Run `ciflake collect --once`."
     return None
 
 
 @st.cache_data(ttl=TTL)
 def repositories(db_url: str) -> list[str]:
-    return page_queries.repositories(engine(db_url))
+    return derived.repositories(engine(db_url))
 
 
 @st.cache_data(ttl=TTL)

@@ -90,10 +90,11 @@ PRESENTING: dict[str, frozenset[str] | None] = {
     "store.events": ALL,  # the change events, configured and recorded
     "store.runfilter": ALL,  # a filter, not a table
     "store.compression": frozenset({"decompress"}),  # a job's log excerpt (a drill-down)
+    "store.derived": frozenset({"repositories"}),  # the database's repositories
     "store.page_queries": frozenset(
-        # the database's repositories and span; one signature's failures and one job's log
-        # (the Failures page's drill-down)
-        {"repositories", "run_span", "latest_run_url", "signature_failures", "job_log"}
+        # the database's span; one signature's failures and one job's log (the Failures
+        # page's drill-down)
+        {"run_span", "latest_run_url", "signature_failures", "job_log"}
     ),
     "store.triage": frozenset({"POSTED_ACTIONS", "posted_actions", "last_summary_at"}),
 }
