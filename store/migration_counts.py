@@ -7,12 +7,25 @@ successors.first_runs_of_new), the logical jobs either side of each event (cover
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, and_, case, false, func, literal, or_, select
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    and_,
+    case,
+    cast,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 
-from store.models import IncidentFailure, LogicalJob, LogicalRun, WorkflowRun
+from store import rollups
+from store.models import IncidentFailure, LogicalJob, LogicalRun, RollupJob, WorkflowRun
 from store.runfilter import Bind, RunFilter, Unindexed, filtered, raw_frame
 from store.vocabulary import RED_OUTCOMES
 
@@ -36,10 +49,12 @@ SEGMENT_COLUMNS = [
 Invalid = tuple[str, datetime, datetime]
 
 
-def segment_of(created: Any, cuts: Sequence[datetime], low: int = 0, high: int = -1) -> Any:
-    """The number of ``cuts`` (sorted) at or before ``created``, as nested CASEs that halve
-    the cuts at each level: a run is compared with log2 of them, not each (a flat CASE of
-    forty cuts cost a third of the statement)."""
+def segment_of(
+    created: Any, cuts: Sequence[datetime] | Sequence[str], low: int = 0, high: int = -1
+) -> Any:
+    """The number of ``cuts`` (sorted times, or day texts) at or before ``created``, as nested
+    CASEs that halve the cuts at each level: a run is compared with log2 of them, not each (a
+    flat CASE of forty cuts cost a third of the statement)."""
     high = len(cuts) if high < 0 else high
     if low == high:
         return literal(low)
@@ -144,27 +159,65 @@ def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.D
     """The counted (not excluded) logical jobs of ``where`` created within the sorted
     ``cuts``, per segment between them (as segment_tally's), workflow_path and logical_job:
     ``n`` jobs (one per run) and ``created_at``, the last of their runs' times: coverage's
-    jobs either side of each event, counted in one statement."""
+    jobs either side of each event, counted in one statement. The days no cut falls inside
+    are read from the rollup of jobs when it holds ``where`` (store.rollups), the few others
+    from the logical jobs."""
     import pandas as pd
 
     if len(cuts) < 2:
         return pd.DataFrame(columns=JOB_SEGMENT_COLUMNS)
     run, job = WorkflowRun, LogicalJob
-    segment = segment_of(run.created_at, cuts).label("segment")
     # The cuts span most of the history: the scope's runs are read from the covering scope
     # index, where a range on the (repo, created_at) one visited each run's row (0.45 -> 0.52 s
     # CPU at 16x).
     when = Unindexed(run.created_at)
-    stmt = filtered(
+    inside = [when >= cuts[0], when < cuts[-1]]
+    split = sorted({_midnight(cut) for cut in cuts if cut != _midnight(cut)})
+    if rollups.covers(where):  # the split days' runs alone, each day's by its own range
+        days = [and_(when >= day, when < day + timedelta(days=1)) for day in split]
+        inside.append(or_(false(), *days))
+    segment = segment_of(run.created_at, cuts).label("segment")
+    jobs = filtered(
         select(segment, run.workflow_path, job.logical_job)
-        .add_columns(func.count().label("n"), func.max(run.created_at).label("created_at"))
+        .add_columns(literal(1).label("n"), run.created_at)
         .select_from(job.__table__.join(run.__table__, run.id == job.run_id))
-        .where(when >= cuts[0], when < cuts[-1])
-        .where(job.logical_outcome != "excluded")
-        .group_by(segment, run.workflow_path, job.logical_job),
+        .where(*inside)
+        .where(job.logical_outcome != "excluded"),
         where,
     )
+    both = union_all(jobs, _whole_days(where, cuts, split)) if rollups.covers(where) else jobs
+    rows = both.subquery("rows")
+    keys = [rows.c.segment, rows.c.workflow_path, rows.c.logical_job]
+    stmt = select(
+        *keys,
+        cast(func.sum(rows.c.n), BigInteger).label("n"),
+        func.max(rows.c.created_at).label("created_at"),
+    ).group_by(*keys)
     return raw_frame(bind, stmt, ("created_at",))
+
+
+def _midnight(moment: datetime) -> datetime:
+    """The UTC midnight that starts the day of ``moment`` (UTC when naive, as stored)."""
+    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return datetime.combine(utc.date(), time(), tzinfo=UTC)
+
+
+def _whole_days(where: RunFilter, cuts: Sequence[datetime], split: Sequence[datetime]) -> Any:
+    """job_segments' rows of the days within the cuts that none splits, from the rollup of
+    jobs: a day's segment is that of its midnight, the number of cuts at or before it, which
+    is the number whose first whole day (their own if a midnight, else the next) is not
+    after it."""
+    r = RollupJob
+    starts = [cut if cut == _midnight(cut) else _midnight(cut) + timedelta(days=1) for cut in cuts]
+    first = [rollups.day_text(start) for start in starts]
+    stmt = (
+        select(segment_of(r.day, first).label("segment"), r.workflow_path, r.logical_job)
+        .add_columns(r.n, r.last_at.label("created_at"))
+        .where(r.day >= first[0], r.day < rollups.day_text(_midnight(cuts[-1])))
+        .where(r.day.not_in([rollups.day_text(day) for day in split]))
+        .where(r.logical_outcome != "excluded")
+    )
+    return rollups.within(stmt, r, where)
 
 
 def last_runs(

@@ -503,8 +503,9 @@ class _RollupKeys:
 
 class RollupJob(_RollupKeys, Base):
     """Logical jobs counted per scope key and day, logical job, outcome, the incident of a red
-    one (its last red shard's), runner and runner labels (as text): kept with the derived
-    tables by store.rollups, read by store.job_counts."""
+    one (its last red shard's), runner and runner labels (as text), with the latest of their
+    runs' times: kept with the derived tables by store.rollups, read by store.job_counts and
+    store.migration_counts."""
 
     __tablename__ = "rollup_jobs"
     __table_args__ = (Index(None, "repo", "day"),)
@@ -515,6 +516,7 @@ class RollupJob(_RollupKeys, Base):
     runner_name: Mapped[str | None] = mapped_column(String(500))
     labels: Mapped[str] = mapped_column(Text)
     n: Mapped[int] = mapped_column(Integer)
+    last_at: Mapped[datetime]  # the latest of their runs' creation times
 
 
 class RollupRun(_RollupKeys, Base):

@@ -86,8 +86,9 @@ def _jobs() -> Select[Any]:
         job.runner_name,
         cast(job.labels, Text).label("labels"),
     ]
+    n, last = func.count().label("n"), func.max(run.created_at).label("last_at")
     return (
-        select(*keys, func.count().label("n"))
+        select(*keys, n, last)
         .select_from(job)
         .join(run, run.id == job.run_id)
         .outerjoin(hit, and_(hit.c.job_id == job.red_job_id, red))

@@ -6,6 +6,7 @@ tables; migration 0016 makes and drops them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -16,6 +17,7 @@ from store import incidents, rollups
 from store.engine import make_engine
 from store.job_counts import job_counts, runner_counts
 from store.migrate import alembic_config, upgrade
+from store.migration_counts import job_segments
 from store.models import RollupJob, RollupRun, WorkflowRun
 from store.overview_counts import run_counts
 from store.page_queries import daily_job_presence, failure_details
@@ -23,6 +25,13 @@ from store.runfilter import RunFilter
 
 REPO = "verl-project/verl"
 SINCE, UNTIL = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 9, 1, tzinfo=UTC)
+# a cut inside a day, one at a midnight, one inside the last day
+CUTS = [
+    datetime(2026, 2, 10, 5, 30, tzinfo=UTC),
+    datetime(2026, 6, 3, 12, tzinfo=UTC),
+    datetime(2026, 8, 12, tzinfo=UTC),
+    datetime(2026, 10, 1, 23, 59, tzinfo=UTC),
+]
 PER_JOB = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
 TABLES = ("rollup_jobs", "rollup_runs", "rollup_job_names")
 
@@ -44,6 +53,7 @@ def _reads(engine, where: RunFilter) -> dict[str, pd.DataFrame]:
         "runner counts": runner_counts(engine, where, 3, []),
         "run counts": run_counts(engine, RunFilter(REPO, branch=where.branch), SINCE, UNTIL),
         "presence": daily_job_presence(engine, where, rolled=True),
+        "job segments": job_segments(engine, replace(where, since=None, until=None), CUTS),
     }
 
 

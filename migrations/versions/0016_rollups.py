@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+import store.models
+
 revision: str = "0016"
 down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
@@ -27,6 +29,7 @@ TABLES = {
         sa.Column("runner_name", sa.String(500), nullable=True),
         sa.Column("labels", sa.Text(), nullable=False),
         sa.Column("n", sa.Integer(), nullable=False),
+        sa.Column("last_at", store.models.UTCDateTime(timezone=True), nullable=False),
     ],
     "rollup_runs": [
         sa.Column("logical_outcome", sa.String(20), nullable=False),
