@@ -45,18 +45,25 @@ def db_upgrade(state: State) -> None:
 @click.option(
     "--check",
     is_flag=True,
-    help="Compare the derived tables with a fresh computation and change nothing; exit "
-    "status 1 when they differ.",
+    help="Compare the derived tables with a fresh computation (and the rollups with a count "
+    "of the stored rows) and change nothing; exit status 1 when they differ.",
 )
 @click.pass_obj
 def db_rebuild(state: State, check: bool) -> None:
-    """Recompute the derived tables (logical runs and jobs, incidents) from the stored runs,
-    jobs and failures, then check them against a fresh computation. The collector keeps them
+    """Recompute the derived tables (logical runs and jobs, incidents, the rollups) from the
+    stored runs, jobs and failures, then check them against a fresh computation. The collector
+    keeps them
     current; run this after editing a repository's `job_name_strip` (the dashboard reads the
     raw rows, more slowly, until then) or its `incident_*` settings, or to verify a database."""
     from analytics import derived
+    from store.migrate import current_revision, head_revision
 
     engine = state.engine() if check else state.migrated_engine()
+    if check and (at := current_revision(engine)) != head_revision():
+        raise click.ClickException(
+            f"the schema is at {at or 'nothing'}, this version needs {head_revision()}: "
+            "run `ciflake db upgrade` first"
+        )
     if not check:
         _rebuild(state, engine, only_stale=False)
     found = {

@@ -162,13 +162,12 @@ def changepoints_table(engine: Engine, project: Project, query: Query) -> pd.Dat
     that day (read over every date) and the nearest change event touching the lineage."""
     every = run_counts(engine, project, query)
     where = query.where(project, dated=False)
-    rolled = derived_current(engine, project)
     presence = shared_counts(  # every date's: a new date range reads no job again
         "job presence",
         engine,
         project,
         where,
-        lambda _: daily_job_presence(engine, where, rolled=rolled),
+        lambda current: daily_job_presence(engine, where, rolled=current),
     )
     found = cp.counted_changepoints(every[every["in_range"] == 1], every, presence)
     return cp.nearest_events(found, events_of(engine, project))[CHANGEPOINTS_COLUMNS]

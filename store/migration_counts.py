@@ -7,7 +7,7 @@ successors.first_runs_of_new), the logical jobs either side of each event (cover
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 
 from store import rollups
-from store.models import IncidentFailure, LogicalJob, LogicalRun, RollupJob, WorkflowRun
+from store.models import LogicalJob, LogicalRun, RollupJob, WorkflowRun
 from store.runfilter import Bind, RunFilter, Unindexed, filtered, raw_frame
 from store.vocabulary import RED_OUTCOMES
 
@@ -90,11 +90,7 @@ def segment_tally(
     if not cuts:
         return pd.DataFrame(columns=SEGMENT_COLUMNS)
     run, logical = WorkflowRun, LogicalRun
-    member = (
-        select(IncidentFailure.run_id, func.min(IncidentFailure.incident_id).label("incident"))
-        .group_by(IncidentFailure.run_id)
-        .subquery()
-    )
+    member = rollups.run_incident()
     red = logical.logical_outcome.in_(RED_OUTCOMES)
     inside: ColumnElement[bool] = or_(
         false(),
@@ -113,7 +109,7 @@ def segment_tally(
         logical.logical_outcome,
         case((marked, "ci_config"), else_=logical.failure_category).label("failure_category"),
         case((marked, config_basis), else_=logical.failure_basis).label("failure_basis"),
-        case((red, member.c.incident)).label("incident_id"),
+        case((red, member.c.incident_id)).label("incident_id"),
     ]
     joined = logical.__table__.join(run.__table__, run.id == logical.run_id).outerjoin(
         member, member.c.run_id == logical.run_id
@@ -172,7 +168,7 @@ def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.D
     # CPU at 16x).
     when = Unindexed(run.created_at)
     inside = [when >= cuts[0], when < cuts[-1]]
-    split = sorted({_midnight(cut) for cut in cuts if cut != _midnight(cut)})
+    split = sorted({rollups.midnight(cut) for cut in cuts if not rollups.is_midnight(cut)})
     if rollups.covers(where):  # the split days' runs alone, each day's by its own range
         days = [and_(when >= day, when < day + timedelta(days=1)) for day in split]
         inside.append(or_(false(), *days))
@@ -196,24 +192,17 @@ def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.D
     return raw_frame(bind, stmt, ("created_at",))
 
 
-def _midnight(moment: datetime) -> datetime:
-    """The UTC midnight that starts the day of ``moment`` (UTC when naive, as stored)."""
-    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return datetime.combine(utc.date(), time(), tzinfo=UTC)
-
-
 def _whole_days(where: RunFilter, cuts: Sequence[datetime], split: Sequence[datetime]) -> Any:
     """job_segments' rows of the days within the cuts that none splits, from the rollup of
     jobs: a day's segment is that of its midnight, the number of cuts at or before it, which
     is the number whose first whole day (their own if a midnight, else the next) is not
     after it."""
     r = RollupJob
-    starts = [cut if cut == _midnight(cut) else _midnight(cut) + timedelta(days=1) for cut in cuts]
-    first = [rollups.day_text(start) for start in starts]
+    first = [rollups.first_whole_day(cut) for cut in cuts]
     stmt = (
         select(segment_of(r.day, first).label("segment"), r.workflow_path, r.logical_job)
         .add_columns(r.n, r.last_at.label("created_at"))
-        .where(r.day >= first[0], r.day < rollups.day_text(_midnight(cuts[-1])))
+        .where(r.day >= first[0], r.day < rollups.day_text(cuts[-1]))
         .where(r.day.not_in([rollups.day_text(day) for day in split]))
         .where(r.logical_outcome != "excluded")
     )

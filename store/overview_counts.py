@@ -50,7 +50,7 @@ def run_counts(
     incident of a red run (the smallest id among its failures'; None otherwise) and
     ``in_range`` (1: created in [since, until)): ``runs``. Columns RUN_COUNT_KEYS, runs.
     From the rollup of runs when it holds ``where`` and the range (whole days)."""
-    if rollups.covers(replace(where, since=since, until=until)):
+    if rollups.covers(where) and rollups.covers(RunFilter(since=since, until=until)):
         r = RollupRun
         ends = [None if end is None else rollups.day_text(end) for end in (since, until)]
         keys = [

@@ -7,14 +7,17 @@ about the same (#49).
 
 They are kept in the transactions that change what they count: a run's derived rows
 (analytics.derived.refresh) and a repository's incident members (store.incidents.replace)
-refresh the days of the runs they touched, whole. So a rollup always equals the GROUP BY of
-the stored derived tables, and is current whenever they are; ``differences`` checks it.
+refresh the days of the runs they touched, whole. So a rollup equals the GROUP BY of the
+stored rows, and is current whenever the derived tables are (the job names count raw jobs,
+stored before their run's derived rows: a day with a pending run may lag until the flush that
+makes the tables current again); ``differences`` checks it.
 
 A reader uses them when its filter is whole days (``covers``); a time inside a day, or a list
 of runs, reads the derived tables themselves."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypeVarTuple
@@ -142,8 +145,15 @@ def _spans(days: Sequence[date]) -> Iterator[tuple[date, date]]:
         yield start, previous
 
 
-def _midnight(day: date) -> datetime:
+def day_start(day: date) -> datetime:
+    """The UTC midnight that starts ``day``."""
     return datetime.combine(day, time(), tzinfo=UTC)
+
+
+def midnight(moment: datetime) -> datetime:
+    """The UTC midnight that starts the UTC day of ``moment`` (UTC when naive, as stored)."""
+    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return day_start(utc.date())
 
 
 def refresh(conn: Connection, run_ids: Sequence[int]) -> None:
@@ -175,15 +185,21 @@ def rebuild(conn: Connection, repo: str) -> None:
 
 
 def _recount(conn: Connection, repo: str, first: date | None, last: date | None) -> None:
+    """Delete the days' rows, then insert their GROUP BY. On PostgreSQL the repository's
+    writers take turns (a transaction-scoped advisory lock): under READ COMMITTED, a second
+    writer's DELETE would skip the rows the first inserted and count its days twice. SQLite
+    has one writer at a time already."""
     run = WorkflowRun
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(f"rollups {repo}"))))
     for model, rows in ROLLUPS.items():
         gone = delete(model).where(model.repo == repo)
         source = rows().where(run.repo == repo)
         if first is not None and last is not None:
             gone = gone.where(model.day >= first.isoformat(), model.day <= last.isoformat())
             source = source.where(
-                run.created_at >= _midnight(first),
-                run.created_at < _midnight(last + timedelta(days=1)),
+                run.created_at >= day_start(first),
+                run.created_at < day_start(last + timedelta(days=1)),
             )
         conn.execute(gone)
         names = [column.name for column in source.selected_columns]
@@ -194,18 +210,22 @@ def covers(where: RunFilter) -> bool:
     """Whether the rollups hold what ``where`` selects: whole UTC days (or open ends), no list
     of runs."""
     ends = [end for end in (where.since, where.until) if end is not None]
-    return not where.run_ids and all(_is_midnight(end) for end in ends)
+    return not where.run_ids and all(is_midnight(end) for end in ends)
 
 
-def _is_midnight(moment: datetime) -> bool:
-    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment
-    return utc.time() == time()
+def is_midnight(moment: datetime) -> bool:
+    """Whether ``moment`` starts a UTC day (UTC when naive, as stored)."""
+    return midnight(moment) == (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC))
+
+
+def first_whole_day(moment: datetime) -> str:
+    """The first UTC day that starts at or after ``moment``, as the rollups' ``day``."""
+    return day_text(midnight(moment) + timedelta(days=0 if is_midnight(moment) else 1))
 
 
 def day_text(moment: datetime) -> str:
-    """The UTC day of a midnight, as the rollups' ``day``."""
-    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment
-    return utc.date().isoformat()
+    """The UTC day of ``moment``, as the rollups' ``day``."""
+    return midnight(moment).date().isoformat()
 
 
 def within(stmt: Select[*_Columns], model: Rollup, where: RunFilter) -> Select[*_Columns]:
@@ -237,11 +257,12 @@ def differences(bind: Bind, repo: str, waiting: Sequence[int] = ()) -> dict[str,
             source = rows().where(WorkflowRun.repo == repo)
             names = [column.name for column in source.selected_columns]
             stored = select(*(model.__table__.c[name] for name in names)).where(model.repo == repo)
+            # as multisets: a day counted twice is as wrong as one not counted
             kept = [
-                {row for row in conn.execute(stmt).all() if row.day not in left_out}
+                Counter(row for row in conn.execute(stmt).all() if row.day not in left_out)
                 for stmt in (stored, source)
             ]
-            count = len(kept[0] ^ kept[1])
+            count = sum(((kept[0] - kept[1]) + (kept[1] - kept[0])).values())
             if count:
                 found[model.__tablename__] = count
     return found

@@ -56,7 +56,7 @@ UTCWeekOfDay = _time_function(
     "utc_week_of_day",
     "UTCWeek of a ``YYYY-MM-DD`` day text (store.rollups' days).",
     "date({}, 'weekday 0', '-6 days')",
-    "to_char(date_trunc('week', CAST({} AS date)), 'YYYY-MM-DD')",
+    "to_char(date_trunc('week', CAST({} AS timestamp)), 'YYYY-MM-DD')",
 )
 DayDate = _time_function(
     "day_date",
