@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypeVarTuple
 
@@ -44,7 +45,7 @@ from store.models import (
     RollupRun,
     WorkflowRun,
 )
-from store.runfilter import Bind, RunFilter, UTCDayText, connected
+from store.runfilter import Bind, RunFilter, UTCDayText, conditions, connected
 from store.vocabulary import RED_OUTCOMES
 
 CHUNK = 500  # run ids per IN (...), as store.derived's
@@ -53,24 +54,22 @@ _Columns = TypeVarTuple("_Columns")
 Rollup = type[RollupJob] | type[RollupRun] | type[RollupJobName]
 
 
-def job_incident() -> Any:
-    """Each red logical job's incident: its last red shard's (the smallest id when several)."""
+def _first_incident(key: Any, name: str) -> Any:
+    """Per ``key`` of the incident members (a job, a run): the smallest incident id."""
     member = IncidentFailure
     return (
-        select(member.job_id, func.min(member.incident_id).label("incident_id"))
-        .group_by(member.job_id)
-        .subquery("job_incident")
+        select(key, func.min(member.incident_id).label("incident_id")).group_by(key).subquery(name)
     )
+
+
+def job_incident() -> Any:
+    """Each red logical job's incident: its last red shard's (the smallest id when several)."""
+    return _first_incident(IncidentFailure.job_id, "job_incident")
 
 
 def run_incident() -> Any:
     """Each run's incident: the smallest id among its failures'."""
-    member = IncidentFailure
-    return (
-        select(member.run_id, func.min(member.incident_id).label("incident_id"))
-        .group_by(member.run_id)
-        .subquery("run_incident")
-    )
+    return _first_incident(IncidentFailure.run_id, "run_incident")
 
 
 def _scope() -> list[Any]:
@@ -229,20 +228,14 @@ def day_text(moment: datetime) -> str:
 
 
 def within(stmt: Select[*_Columns], model: Rollup, where: RunFilter) -> Select[*_Columns]:
-    """``stmt`` over ``model`` cut to what ``where`` selects (``covers`` must hold)."""
-    terms: list[Any] = []
-    if where.repo is not None:
-        terms.append(model.repo == where.repo)
+    """``stmt`` over ``model`` cut to what ``where`` selects (``covers`` must hold): its scope
+    columns as a run's, its days for the dates."""
+    days = replace(where, since=None, until=None, run_ids=())
+    terms = conditions(days, model)
     if where.since is not None:
         terms.append(model.day >= day_text(where.since))
     if where.until is not None:
         terms.append(model.day < day_text(where.until))
-    if where.paths:
-        terms.append(model.workflow_path.in_(where.paths))
-    if where.events:
-        terms.append(model.event.in_(where.events))
-    if where.branch is not None:
-        terms.append(model.head_branch == where.branch)
     return stmt.where(*terms)
 
 

@@ -136,9 +136,9 @@ def filtered(stmt: Select[*_Columns], where: RunFilter) -> Select[*_Columns]:
     return stmt.where(*conditions(where))
 
 
-def conditions(where: RunFilter) -> list[ColumnElement[bool]]:
-    """What ``where`` asks of a run (``workflow_runs``), as terms to AND; none: every run."""
-    run = WorkflowRun
+def conditions(where: RunFilter, run: Any = WorkflowRun) -> list[ColumnElement[bool]]:
+    """What ``where`` asks of a run (``workflow_runs``, or the scope columns of a table that
+    has them: store.rollups), as terms to AND; none: every run."""
     terms: list[ColumnElement[bool]] = []
     if where.repo is not None:
         terms.append(run.repo == where.repo)
