@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 
 from store import rollups
-from store.models import LogicalJob, LogicalRun, RollupJob, WorkflowRun
+from store.models import LogicalJob, LogicalRun, RollupJobOutcome, WorkflowRun
 from store.runfilter import Bind, RunFilter, Unindexed, filtered, raw_frame
 from store.vocabulary import RED_OUTCOMES
 
@@ -156,7 +156,7 @@ def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.D
     ``cuts``, per segment between them (as segment_tally's), workflow_path and logical_job:
     ``n`` jobs (one per run) and ``created_at``, the last of their runs' times: coverage's
     jobs either side of each event, counted in one statement. The days no cut falls inside
-    are read from the rollup of jobs when it holds ``where`` (store.rollups), the few others
+    are read from the rollup of job outcomes when it holds ``where`` (store.rollups), the few others
     from the logical jobs."""
     import pandas as pd
 
@@ -193,11 +193,11 @@ def job_segments(bind: Bind, where: RunFilter, cuts: Sequence[datetime]) -> pd.D
 
 
 def _whole_days(where: RunFilter, cuts: Sequence[datetime], split: Sequence[datetime]) -> Any:
-    """job_segments' rows of the days within the cuts that none splits, from the rollup of
-    jobs: a day's segment is that of its midnight, the number of cuts at or before it, which
-    is the number whose first whole day (their own if a midnight, else the next) is not
+    """job_segments' rows of the days within the cuts that none splits, from the rollup of job
+    outcomes: a day's segment is that of its midnight, the number of cuts at or before it,
+    which is the number whose first whole day (their own if a midnight, else the next) is not
     after it."""
-    r = RollupJob
+    r = RollupJobOutcome
     first = [rollups.first_whole_day(cut) for cut in cuts]
     stmt = (
         select(segment_of(r.day, first).label("segment"), r.workflow_path, r.logical_job)

@@ -1,4 +1,5 @@
-"""The rollups (``rollup_jobs``, ``rollup_runs``, ``rollup_job_names``): the counts the pages
+"""The rollups (``rollup_jobs``, ``rollup_job_outcomes``, ``rollup_runs``,
+``rollup_job_names``): the counts the pages
 group the logical jobs and runs by, kept per scope key (repository, workflow, branch, event)
 and UTC day, so that a page reads a row per key and day instead of one per job. A busy
 repository runs many jobs of the same names each day: at scale 1 the default scope's 20,551
@@ -42,6 +43,7 @@ from store.models import (
     LogicalRun,
     RollupJob,
     RollupJobName,
+    RollupJobOutcome,
     RollupRun,
     WorkflowRun,
 )
@@ -51,7 +53,7 @@ from store.vocabulary import RED_OUTCOMES
 CHUNK = 500  # run ids per IN (...), as store.derived's
 SCOPE = ("repo", "workflow_path", "head_branch", "event")
 _Columns = TypeVarTuple("_Columns")
-Rollup = type[RollupJob] | type[RollupRun] | type[RollupJobName]
+Rollup = type[RollupJob] | type[RollupJobOutcome] | type[RollupRun] | type[RollupJobName]
 
 
 def _first_incident(key: Any, name: str) -> Any:
@@ -77,17 +79,13 @@ def _scope() -> list[Any]:
     return [*(run.__table__.c[key] for key in SCOPE), UTCDayText(run.created_at).label("day")]
 
 
-def _jobs() -> Select[Any]:
+def _jobs(runners: bool = True) -> Select[Any]:
+    """RollupJob's rows (RollupJobOutcome's without ``runners``)."""
     job, run, hit = LogicalJob, WorkflowRun, job_incident()
     red = job.logical_outcome.in_(RED_OUTCOMES)
-    keys = [
-        *_scope(),
-        job.logical_job,
-        job.logical_outcome,
-        hit.c.incident_id,
-        job.runner_name,
-        cast(job.labels, Text).label("labels"),
-    ]
+    keys = [*_scope(), job.logical_job, job.logical_outcome, hit.c.incident_id]
+    if runners:
+        keys += [job.runner_name, cast(job.labels, Text).label("labels")]
     n, last = func.count().label("n"), func.max(run.created_at).label("last_at")
     return (
         select(*keys, n, last)
@@ -125,6 +123,7 @@ def _job_names() -> Select[Any]:
 
 ROLLUPS: dict[Rollup, Callable[[], Select[Any]]] = {
     RollupJob: _jobs,
+    RollupJobOutcome: lambda: _jobs(runners=False),
     RollupRun: _runs,
     RollupJobName: _job_names,
 }

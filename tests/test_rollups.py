@@ -36,7 +36,7 @@ CUTS = [
     datetime(2026, 10, 1, 23, 59, tzinfo=UTC),
 ]
 PER_JOB = ["workflow_path", "logical_job", "logical_outcome", "incident_id"]
-TABLES = ("rollup_jobs", "rollup_runs", "rollup_job_names")
+TABLES = ("rollup_jobs", "rollup_job_outcomes", "rollup_runs", "rollup_job_names")
 
 
 def _filters(engine) -> list[RunFilter]:
@@ -52,7 +52,7 @@ def _filters(engine) -> list[RunFilter]:
 # each reader, and the rollup it reads for whole days
 READERS = {
     "job counts": (lambda engine, where: job_counts(engine, where), "rollup_jobs"),
-    "per job": (lambda engine, where: job_counts(engine, where, PER_JOB), "rollup_jobs"),
+    "per job": (lambda engine, where: job_counts(engine, where, PER_JOB), "rollup_job_outcomes"),
     "runner counts": (lambda engine, where: runner_counts(engine, where, 3, []), "rollup_jobs"),
     "run counts": (
         lambda engine, where: run_counts(
@@ -66,7 +66,7 @@ READERS = {
     ),
     "job segments": (
         lambda engine, where: job_segments(engine, replace(where, since=None, until=None), CUTS),
-        "rollup_jobs",
+        "rollup_job_outcomes",
     ),
 }
 

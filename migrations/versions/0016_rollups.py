@@ -1,4 +1,5 @@
-"""rollups: the logical jobs, logical runs and first-attempt job names counted per scope key
+"""rollups: the logical jobs (with and without their runners), logical runs and first-attempt
+job names counted per scope key
 (repository, workflow file, head branch, event) and UTC day (store.rollups), so that a page
 whose dates are whole days reads a row per key and day instead of one per job (#49). They are
 filled by the derived tables' rebuild: store.derived.VERSION goes to 3 with this revision, so
@@ -28,6 +29,13 @@ TABLES = {
         sa.Column("incident_id", sa.String(32), nullable=True),
         sa.Column("runner_name", sa.String(500), nullable=True),
         sa.Column("labels", sa.Text(), nullable=False),
+        sa.Column("n", sa.Integer(), nullable=False),
+        sa.Column("last_at", store.models.UTCDateTime(timezone=True), nullable=False),
+    ],
+    "rollup_job_outcomes": [
+        sa.Column("logical_job", sa.String(500), nullable=False),
+        sa.Column("logical_outcome", sa.String(20), nullable=False),
+        sa.Column("incident_id", sa.String(32), nullable=True),
         sa.Column("n", sa.Integer(), nullable=False),
         sa.Column("last_at", store.models.UTCDateTime(timezone=True), nullable=False),
     ],
