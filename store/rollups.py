@@ -1,7 +1,7 @@
 """The rollups (``rollup_jobs``, ``rollup_job_outcomes``, ``rollup_runs``,
-``rollup_job_names``): the counts the pages
-group the logical jobs and runs by, kept per scope key (repository, workflow, branch, event)
-and UTC day, so that a page reads a row per key and day instead of one per job. A busy
+``rollup_job_names``): the counts the pages group the logical jobs and runs by, kept per scope
+key (repository, workflow, branch, event) and UTC day, so that a page reads a row per key and
+day instead of one per job. A busy
 repository runs many jobs of the same names each day: at scale 1 the default scope's 20,551
 logical jobs make 7,463 keys without the runner, and a history sixteen times as busy makes
 about the same (#49).
@@ -148,10 +148,14 @@ def day_start(day: date) -> datetime:
     return datetime.combine(day, time(), tzinfo=UTC)
 
 
+def _utc(moment: datetime) -> datetime:
+    """``moment`` in UTC (a naive one is UTC already, as the store keeps times)."""
+    return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def midnight(moment: datetime) -> datetime:
-    """The UTC midnight that starts the UTC day of ``moment`` (UTC when naive, as stored)."""
-    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return day_start(utc.date())
+    """The UTC midnight that starts the UTC day of ``moment``."""
+    return day_start(_utc(moment).date())
 
 
 def refresh(conn: Connection, run_ids: Sequence[int]) -> None:
@@ -212,8 +216,8 @@ def covers(where: RunFilter) -> bool:
 
 
 def is_midnight(moment: datetime) -> bool:
-    """Whether ``moment`` starts a UTC day (UTC when naive, as stored)."""
-    return midnight(moment) == (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC))
+    """Whether ``moment`` starts a UTC day."""
+    return midnight(moment) == _utc(moment)
 
 
 def first_whole_day(moment: datetime) -> str:
@@ -244,7 +248,7 @@ def differences(bind: Bind, repo: str, waiting: Sequence[int] = ()) -> dict[str,
     left out: the job names count the raw jobs, stored before their run's derived rows are."""
     found: dict[str, int] = {}
     with connected(bind) as conn:
-        left_out = {day for _, day in _days(conn, waiting)}
+        left_out = {day for name, day in _days(conn, waiting) if name == repo}
         for model, rows in ROLLUPS.items():
             source = rows().where(WorkflowRun.repo == repo)
             names = [column.name for column in source.selected_columns]
