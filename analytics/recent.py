@@ -13,8 +13,9 @@ worse? One definition (docs/vocabulary.md "Tiles"), used by the Overview's tiles
   and sparkline read the runs as they are.
 - The trend compares the window's success rate with the ``recent_days`` before it: an arrow is
   drawn only when a two-sided Fisher exact test of pass vs not-pass says p < ``TREND_P``.
-- The sparkline is the red share (flaky or fail) of ``SPARK_BUCKETS`` equal spans of the whole
-  range, one block character each, blank where nothing ran.
+- The sparkline is the red share (flaky or fail) of the counted runs in ``SPARK_BUCKETS`` spans
+  of whole UTC days from the range's first run to the reference moment, as equal as whole days
+  allow (the counts per day serve it), one block character each, blank where nothing ran.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from analytics.rates import verdict_label
 from analytics.silence import SILENT_COLUMNS, retirements
 from analytics.staleness import STALE, staleness, usual_gaps
 from store.project import Analysis
-from store.vocabulary import RED_OUTCOMES
+from store.vocabulary import COUNTED_OUTCOMES, RED_OUTCOMES
 
 TREND_P = 0.05
 SPARK_BUCKETS = 24
@@ -55,26 +56,37 @@ def _window(runs: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.Da
     return runs[(runs["created_at"] > start) & (runs["created_at"] <= end)]
 
 
-def sparklines(runs: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.Series:
-    """Per ``by`` value, the red share of its counted ``runs`` in SPARK_BUCKETS equal spans of
-    [first, last], one block character each, blank where nothing ran (one grouping for all)."""
-    counted = runs[runs["logical_outcome"] != "excluded"]
-    span = max((last - first) / SPARK_BUCKETS, pd.Timedelta(seconds=1))
-    bucket = ((counted["created_at"] - first) / span).astype(int).clip(0, SPARK_BUCKETS - 1)
+def sparklines(counts: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.Series:
+    """Per ``by`` value, the red share of its counted runs in SPARK_BUCKETS spans of whole UTC
+    days from ``first``'s day to ``last``'s, as equal as whole days allow, one block character
+    each, blank where nothing ran. ``counts``: runs per ``by``, day, logical_outcome (``runs``;
+    day_counts), so that the counts per day the database keeps serve it."""
+    counted = counts[counts["logical_outcome"].isin(COUNTED_OUTCOMES).to_numpy()]
+    start = pd.Timestamp(first).floor("D")
+    days = max((pd.Timestamp(last).floor("D") - start).days + 1, 1)
+    offset = ((counted["day"] - start) // pd.Timedelta(days=1)).to_numpy(dtype=np.int64)
+    bucket = np.clip(offset * SPARK_BUCKETS // days, 0, SPARK_BUCKETS - 1)
     code, names = _codes(counted[by])
     kept = code >= 0
-    cells = code[kept] * SPARK_BUCKETS + bucket.to_numpy()[kept]
+    cells = code[kept] * SPARK_BUCKETS + bucket[kept]
     size = len(names) * SPARK_BUCKETS
-    ran = np.bincount(cells, minlength=size)
-    red = np.bincount(
-        cells,
-        weights=counted["logical_outcome"].isin(RED_OUTCOMES).to_numpy()[kept],
-        minlength=size,
-    )
+    runs = counted["runs"].to_numpy(dtype=float)[kept]
+    ran = np.bincount(cells, weights=runs, minlength=size)
+    red = counted["logical_outcome"].isin(RED_OUTCOMES).to_numpy()[kept]
+    reds = np.bincount(cells, weights=runs * red, minlength=size)
     with np.errstate(invalid="ignore"):  # a span where nothing ran: blank
-        levels = np.where(ran > 0, np.round(red / ran * (len(SPARK) - 1)), len(SPARK))
+        levels = np.where(ran > 0, np.round(reds / ran * (len(SPARK) - 1)), len(SPARK))
     blocks = np.array([*SPARK, " "])[levels.astype(int).reshape(-1, SPARK_BUCKETS)]
     return pd.Series(["".join(row) for row in blocks], index=names, dtype=object)
+
+
+def day_counts(runs: pd.DataFrame) -> pd.DataFrame:
+    """Logical ``runs`` (workflow_path, lineage, created_at, logical_outcome) per
+    workflow_path, lineage, UTC day and logical_outcome: ``runs``, as the Overview's counts
+    per day give them (store.overview_counts.run_counts)."""
+    keys = ["workflow_path", "lineage", "day", "logical_outcome"]
+    keyed = runs.assign(day=runs["created_at"].dt.floor("D"))
+    return keyed.groupby(keys, observed=True).size().rename("runs").reset_index()
 
 
 def tile_table(
@@ -87,20 +99,24 @@ def tile_table(
     recent_days: int,
     silent: pd.DataFrame | None = None,
     members: pd.DataFrame | None = None,
+    counts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per ``by`` value (workflow_path or lineage) of ``runs`` (logical runs in scope,
-    with html_url): name, status, recent_days, the window's runs/pass/success_rate(_low,
-    _high) and label (analytics.rates), the same counted once (runs_once,
-    success_rate(_low, _high)_once, label_once; ``members``: store.incidents.load_members,
+    with html_url; a logical_outcome may be missing outside the two windows, but not for the
+    two latest counted runs of a workflow): name, status, recent_days, the window's
+    runs/pass/success_rate(_low, _high) and label (analytics.rates), the same counted once
+    (runs_once, success_rate(_low, _high)_once, label_once; ``members``:
+    store.incidents.load_members,
     None: no incident), the previous window's previous_runs and
     previous_rate(_low, _high), trend (UP, DOWN or "") and trend_p, sparkline, last_run and
     last_run_url, usual_gap_hours and silent_hours (analytics.staleness), for RETIRED:
     retired_at, retired_by (the migration's PR) and successors, and for SILENT: silent_reason,
     silent_detail and silent_since (``silent``: analytics.silence.silent_workflows; None: not
-    known)."""
+    known). ``counts``: the runs per day (day_counts; None: counted from ``runs``), which the
+    sparkline reads."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status"])
-    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent, members)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent, members, counts)
     return tiles.table(by, recent_days, analysis.min_runs)
 
 
@@ -113,13 +129,14 @@ def tile_tables(
     recent_days: int,
     silent: pd.DataFrame | None = None,
     members: pd.DataFrame | None = None,
+    counts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``tile_table`` by lineage, then by workflow_path, with ``level`` ("lineage" or
     "workflow"): what both levels share (the sorted runs, the retirements, each workflow's
     staleness) is computed once."""
     if runs.empty:
         return pd.DataFrame(columns=["name", "status", "level"])
-    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent, members)
+    tiles = _Tiles(runs, reference, events, analysis.stale_factor, silent, members, counts)
     min_runs = analysis.min_runs
     levels = (("lineage", "lineage"), ("workflow_path", "workflow"))
     return pd.concat(
@@ -130,10 +147,10 @@ def tile_tables(
 
 class _Tiles:
     """What every level of tiles reads of the same runs: the runs (TILE_COLUMNS only, in
-    order of creation, with the incident of each red one), the reference moment, the
-    retirements, the SILENT workflows and each workflow's staleness. Each level counts in
-    numpy over its names' codes: pandas on a few thousand runs and a dozen names costs its
-    overhead per call, hundreds of times per table."""
+    order of creation, with the incident of each red one), their counts per day, the
+    reference moment, the retirements, the SILENT workflows and each workflow's staleness.
+    Each level counts in numpy over its names' codes: pandas on a few thousand runs and a dozen
+    names costs its overhead per call, hundreds of times per table."""
 
     def __init__(
         self,
@@ -143,6 +160,7 @@ class _Tiles:
         stale_factor: float,
         silent: pd.DataFrame | None,
         members: pd.DataFrame | None,
+        counts: pd.DataFrame | None,
     ) -> None:
         # Only the columns a tile reads: every filter and sort below copies each column it keeps,
         # and the text keys as categories: taking and hashing pyarrow text row by row, in each
@@ -160,8 +178,9 @@ class _Tiles:
         silent = silent if silent is not None else pd.DataFrame(columns=SILENT_COLUMNS)
         self.silent = silent[~silent["workflow_path"].isin(self.gone)].set_index("workflow_path")
         self.per_workflow = staleness(self.runs, "workflow_path", self.end, stale_factor)
+        self.counts = day_counts(runs) if counts is None else counts
         outcome = self.runs["logical_outcome"]
-        self.counted = (outcome != "excluded").to_numpy()
+        self.counted = outcome.isin(COUNTED_OUTCOMES).to_numpy()  # missing: not read, not here
         self.failed = (outcome == "fail").to_numpy()
         self.passed = (outcome == "pass").to_numpy()
         self.paths, self.path_names = _codes(self.runs["workflow_path"])
@@ -203,7 +222,7 @@ class _Tiles:
         quiet = self._silent(names, workflows)
         last = np.full(len(names), -1)
         np.maximum.at(last, code[code >= 0], np.flatnonzero(code >= 0))  # the newest of each
-        lines = sparklines(runs[[by, "created_at", "logical_outcome"]], by, created.min(), end)
+        lines = sparklines(self.counts, by, created.min(), end)
         added = {  # every column at once: each one set apart copies the table's index again
             "previous_runs": sides["previous_runs"],
             "previous_pass": sides["previous_pass"],

@@ -34,6 +34,7 @@ from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
 from store.page_queries import daily_job_presence, run_span
 from store.project import Project
 from store.runfilter import RunFilter
+from store.vocabulary import COUNTED_OUTCOMES
 
 STATUS_COLUMNS = [
     "level",
@@ -177,11 +178,12 @@ def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame
     """A status tile per lineage, then per workflow (analytics.recent.tile_tables): the last
     ``recent_days`` before the repository's newest run (or the query's end, if earlier)."""
     where = query.where(project)
-    runs = _tile_runs(engine, project, where)
     _, newest = run_span(engine, project.repo)
     reference = pd.Timestamp(newest) if newest else None
     if reference is not None and query.until is not None:
         reference = min(reference, pd.Timestamp(query.until))
+    runs = _tile_runs(engine, project, where, reference)
+    counts = run_counts(engine, project, query)  # the sparklines': shared with the timeline
     tiles = recent.tile_tables(
         runs,
         reference,
@@ -190,17 +192,27 @@ def status_table(engine: Engine, project: Project, query: Query) -> pd.DataFrame
         recent_days=project.analysis.recent_days,
         silent=silent_workflows_of(engine, project),
         members=incidents.load_members(engine, where),
+        counts=counts[counts["in_range"] == 1],
     )
     return tiles.reindex(columns=STATUS_COLUMNS)
 
 
-def _tile_runs(engine: Engine, project: Project, where: RunFilter) -> pd.DataFrame:
+def _tile_runs(
+    engine: Engine, project: Project, where: RunFilter, reference: pd.Timestamp | None
+) -> pd.DataFrame:
     """The logical runs of ``where`` with what a tile reads (analytics.recent.TILE_COLUMNS):
-    from the derived tables, only those columns, and the web address of each workflow's
-    newest run alone (a lineage's newest is one of them), the only one a tile shows."""
+    from the derived tables, only those columns, the outcomes only of the runs a tile's
+    windows before ``reference`` hold and of each workflow's two latest counted runs (FAILING),
+    and the web address of each workflow's newest run alone (a lineage's newest is one of
+    them), the only one a tile shows."""
     if not derived_current(engine, project):
         return logical_run_frame(engine, project, where, lean=True)
-    runs = counts_sql.tile_runs(engine, where)
+    after = None  # a day more than the windows: their edges never hang on a rounding
+    if reference is not None:
+        after = (
+            reference - pd.Timedelta(days=2 * project.analysis.recent_days + 1)
+        ).to_pydatetime()
+    runs = counts_sql.tile_runs(engine, where, after)
     # Each text key hashed once, as the tiles' categories (sorted, as astype gives them), and
     # the lineage of each of the few workflows rather than of every run.
     paths = runs["workflow_path"].astype("category")
@@ -209,7 +221,24 @@ def _tile_runs(engine: Engine, project: Project, where: RunFilter) -> pd.DataFra
     codes = names.get_indexer(known["lineage"])
     lineage = pd.Categorical.from_codes(codes[paths.cat.codes.to_numpy()], categories=names)
     urls = counts_sql.run_urls(engine, _newest_runs(paths, runs["created_at"], runs["run_id"]))
-    return runs.assign(workflow_path=paths, lineage=lineage, html_url=runs["run_id"].map(urls))
+    runs = runs.assign(workflow_path=paths, lineage=lineage, html_url=runs["run_id"].map(urls))
+    return _with_latest_counted(engine, where, runs)
+
+
+def _with_latest_counted(engine: Engine, where: RunFilter, runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with the outcomes of the two latest counted runs of each workflow that has
+    fewer than two among the runs whose outcome was read (a lineage's two latest counted runs
+    are then known too: each is one of its workflow's two latest)."""
+    paths = runs["workflow_path"]
+    counted = runs["logical_outcome"].isin(COUNTED_OUTCOMES).to_numpy()
+    seen = np.bincount(paths.cat.codes.to_numpy()[counted], minlength=len(paths.cat.categories))
+    short = [str(path) for path, n in zip(paths.cat.categories, seen, strict=True) if n < 2]
+    if not short:
+        return runs
+    latest = counts_sql.latest_counted(engine, where, short, 2)
+    found = dict(zip(latest["run_id"], latest["logical_outcome"], strict=True))
+    outcome = runs["logical_outcome"].fillna(runs["run_id"].map(found))
+    return runs.assign(logical_outcome=outcome)
 
 
 def _newest_runs(paths: pd.Series, created: pd.Series, run_ids: pd.Series) -> list[int]:

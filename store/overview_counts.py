@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import BigInteger, and_, case, cast, func, literal, select
+from sqlalchemy import BigInteger, and_, case, cast, func, literal, select, union_all
 
 from store import rollups
 from store.models import IncidentFailure, LogicalJob, LogicalRun, RollupRun, WorkflowRun
@@ -27,7 +27,7 @@ from store.runfilter import (
     raw_frame,
     selects_run,
 )
-from store.vocabulary import RED_OUTCOMES
+from store.vocabulary import COUNTED_OUTCOMES, RED_OUTCOMES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,20 +129,28 @@ def incident_workflows(bind: Bind, where: RunFilter) -> pd.DataFrame:
     return raw_frame(bind, stmt)
 
 
-def tile_runs(bind: Bind, where: RunFilter) -> pd.DataFrame:
+def tile_runs(bind: Bind, where: RunFilter, outcomes_after: datetime | None) -> pd.DataFrame:
     """The logical runs of ``where`` with only what a status tile reads of each (run_id,
     workflow_path, created_at, event, head_sha, logical_outcome): the status reads every run
     of the range (STALE's usual gap), and their other columns (the web address above all)
-    cost more to fetch than the rest of the tile."""
+    cost more to fetch than the rest of the tile. ``logical_outcome`` only for the runs
+    created after ``outcomes_after`` (the tiles' two windows; None: every run's), else None:
+    looked up run by run only there, where a join read every run's logical row (0.30 -> 0.15 s
+    at 16x on SQLite)."""
     run = WorkflowRun
+    outcome: Any = (
+        select(LogicalRun.logical_outcome).where(LogicalRun.run_id == run.id).scalar_subquery()
+    )
+    if outcomes_after is not None:
+        outcome = case((run.created_at > outcomes_after, outcome), else_=None)
     stmt = select(
         run.id.label("run_id"),
         run.workflow_path,
         UTCText(run.created_at).label("created_at"),  # text: a tenth of the cost to take in
         run.event,
         run.head_sha,
-        LogicalRun.logical_outcome,
-    ).join(LogicalRun, LogicalRun.run_id == run.id)
+        outcome.label("logical_outcome"),
+    )
     if where.branch is None:
         return raw_frame(bind, filtered(stmt, where), ("created_at",))
     # A branch's runs come from the scope index alone, which holds every column read here: a
@@ -153,6 +161,26 @@ def tile_runs(bind: Bind, where: RunFilter) -> pd.DataFrame:
     dates += [when < where.until] if where.until is not None else []
     stmt = filtered(stmt.where(*dates), replace(where, since=None, until=None))
     return raw_frame(bind, stmt, ("created_at",))
+
+
+def latest_counted(bind: Bind, where: RunFilter, paths: Sequence[str], k: int) -> pd.DataFrame:
+    """The ``k`` newest counted logical runs of ``where`` of each of ``paths`` (at least one):
+    run_id, logical_outcome. For the workflows with fewer than ``k`` counted runs in the tiles'
+    windows (FAILING reads the two latest), each an index walk back from its newest run."""
+    run = WorkflowRun
+    newest = [
+        filtered(
+            select(run.id.label("run_id"), LogicalRun.logical_outcome)
+            .join(LogicalRun, LogicalRun.run_id == run.id)
+            .where(run.workflow_path == path, LogicalRun.logical_outcome.in_(COUNTED_OUTCOMES))
+            .order_by(run.created_at.desc(), run.id.desc())
+            .limit(k),
+            where,
+        ).subquery()
+        for path in paths
+    ]
+    every = union_all(*(select(*sub.c) for sub in newest)).subquery()
+    return raw_frame(bind, select(*every.c))
 
 
 def run_urls(bind: Bind, run_ids: Sequence[int]) -> dict[int, str | None]:

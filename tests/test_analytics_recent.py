@@ -11,6 +11,7 @@ from analytics.recent import (
     RETIRED,
     SPARK,
     UP,
+    day_counts,
     retirements,
     sparklines,
     tile_table,
@@ -65,8 +66,9 @@ def test_red_for_a_year_then_green_for_two_weeks_is_passing_and_rising():
     )
     assert tile["trend_p"] < 0.05 and tile["label"].endswith("n=14")
     assert tile["last_run_url"].endswith("/379")
-    # red then green: the last span holds 2 red runs of 16
-    assert tile["sparkline"][0] == "█" and SPARK.index(tile["sparkline"][-1]) == 1
+    # red then green: 379 days in 24 spans of whole days, the last (days 364-378) with 1 red
+    # run of 15, which rounds to the lowest block
+    assert tile["sparkline"][0] == "█" and tile["sparkline"][-1] == SPARK[0]
     # the same history read a year earlier: all red, no change between the windows, no arrow
     early = tile_table(
         runs[runs["created_at"] < START + pd.Timedelta(days=200)],
@@ -159,17 +161,29 @@ def test_both_levels_at_once_from_runs_in_no_order():
     pd.testing.assert_frame_equal(both, pd.concat(alone, ignore_index=True))
 
 
+def _lines(runs: pd.DataFrame) -> pd.Series:
+    first, last = runs["created_at"].min(), runs["created_at"].max()
+    return sparklines(day_counts(runs), "workflow_path", first, last)
+
+
 def test_sparkline_is_the_red_share_per_span():
     runs = _runs(_daily(NEW, range(0, 24), "pass") + _daily(NEW, range(24, 48), "fail"))
-    lines = sparklines(runs, "workflow_path", runs["created_at"].min(), runs["created_at"].max())
-    assert lines[NEW] == "▁" * 12 + "█" * 12
+    assert _lines(runs)[NEW] == "▁" * 12 + "█" * 12
+
+
+def test_sparkline_spans_are_whole_days():
+    """48 days: two a span, their runs pooled (one red of two: the middle block, numpy's
+    round-half-to-even of 3.5); 3 days: a day every eighth span, the others blank."""
+    two = _runs(_daily(NEW, [0], "fail") + _daily(NEW, range(1, 48), "pass"))
+    assert _lines(two)[NEW] == SPARK[4] + "▁" * 23
+    three = _runs(_daily(NEW, [0, 1], "fail") + _daily(NEW, [2], "pass"))
+    assert _lines(three)[NEW] == ("█" + " " * 7) * 2 + "▁" + " " * 7
 
 
 def test_sparklines_of_several_groups_leave_their_gaps_blank():
     days = _daily(NEW, range(0, 24), "pass") + _daily(OLD, range(0, 6), "fail")
     days += _daily(OLD, range(18, 24), "flaky") + _daily("gone.yml", range(0, 24), "excluded")
-    runs = _runs(days)
-    lines = sparklines(runs, "workflow_path", runs["created_at"].min(), runs["created_at"].max())
+    lines = _lines(_runs(days))
     assert lines[NEW] == "▁" * 24
     assert lines[OLD] == "█" * 6 + " " * 12 + "█" * 6  # no run in the middle: blank
     assert "gone.yml" not in lines.index  # nothing counted: no line (the tile shows blanks)

@@ -13,12 +13,14 @@ import pandas as pd
 import pytest
 from sqlalchemy import event
 
+from analytics.frames import logical_run_frame
 from reports import overview_tables, table_inputs
 from reports.query import Query
 from reports.tables import build
 from store.engine import make_engine
 from store.page_queries import run_span
 from store.settings import load_config
+from store.vocabulary import COUNTED_OUTCOMES
 
 
 @pytest.fixture
@@ -153,3 +155,25 @@ def test_a_tile_links_each_workflow_s_newest_run_by_time_then_id(monkeypatch) ->
     run_ids = pd.Series([5, 3, 4, 9, 8, 7])
     monkeypatch.setattr(pd.Series, "groupby", None)
     assert sorted(overview_tables._newest_runs(paths, created, run_ids)) == [4, 5]
+
+
+def test_the_tiles_read_outcomes_in_their_windows_and_each_workflows_two_latest(demo) -> None:
+    """The status tiles read a run's outcome only in their two windows (and a day more), and,
+    for each workflow with fewer than two counted runs there, its two latest counted runs:
+    what FAILING reads; the rest of the range is read without its outcome."""
+    engine, project, _, _ = demo
+    where = Query().where(project)  # the whole history: workflows retired long before its end
+    _, newest = run_span(engine, project.repo)
+    reference = pd.Timestamp(newest)
+    runs = overview_tables._tile_runs(engine, project, where, reference)
+    every = logical_run_frame(engine, project, where, lean=True)
+    assert sorted(runs["run_id"]) == sorted(every["run_id"])
+    truth = dict(zip(every["run_id"], every["logical_outcome"], strict=True))
+    known = runs.dropna(subset=["logical_outcome"])
+    assert [truth[run] for run in known["run_id"]] == known["logical_outcome"].tolist()
+    cut = reference - pd.Timedelta(days=2 * project.analysis.recent_days + 1)
+    assert runs.loc[runs["created_at"] <= cut, "logical_outcome"].isna().mean() > 0.9
+    counted = every[every["logical_outcome"].isin(COUNTED_OUTCOMES)]
+    latest = counted.sort_values(["created_at", "run_id"]).groupby("workflow_path").tail(2)
+    assert set(latest["run_id"]) <= set(known["run_id"])
+    assert (latest["created_at"] <= cut).sum() >= 4  # two workflows at least, read apart

@@ -8,13 +8,15 @@ Every page's list of repositories looks each up in an index."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from alembic import command
 from sqlalchemy import inspect
 
 from store.derived import repositories
 from store.engine import make_engine
 from store.migrate import alembic_config, upgrade
-from store.overview_counts import tile_runs
+from store.overview_counts import latest_counted, tile_runs
 from tests.support.plans import SCOPE, query_plan, runs_indexes
 
 INDEX = "ix_workflow_runs_scope_reads"
@@ -22,8 +24,21 @@ BEFORE = ["head_branch", "repo", "workflow_path", "created_at", "id", "event"]
 
 
 def test_the_status_tiles_read_a_branch_s_runs_from_the_scope_index_alone(sqlite_engine):
-    plan = query_plan(sqlite_engine, lambda: tile_runs(sqlite_engine, SCOPE))
+    """... and the logical runs only for the outcomes of the tiles' windows, each by its key
+    (a join looked up every run's: 0.30 -> 0.15 s at 16x)."""
+    cut = datetime(2026, 11, 1, tzinfo=UTC)
+    plan = query_plan(sqlite_engine, lambda: tile_runs(sqlite_engine, SCOPE, cut))
     assert f"workflow_runs USING COVERING INDEX {INDEX} (head_branch=? AND repo=?)" in plan
+    assert "CORRELATED SCALAR SUBQUERY" in plan, plan
+    assert "SEARCH logical_runs USING INDEX sqlite_autoindex_logical_runs_1 (run_id=?)" in plan
+
+
+def test_a_workflows_latest_counted_runs_are_an_index_walk_each(sqlite_engine):
+    paths = [".github/workflows/a.yml", ".github/workflows/b.yml"]
+    plan = query_plan(sqlite_engine, lambda: latest_counted(sqlite_engine, SCOPE, paths, 2))
+    walk = f"SEARCH workflow_runs USING COVERING INDEX {INDEX} (head_branch=? AND repo=? AND "
+    assert plan.count(walk + "workflow_path=?") == 2, plan
+    assert "SCAN workflow_runs" not in plan and "TEMP B-TREE" not in plan, plan
 
 
 def test_the_repositories_are_found_by_one_index_look_each(sqlite_engine):

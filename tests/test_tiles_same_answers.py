@@ -2,7 +2,9 @@
 and lineages as text or categories, ties in time, pushes, schedules and pull requests on a
 few shared commits, every outcome), STALE's gaps, the retirements, the sparklines and the
 verdict labels give, to the bit and the dtype, what their pandas versions gave: those
-versions, copied below as they were, are the reference."""
+versions, copied below as they were, are the reference (the sparklines' is their definition
+of whole days, counted from the runs themselves, where the numpy version reads the counts
+per day)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 from analytics import staleness
 from analytics.config_tables import event_table
 from analytics.rates import NOT_ENOUGH_DATA, verdict_label
-from analytics.recent import SPARK, SPARK_BUCKETS, sparklines
+from analytics.recent import SPARK, SPARK_BUCKETS, day_counts, sparklines
 from analytics.silence import RETIRE_DAYS, retirements
 from analytics.text import formatted
 from store.project import EventConfig
@@ -96,10 +98,13 @@ def reference_retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFr
 def reference_sparklines(
     runs: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timestamp
 ) -> pd.Series:
-    """analytics.recent.sparklines as it was (a grouped mean, unstacked)."""
+    """analytics.recent.sparklines' definition in pandas, from the runs themselves: each
+    counted run's span of whole days, the grouped mean of red, unstacked."""
     counted = runs[runs["logical_outcome"] != "excluded"]
-    span = max((last - first) / SPARK_BUCKETS, pd.Timedelta(seconds=1))
-    bucket = ((counted["created_at"] - first) / span).astype(int).clip(0, SPARK_BUCKETS - 1)
+    start = first.floor("D")
+    days = (last.floor("D") - start).days + 1
+    offset = (counted["created_at"].dt.floor("D") - start).dt.days
+    bucket = (offset * SPARK_BUCKETS // days).clip(0, SPARK_BUCKETS - 1)
     red = counted["logical_outcome"].isin(RED_OUTCOMES).groupby([counted[by], bucket]).mean()
     levels = (red * (len(SPARK) - 1)).round().astype(int).unstack()
     levels = levels.reindex(columns=range(SPARK_BUCKETS))
@@ -204,7 +209,7 @@ def test_sparklines_are_the_pandas_versions(runs, by):
     if runs.empty:
         return
     first, last = runs["created_at"].min(), runs["created_at"].max()
-    found = sparklines(runs, by, first, last)
+    found = sparklines(day_counts(runs), by, first, last)
     expected = reference_sparklines(runs, by, first, last)
     assert found.to_dict() == expected.to_dict()
 
