@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from alembic import command
+
+from store.engine import make_engine
 from store.failure_counts import failure_counts, failures_at
+from store.migrate import alembic_config, upgrade
 from store.overview_counts import incident_workflows
 from store.page_queries import latest_run_url, run_span
 from tests.support.plans import (
@@ -18,6 +22,7 @@ from tests.support.plans import (
     index_round_trip,
     query_plan,
     reads,
+    runs_indexes,
 )
 
 INDEX = "ix_workflow_runs_repo_created_at"
@@ -61,5 +66,20 @@ def test_the_incidents_lineages_start_from_the_incident_members(sqlite_engine):
     assert_starts_from(plan, "incident_failures")
 
 
+NARROW = ["repo", "created_at"]  # migration 0012's
+WIDE = [*NARROW, "id", "event", "workflow_path", "head_branch", "head_sha"]  # 0017's
+
+
 def test_migration_0012_adds_the_index_and_takes_it_back(db_url):
-    index_round_trip(db_url, INDEX, ["repo", "created_at"], "0011", "ix_workflow_runs_scope_reads")
+    index_round_trip(db_url, INDEX, WIDE, "0011", "ix_workflow_runs_scope_reads")
+
+
+def test_migration_0017_widens_the_index_and_narrows_it_back(db_url):
+    engine = make_engine(db_url)
+    upgrade(engine)
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0016")
+    assert runs_indexes(db_url)[INDEX] == NARROW
+    upgrade(engine)
+    assert runs_indexes(db_url)[INDEX] == WIDE
+    engine.dispose()
