@@ -15,7 +15,8 @@ worse? One definition (docs/vocabulary.md "Tiles"), used by the Overview's tiles
   drawn only when a two-sided Fisher exact test of pass vs not-pass says p < ``TREND_P``.
 - The sparkline is the red share (flaky or fail) of the counted runs in ``SPARK_BUCKETS`` spans
   of whole UTC days from the range's first run to the reference moment, as equal as whole days
-  allow (the counts per day serve it), one block character each, blank where nothing ran.
+  allow (a range of fewer days repeats each day over its spans; the counts per day serve it),
+  one block character each, blank where nothing ran.
 """
 
 from __future__ import annotations
@@ -58,25 +59,35 @@ def _window(runs: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.Da
 
 def sparklines(counts: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.Series:
     """Per ``by`` value, the red share of its counted runs in SPARK_BUCKETS spans of whole UTC
-    days from ``first``'s day to ``last``'s, as equal as whole days allow, one block character
-    each, blank where nothing ran. ``counts``: runs per ``by``, day, logical_outcome (``runs``;
-    day_counts), so that the counts per day the database keeps serve it."""
+    days from ``first``'s day to ``last``'s, one block character each, blank where nothing ran:
+    span s holds the days from s x days / SPARK_BUCKETS (rounded down) to the next span's first
+    (as equal as whole days allow), or its own first day alone where the range has fewer days
+    than spans (each day's block then repeats). ``counts``: runs per ``by``, day and
+    logical_outcome (``runs``; day_counts), so that the counts per day the database keeps serve
+    it. Pass the range's last moment as ``last`` (an exclusive end a microsecond before)."""
     counted = counts[counts["logical_outcome"].isin(COUNTED_OUTCOMES).to_numpy()]
     start = pd.Timestamp(first).floor("D")
     days = max((pd.Timestamp(last).floor("D") - start).days + 1, 1)
     offset = ((counted["day"] - start) // pd.Timedelta(days=1)).to_numpy(dtype=np.int64)
-    bucket = np.clip(offset * SPARK_BUCKETS // days, 0, SPARK_BUCKETS - 1)
+    offset = offset.clip(0, days - 1)  # a run at the very end of a range that ends at midnight
     code, names = _codes(counted[by])
     kept = code >= 0
-    cells = code[kept] * SPARK_BUCKETS + bucket[kept]
-    size = len(names) * SPARK_BUCKETS
+    cells = code[kept] * days + offset[kept]
     runs = counted["runs"].to_numpy(dtype=float)[kept]
-    ran = np.bincount(cells, weights=runs, minlength=size)
     red = counted["logical_outcome"].isin(RED_OUTCOMES).to_numpy()[kept]
-    reds = np.bincount(cells, weights=runs * red, minlength=size)
+    size = len(names) * days
+    per_day = [np.bincount(cells, weights=w, minlength=size) for w in (runs, runs * red)]
+    # Each name's runs up to each day, then each span's as the difference at its two ends.
+    ran_to, red_to = (
+        np.c_[np.zeros(len(names)), w.reshape(-1, days).cumsum(axis=1)] for w in per_day
+    )
+    spans = np.arange(SPARK_BUCKETS)
+    low = spans * days // SPARK_BUCKETS
+    high = np.maximum((spans + 1) * days // SPARK_BUCKETS, low + 1)
+    ran, reds = ran_to[:, high] - ran_to[:, low], red_to[:, high] - red_to[:, low]
     with np.errstate(invalid="ignore"):  # a span where nothing ran: blank
         levels = np.where(ran > 0, np.round(reds / ran * (len(SPARK) - 1)), len(SPARK))
-    blocks = np.array([*SPARK, " "])[levels.astype(int).reshape(-1, SPARK_BUCKETS)]
+    blocks = np.array([*SPARK, " "])[levels.astype(int)]
     return pd.Series(["".join(row) for row in blocks], index=names, dtype=object)
 
 
@@ -86,7 +97,27 @@ def day_counts(runs: pd.DataFrame) -> pd.DataFrame:
     per day give them (store.overview_counts.run_counts)."""
     keys = ["workflow_path", "lineage", "day", "logical_outcome"]
     keyed = runs.assign(day=runs["created_at"].dt.floor("D"))
-    return keyed.groupby(keys, observed=True).size().rename("runs").reset_index()
+    return keyed.groupby(keys, observed=True, dropna=False).size().rename("runs").reset_index()
+
+
+def failing_unread(runs: pd.DataFrame) -> list[str]:
+    """The workflows of ``runs`` (logical runs with workflow_path and lineage, logical_outcome
+    missing where it was not read) whose status may hang on a counted run not read: those of
+    every workflow or lineage with one counted run read, a failed one, since FAILING reads its
+    two latest (with none read, NO DATA comes first; with two, they are the two latest)."""
+    counted = runs["logical_outcome"].isin(COUNTED_OUTCOMES).to_numpy()
+    failed = runs["logical_outcome"].eq("fail").to_numpy()
+    found: set[str] = set()
+    for by in ("workflow_path", "lineage"):
+        code, names = _codes(runs[by])
+        size = len(names)
+        kept = code >= 0
+        read = np.bincount(code[kept & counted], minlength=size)
+        red = np.bincount(code[kept & failed], minlength=size)
+        alone = np.flatnonzero((read == 1) & (red == 1))
+        chosen = np.isin(code, alone) & kept
+        found |= {str(path) for path in runs["workflow_path"][chosen].unique() if pd.notna(path)}
+    return sorted(found)
 
 
 def tile_table(
@@ -222,7 +253,8 @@ class _Tiles:
         quiet = self._silent(names, workflows)
         last = np.full(len(names), -1)
         np.maximum.at(last, code[code >= 0], np.flatnonzero(code >= 0))  # the newest of each
-        lines = sparklines(self.counts, by, created.min(), end)
+        final = end - pd.Timedelta(microseconds=1)  # a range's end (``until``) is exclusive
+        lines = sparklines(self.counts, by, created.min(), final)
         added = {  # every column at once: each one set apart copies the table's index again
             "previous_runs": sides["previous_runs"],
             "previous_pass": sides["previous_pass"],

@@ -34,7 +34,6 @@ from store.overview_counts import JOB_DAY_KEYS, RUN_COUNT_KEYS
 from store.page_queries import daily_job_presence, run_span
 from store.project import Project
 from store.runfilter import RunFilter
-from store.vocabulary import COUNTED_OUTCOMES
 
 STATUS_COLUMNS = [
     "level",
@@ -226,19 +225,19 @@ def _tile_runs(
 
 
 def _with_latest_counted(engine: Engine, where: RunFilter, runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with the outcomes of the two latest counted runs of each workflow that has
-    fewer than two among the runs whose outcome was read (a lineage's two latest counted runs
-    are then known too: each is one of its workflow's two latest)."""
-    paths = runs["workflow_path"]
-    counted = runs["logical_outcome"].isin(COUNTED_OUTCOMES).to_numpy()
-    seen = np.bincount(paths.cat.codes.to_numpy()[counted], minlength=len(paths.cat.categories))
-    short = [str(path) for path, n in zip(paths.cat.categories, seen, strict=True) if n < 2]
-    if not short:
+    """``runs`` with the outcomes of the two latest counted runs of each workflow whose status
+    may hang on one not read (analytics.recent.failing_unread): a lineage's two latest counted
+    runs are each one of its workflow's two latest."""
+    paths = recent.failing_unread(runs)
+    latest = counts_sql.latest_counted(engine, where, paths, 2) if paths else None
+    if latest is None or latest.empty:
         return runs
-    latest = counts_sql.latest_counted(engine, where, short, 2)
     found = dict(zip(latest["run_id"], latest["logical_outcome"], strict=True))
-    outcome = runs["logical_outcome"].fillna(runs["run_id"].map(found))
-    return runs.assign(logical_outcome=outcome)
+    read = runs["logical_outcome"]
+    unread = read.isna().to_numpy()
+    values = read.to_numpy(dtype=object)
+    values[unread] = [found.get(run_id) for run_id in runs["run_id"].to_numpy()[unread]]
+    return runs.assign(logical_outcome=pd.Series(values, index=runs.index, dtype=read.dtype))
 
 
 def _newest_runs(paths: pd.Series, created: pd.Series, run_ids: pd.Series) -> list[int]:

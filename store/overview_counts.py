@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 RUN_COUNT_KEYS = ["workflow_path", "day", "logical_outcome", "incident_id", "in_range"]
 JOB_DAY_KEYS = ["logical_job", "day", "logical_outcome", "category", "invalid"]
+COMPOUND_PATHS = 400  # workflows per statement of latest_counted (SQLite: 500 terms at most)
 
 
 def _in_range(created: Any, since: Any, until: Any) -> Any:
@@ -165,22 +166,28 @@ def tile_runs(bind: Bind, where: RunFilter, outcomes_after: datetime | None) -> 
 
 def latest_counted(bind: Bind, where: RunFilter, paths: Sequence[str], k: int) -> pd.DataFrame:
     """The ``k`` newest counted logical runs of ``where`` of each of ``paths`` (at least one):
-    run_id, logical_outcome. For the workflows with fewer than ``k`` counted runs in the tiles'
-    windows (FAILING reads the two latest), each an index walk back from its newest run."""
+    run_id, logical_outcome. For the few workflows whose status hangs on a run older than the
+    tiles' windows, each an index walk back from its newest run; SQLite takes at most 500
+    terms in one UNION ALL, so a statement asks for COMPOUND_PATHS of them."""
+    import pandas as pd
+
     run = WorkflowRun
-    newest = [
-        filtered(
-            select(run.id.label("run_id"), LogicalRun.logical_outcome)
-            .join(LogicalRun, LogicalRun.run_id == run.id)
-            .where(run.workflow_path == path, LogicalRun.logical_outcome.in_(COUNTED_OUTCOMES))
-            .order_by(run.created_at.desc(), run.id.desc())
-            .limit(k),
-            where,
-        ).subquery()
-        for path in paths
-    ]
-    every = union_all(*(select(*sub.c) for sub in newest)).subquery()
-    return raw_frame(bind, select(*every.c))
+    frames = []
+    for at in range(0, len(paths), COMPOUND_PATHS):
+        newest = [
+            filtered(
+                select(run.id.label("run_id"), LogicalRun.logical_outcome)
+                .join(LogicalRun, LogicalRun.run_id == run.id)
+                .where(run.workflow_path == path, LogicalRun.logical_outcome.in_(COUNTED_OUTCOMES))
+                .order_by(run.created_at.desc(), run.id.desc())
+                .limit(k),
+                where,
+            ).subquery()
+            for path in paths[at : at + COMPOUND_PATHS]
+        ]
+        every = union_all(*(select(*sub.c) for sub in newest)).subquery()
+        frames.append(raw_frame(bind, select(*every.c)))
+    return pd.concat(frames, ignore_index=True)
 
 
 def run_urls(bind: Bind, run_ids: Sequence[int]) -> dict[int, str | None]:

@@ -12,6 +12,7 @@ from analytics.recent import (
     SPARK,
     UP,
     day_counts,
+    failing_unread,
     retirements,
     sparklines,
     tile_table,
@@ -66,9 +67,9 @@ def test_red_for_a_year_then_green_for_two_weeks_is_passing_and_rising():
     )
     assert tile["trend_p"] < 0.05 and tile["label"].endswith("n=14")
     assert tile["last_run_url"].endswith("/379")
-    # red then green: 379 days in 24 spans of whole days, the last (days 364-378) with 1 red
-    # run of 15, which rounds to the lowest block
-    assert tile["sparkline"][0] == "█" and tile["sparkline"][-1] == SPARK[0]
+    # red then green: 379 days in 24 spans of whole days, the last (days 363-378) with 2 red
+    # runs of 16
+    assert tile["sparkline"][0] == "█" and SPARK.index(tile["sparkline"][-1]) == 1
     # the same history read a year earlier: all red, no change between the windows, no arrow
     early = tile_table(
         runs[runs["created_at"] < START + pd.Timedelta(days=200)],
@@ -173,11 +174,20 @@ def test_sparkline_is_the_red_share_per_span():
 
 def test_sparkline_spans_are_whole_days():
     """48 days: two a span, their runs pooled (one red of two: the middle block, numpy's
-    round-half-to-even of 3.5); 3 days: a day every eighth span, the others blank."""
+    round-half-to-even of 3.5); 3 days: each day's block over a third of the spans."""
     two = _runs(_daily(NEW, [0], "fail") + _daily(NEW, range(1, 48), "pass"))
     assert _lines(two)[NEW] == SPARK[4] + "▁" * 23
     three = _runs(_daily(NEW, [0, 1], "fail") + _daily(NEW, [2], "pass"))
-    assert _lines(three)[NEW] == ("█" + " " * 7) * 2 + "▁" + " " * 7
+    assert _lines(three)[NEW] == "█" * 16 + "▁" * 8
+
+
+def test_a_range_that_ends_at_midnight_has_no_empty_day_at_its_end():
+    """The dashboard's ranges end at a midnight, exclusive: ten days of runs then draw ten
+    days, the last span the last day's (an eleventh day, empty, left it blank)."""
+    runs = _runs(_daily(NEW, range(10), "pass"))
+    until = START + pd.Timedelta(days=10)
+    tile = tile_table(runs, "workflow_path", until, _events(), ANALYSIS, recent_days=14).iloc[0]
+    assert tile["sparkline"] == "▁" * 24
 
 
 def test_sparklines_of_several_groups_leave_their_gaps_blank():
@@ -234,3 +244,36 @@ def test_lineage_tiles_count_commit_gaps_of_their_workflows_alone(monkeypatch):
     lineages = tiles[tiles["level"] == "lineage"].set_index("name")
     assert lineages["usual_gap_hours"].to_dict() == {"k": 48.0, "l": 24.0}
     assert lineages["silent_hours"].to_dict() == {"k": 48.0, "l": 24.0}
+
+
+def _failing_history(before: str) -> pd.DataFrame:
+    """NEW's runs: passes, one ``before`` on day 21, cancelled runs (excluded) until day 58,
+    one failure on day 59; a second workflow of the lineage, OLD, read in full. The outcomes
+    of the runs before the tiles' windows are not read, as store.overview_counts.tile_runs
+    leaves them."""
+    days = _daily(NEW, range(21), "pass") + _daily(NEW, [21], before)
+    days += _daily(NEW, range(22, 59), "excluded") + _daily(NEW, [59], "fail")
+    days += _daily(OLD, range(50, 60), "pass", lineage="other")
+    runs = _runs(days)
+    windows = runs["created_at"].max() - pd.Timedelta(days=29)
+    unread = runs["created_at"] <= windows
+    return runs.assign(logical_outcome=runs["logical_outcome"].mask(unread))
+
+
+def test_a_status_that_hangs_on_a_run_before_the_windows_names_its_workflow():
+    runs = _failing_history("fail")
+    assert failing_unread(runs) == [NEW]  # OLD read two and more: its two latest are known
+    whole = _runs(_daily(NEW, range(10), "pass"))
+    assert failing_unread(whole) == []
+
+
+def test_failing_reads_the_latest_counted_run_before_the_windows():
+    """NEW's two latest counted runs are days 59 and 21: FAILING when both failed, once the
+    older one's outcome is read (reports.overview_tables fills it in from latest_counted)."""
+    for before, status in (("fail", "FAILING"), ("pass", "FLAKY")):
+        runs = _failing_history(before)
+        day_21 = runs["created_at"] == START + pd.Timedelta(days=21, hours=3)
+        filled = runs.assign(logical_outcome=runs["logical_outcome"].mask(day_21, before))
+        reference = runs["created_at"].max()
+        tiles = tile_table(filled, "workflow_path", reference, _events(), ANALYSIS, recent_days=14)
+        assert tiles.set_index("name").loc[NEW, "status"] == status

@@ -17,7 +17,7 @@ from sqlalchemy import inspect
 from store.derived import repositories
 from store.engine import make_engine
 from store.migrate import alembic_config, upgrade
-from store.overview_counts import latest_counted, tile_runs
+from store.overview_counts import COMPOUND_PATHS, latest_counted, tile_runs
 from tests.support.plans import SCOPE, query_plan, runs_indexes
 
 INDEX = "ix_workflow_runs_scope_reads"
@@ -43,6 +43,15 @@ def test_the_status_tiles_read_the_runs_of_a_scope_without_a_branch_from_an_inde
         scope = replace(SCOPE, branch=None, events=events)
         plan = query_plan(sqlite_engine, lambda s=scope: tile_runs(sqlite_engine, s, cut))
         assert "USING COVERING INDEX ix_workflow_runs_repo_created_at (repo=? AND" in plan, plan
+
+
+def test_the_latest_counted_runs_of_many_workflows_are_asked_in_statements_sqlite_takes(
+    sqlite_engine,
+):
+    """SQLite refuses a UNION ALL of more than 500 terms ("too many terms in compound SELECT")."""
+    paths = [f".github/workflows/w{i}.yml" for i in range(COMPOUND_PATHS * 2 + 1)]
+    found = latest_counted(sqlite_engine, SCOPE, paths, 2)
+    assert list(found.columns) == ["run_id", "logical_outcome"] and found.empty
 
 
 def test_a_workflows_latest_counted_runs_are_an_index_walk_each(sqlite_engine):

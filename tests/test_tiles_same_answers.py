@@ -98,14 +98,23 @@ def reference_retirements(runs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFr
 def reference_sparklines(
     runs: pd.DataFrame, by: str, first: pd.Timestamp, last: pd.Timestamp
 ) -> pd.Series:
-    """analytics.recent.sparklines' definition in pandas, from the runs themselves: each
-    counted run's span of whole days, the grouped mean of red, unstacked."""
+    """analytics.recent.sparklines' definition in pandas, from the runs themselves: each span's
+    days listed one by one (span s: from s x days // 24 to the next span's first, at least its
+    own first day), every counted run joined to the spans of its day, the grouped mean of red,
+    unstacked."""
     counted = runs[runs["logical_outcome"] != "excluded"]
     start = first.floor("D")
     days = (last.floor("D") - start).days + 1
+    spans = []
+    for span in range(SPARK_BUCKETS):
+        low = span * days // SPARK_BUCKETS
+        high = max((span + 1) * days // SPARK_BUCKETS, low + 1)
+        spans += [(span, day) for day in range(low, high)]
+    pairs = pd.DataFrame(spans, columns=["span", "offset"])
     offset = (counted["created_at"].dt.floor("D") - start).dt.days
-    bucket = (offset * SPARK_BUCKETS // days).clip(0, SPARK_BUCKETS - 1)
-    red = counted["logical_outcome"].isin(RED_OUTCOMES).groupby([counted[by], bucket]).mean()
+    keyed = counted.assign(offset=offset, red=counted["logical_outcome"].isin(RED_OUTCOMES))
+    joined = keyed.merge(pairs, on="offset")
+    red = joined.groupby([by, "span"], observed=True)["red"].mean()
     levels = (red * (len(SPARK) - 1)).round().astype(int).unstack()
     levels = levels.reindex(columns=range(SPARK_BUCKETS))
     blocks = np.array([*SPARK, " "])
