@@ -133,12 +133,11 @@ def tile_table(
     counts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per ``by`` value (workflow_path or lineage) of ``runs`` (logical runs in scope,
-    with html_url; a logical_outcome may be missing outside the two windows, but not for the
-    two latest counted runs of a workflow): name, status, recent_days, the window's
+    with html_url; a logical_outcome may be missing outside the two windows, but not where
+    FAILING reads it: failing_unread): name, status, recent_days, the window's
     runs/pass/success_rate(_low, _high) and label (analytics.rates), the same counted once
     (runs_once, success_rate(_low, _high)_once, label_once; ``members``:
-    store.incidents.load_members,
-    None: no incident), the previous window's previous_runs and
+    store.incidents.load_members, None: no incident), the previous window's previous_runs and
     previous_rate(_low, _high), trend (UP, DOWN or "") and trend_p, sparkline, last_run and
     last_run_url, usual_gap_hours and silent_hours (analytics.staleness), for RETIRED:
     retired_at, retired_by (the migration's PR) and successors, and for SILENT: silent_reason,

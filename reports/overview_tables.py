@@ -201,9 +201,9 @@ def _tile_runs(
 ) -> pd.DataFrame:
     """The logical runs of ``where`` with what a tile reads (analytics.recent.TILE_COLUMNS):
     from the derived tables, only those columns, the outcomes only of the runs a tile's
-    windows before ``reference`` hold and of each workflow's two latest counted runs (FAILING),
-    and the web address of each workflow's newest run alone (a lineage's newest is one of
-    them), the only one a tile shows."""
+    windows before ``reference`` hold and of the two latest counted runs of the workflows
+    whose FAILING hangs on an older one, and the web address of each workflow's newest run
+    alone (a lineage's newest is one of them), the only one a tile shows."""
     if not derived_current(engine, project):
         return logical_run_frame(engine, project, where, lean=True)
     after = None  # a day more than the windows: their edges never hang on a rounding
@@ -229,9 +229,9 @@ def _with_latest_counted(engine: Engine, where: RunFilter, runs: pd.DataFrame) -
     may hang on one not read (analytics.recent.failing_unread): a lineage's two latest counted
     runs are each one of its workflow's two latest."""
     paths = recent.failing_unread(runs)
-    latest = counts_sql.latest_counted(engine, where, paths, 2) if paths else None
-    if latest is None or latest.empty:
+    if not paths:
         return runs
+    latest = counts_sql.latest_counted(engine, where, paths, 2)
     found = dict(zip(latest["run_id"], latest["logical_outcome"], strict=True))
     read = runs["logical_outcome"]
     unread = read.isna().to_numpy()
