@@ -13,7 +13,7 @@ from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
 from analytics import elsewhere, overview_counts
-from dashboard import charts
+from dashboard import charts, sections
 from dashboard.context import freshness_line
 from dashboard.shaping import CHARTED_RUNNERS
 from reports import tables
@@ -39,8 +39,9 @@ def app(history_db: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
 
 
-def _visit(app: AppTest, page: str) -> AppTest:
-    app.switch_page(f"views/{page}.py").run()
+def _visit(app: AppTest, page: str, section: str | None = None) -> AppTest:
+    """``app`` on ``page``, on its ``section`` (None: the first, which a page opens on)."""
+    sections.opened(app, page, section)
     assert not app.exception, [e.value for e in app.exception]
     return app
 
@@ -52,9 +53,13 @@ def _plotted(app: AppTest) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
 
 
-def test_every_page_renders_without_exception(app: AppTest) -> None:
+def test_every_section_of_every_page_renders_without_exception(app: AppTest) -> None:
+    opened = 0
     for page in PAGES:
-        _visit(app, page)
+        for section in sections.walked(app, page):
+            assert not section.exception, (page, [e.value for e in section.exception])
+            opened += 1
+    assert opened == 4 + 4 + 3 + 3 + 4 + 1  # PAGES' sections; the export page has one
 
 
 def test_simulated_banner_and_freshness_line(app: AppTest) -> None:
@@ -68,15 +73,26 @@ def test_overview_tiles_timeline_and_grid(app: AppTest) -> None:
     # deleted by #7357, on purpose: RETIRED (it was STALE before #19), not STALE
     assert any("[RETIRED]" in b and "trtllm" in b for b in badges)
     assert not any("[STALE]" in b and "trtllm" in b for b in badges)
-    figures = _plotted(app)
-    assert len(figures) == 2
-    assert all(any(len(trace.get("x", [])) for trace in f["data"]) for f in figures)
+    assert not _plotted(app)  # the tiles' section alone: its charts wait for their tabs
+    assert [tab.label for tab in app.tabs] == [
+        "Status",
+        "Stability timeline",
+        "Changepoints",
+        "Job x day",
+    ]
+    (timeline,) = _plotted(_visit(app, "overview", "Stability timeline"))
+    (grid,) = _plotted(_visit(app, "overview", "Job x day"))
+    for figure in (timeline, grid):
+        assert any(len(trace.get("x", [])) for trace in figure["data"])
     # the timeline's event markers are numbered; the table under it names them
+    _visit(app, "overview", "Stability timeline")
     legend = next(f.value for f in app.dataframe if "pr" in f.value.columns)
     assert {6568, 7357} <= set(legend["pr"].dropna())
-    labels = {a["text"] for a in figures[0]["layout"]["annotations"]}
+    labels = {a["text"] for a in timeline["layout"]["annotations"]}
     assert {str(n) for n in legend["number"]} <= labels
-    assert "Changepoints" in [header.value for header in app.subheader]
+    changepoints = _visit(app, "overview", "Changepoints")
+    shown = [f.value for f in changepoints.dataframe] or [i.value for i in changepoints.info]
+    assert shown and not _plotted(changepoints)
 
 
 def test_a_rerun_of_the_overview_draws_its_figures_without_building_them(
@@ -95,12 +111,11 @@ def test_a_rerun_of_the_overview_draws_its_figures_without_building_them(
 
         return build
 
-    for name in ("stability_timeline", "job_day_heatmap"):
-        monkeypatch.setattr(charts, name, counted(getattr(charts, name)))
+    monkeypatch.setattr(charts, "stability_timeline", counted(charts.stability_timeline))
     figures._built.clear()
-    drawn = _plotted(app.run())
-    assert built == ["stability_timeline", "job_day_heatmap"]
-    assert _plotted(app.run()) == drawn and len(built) == 2
+    drawn = _plotted(_visit(app, "overview", "Stability timeline"))
+    assert built == ["stability_timeline"]
+    assert _plotted(app.run()) == drawn and len(built) == 1
 
 
 def test_overview_grid_is_the_job_days_table(app: AppTest, history_db: str) -> None:
@@ -113,13 +128,13 @@ def test_overview_grid_is_the_job_days_table(app: AppTest, history_db: str) -> N
 
     repo = "verl-project/verl"
     filters = Filters(repo, *shared.day_span(history_db, repo), (), "default")
-    workflow = app.selectbox(key="grid_workflow").value
+    workflow = _visit(app, "overview", "Job x day").selectbox(key="grid_workflow").value
     tiles = shared.table(history_db, filters, "status")
     last_run = tiles.loc[tiles["name"] == workflow, "last_run"].iloc[0]
     since = last_run.floor("D") - pd.Timedelta(days=27)
     asked = replace(shared.query(filters), paths=(workflow,), since=since.to_pydatetime())
     cells = tables.build(shared.engine(history_db), shared.project(repo), "job-days", asked)
-    grid = _plotted(app)[1]["data"][0]
+    grid = _plotted(app)[0]["data"][0]
     assert sorted(grid["y"]) == sorted(cells["logical_job"].unique())
     assert len(grid["x"]) == (cells["day"].max() - cells["day"].min()).days + 1
 
@@ -182,28 +197,34 @@ def test_migrations_show_one_event_at_a_time_the_newest_migration_first(app: App
 
 def test_migrations_show_7357_with_successor_strip(app: AppTest) -> None:
     _choose_event(_visit(app, "migrations"), "#7357")
-    assert all(len(frame.value) for frame in app.dataframe[:2])
-    axes = [f["layout"].get("xaxis", {}).get("title", {}).get("text") for f in _plotted(app)]
-    strips = [axis for axis in axes if axis == "run after the event"]
-    assert strips, "no first-runs strip for the workflows #7357 created"
-    main = app.main
+    assert [tab.label for tab in app.tabs] == [
+        "Before and after",
+        "First runs",
+        "Coverage lost",
+        "Failure causes",
+    ]
+    assert len(app.dataframe) == 1 and len(app.dataframe[0].value) and not _plotted(app)
     first = next(
-        e for e in main if e.type == "markdown" and str(e.value).startswith("#")
-    )  # the answer leads, above every table
+        e for e in app.main if e.type == "markdown" and str(e.value).startswith("#")
+    )  # the answer leads, above the sections
     assert first.value.startswith("#7357") and " vs predecessors " in first.value
     assert len(re.findall(r" n=\d+ in the \d+ days (?:after|before)", first.value)) == 2
     assert re.search(
         r"; (no significant change|significant change, (better|worse)) \(p", first.value
     )
-    tables = [frame.value for frame in app.dataframe]
-    (lost,) = [t for t in tables if "logical_job" in t.columns]
+    _visit(app, "migrations", "First runs")  # the event chosen stays chosen
+    axes = [f["layout"].get("xaxis", {}).get("title", {}).get("text") for f in _plotted(app)]
+    assert axes == ["run after the event"], "no first-runs strip for the workflows #7357 created"
+    (lost,) = [frame.value for frame in _visit(app, "migrations", "Coverage lost").dataframe]
     assert "successor_job" not in lost.columns
     assert {"last_workflow_path", "before_runs", "last_run_url", "successor"} <= set(lost.columns)
     assert "trtllm_async_unit_tests" in set(lost["logical_job"])
     assert (lost["successor"].str.startswith("no successor")).all()
     assert lost["last_run_url"].str.contains("/actions/runs/").all()
+    _visit(app, "migrations", "Failure causes")
     known = [c.value for c in app.caption if c.value.startswith("How much of this mix")]
     assert known and all(" n=" in line or "no failures" in line for line in known)
+    assert len(_plotted(app)) == 1
 
 
 def _signature_with_archived_log(db_url: str) -> str:
@@ -218,8 +239,8 @@ def _signature_with_archived_log(db_url: str) -> str:
 
 
 def test_failures_drill_down_shows_log_text(app: AppTest, history_db: str) -> None:
-    _visit(app, "failures")
-    signatures = app.dataframe[-1].value  # after the small table of unknown failures by stage
+    _visit(app, "failures", "Signatures")
+    signatures = app.dataframe[-1].value
     assert len(signatures) and {"new", "first_seen", "html_url"} <= set(signatures.columns)
     app.selectbox(key="drill_signature").select(_signature_with_archived_log(history_db)).run()
     assert not app.exception
@@ -237,7 +258,7 @@ def test_flaky_and_runner_pages_have_rows(app: AppTest) -> None:
 
 
 def test_the_runner_chart_shows_the_runners_with_the_most_failures(app: AppTest) -> None:
-    _visit(app, "runners")
+    _visit(app, "runners", "Runners")
     runners = next(f.value for f in app.dataframe if "runner_name" in f.value.columns)
     assert HOSTED_RUNNERS in set(runners["runner_name"])
     assert not runners["runner_name"].str.startswith(HOSTED_RUNNER_PREFIX).any()
@@ -250,7 +271,7 @@ def test_the_runner_chart_shows_the_runners_with_the_most_failures(app: AppTest)
 
 
 def test_repair_time_first_and_the_job_costs_on_request(app: AppTest) -> None:
-    _visit(app, "flaky_jobs")
+    _visit(app, "flaky_jobs", "Time to repair and reruns")
     repair = app.dataframe[-1].value
     assert "median_repair_hours" in repair and "rerun_jobs" not in repair and len(repair)
     app.toggle(key="health_jobs").set_value(True).run()
@@ -476,7 +497,9 @@ def test_failures_page_shows_linked_issues_and_new_and_filters(
     shutil.copy(source, copy)
     url = f"sqlite:///{copy}"
     monkeypatch.setenv("CIFLAKE_DB_URL", url)
-    app = _visit(AppTest.from_file(str(APP), default_timeout=TIMEOUT).run(), "failures")
+    app = _visit(
+        AppTest.from_file(str(APP), default_timeout=TIMEOUT).run(), "failures", "Signatures"
+    )
     before = app.dataframe[-1].value
     known_before = set(before.loc[before["issue_url"].notna(), "signature"])  # the demo's own
     signature = before.loc[before["issue_url"].isna(), "signature"].iloc[0]  # one unlinked

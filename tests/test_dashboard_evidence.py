@@ -90,7 +90,7 @@ def test_failures_page_lists_unknown_failures_by_stage(app: AppTest, demo_db: st
     expected = unknown.fillna({"stage": "(no step)"}).groupby(["stage", "basis"]).size()
     shown = table.set_index(["stage", "basis"])["failures"]
     assert shown.sort_index().to_dict() == expected.sort_index().to_dict()
-    signatures = app.dataframe[-1].value  # the signature table still comes after it
+    signatures = _visit(app, "failures", "Signatures").dataframe[-1].value  # its own section
     assert {"new", "first_seen", "html_url"} <= set(signatures.columns)
 
 
@@ -108,7 +108,7 @@ def _unknown_signature(db_url: str) -> tuple[str, str]:
 
 
 def test_drill_down_says_why_a_failure_is_unknown(app: AppTest, demo_db: str) -> None:
-    _visit(app, "failures")
+    _visit(app, "failures", "Signatures")
     signature, reason = _unknown_signature(demo_db)
     app.selectbox(key="drill_signature").select(signature).run()
     assert not app.exception

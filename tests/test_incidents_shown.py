@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from analytics import overview_counts
 from analytics.job_counts import incidents_per_place
-from dashboard import charts, shaping
+from dashboard import charts, sections, shaping
 from dashboard.loaders import shared
 from reports.markdown import md_text
 from reports.summary_render import render_summary
@@ -99,14 +99,14 @@ def app(started, history, monkeypatch) -> AppTest:
     return started
 
 
-def _visit(app: AppTest, page: str) -> AppTest:
-    app.switch_page(f"views/{page}.py").run()
+def _visit(app: AppTest, page: str, section: str | None = None) -> AppTest:
+    sections.opened(app, page, section)
     assert not app.exception, [e.value for e in app.exception]
     return app
 
 
 def test_the_overview_draws_each_incident_as_a_band_on_the_lineages_it_hit(app, history):
-    _visit(app, "overview")
+    _visit(app, "overview", "Stability timeline")
     made = history[1]
     timeline = json.loads(app.get("plotly_chart")[0].proto.spec)
     bands = [s for s in timeline["layout"]["shapes"] if s["type"] == "rect"]
@@ -119,7 +119,7 @@ def test_the_overview_draws_each_incident_as_a_band_on_the_lineages_it_hit(app, 
 
 
 def test_the_failures_page_lists_the_incidents(app, history):
-    _visit(app, "failures")
+    _visit(app, "failures", "Incidents")
     (listed,) = [f.value for f in app.dataframe if "label" in f.value.columns]
     assert listed["label"].tolist() == [LABELS[key] for key in ("old", "hub", "host")]
     hub = listed.set_index("label").loc[LABELS["hub"]]
@@ -130,7 +130,7 @@ def test_the_failures_page_lists_the_incidents(app, history):
 
 
 def test_the_runners_page_gives_the_host_incident_to_its_runner(app, history):
-    _visit(app, "runners")
+    _visit(app, "runners", "Runner incidents")
     host = history[1][LABELS["host"]]["runner"]
     (listed,) = [f.value for f in app.dataframe if "label" in f.value.columns]
     assert listed[["runner", "label"]].values.tolist() == [[host, LABELS["host"]]]

@@ -1,7 +1,8 @@
 """Migrations: one change event at a time (the newest migration first), first the answer in
 one sentence (analytics.before_after.headline), then before/after per lineage with intervals
 and p-values, the first runs of the workflows it created, the coverage it lost, and the
-failure-category mix either side with how much of it is known."""
+failure-category mix either side with how much of it is known: each a section
+(dashboard.sections) below the answer."""
 
 from datetime import timedelta
 
@@ -9,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics.text import formatted
-from dashboard import charts, figures, tables
+from dashboard import charts, figures, sections, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 
@@ -97,59 +98,75 @@ for row in _of_event(_table("basis-mix")).head(1).to_dict("records"):
 if rows.empty:  # an event outside the collected dates: nothing more to show
     st.info(_no_runs_around(event), icon=":material/hourglass_top:")
     st.stop()
-tables.show(
-    pd.DataFrame(
-        {
-            "lineage": rows["lineage"],
-            "before": interval(rows, "before"),
-            "after": interval(rows, "after"),
-            "first runs after": interval(rows, "first"),
-            "p (before/after)": rows["p_value"].round(3),
-            "p (before/first)": rows["first_p_value"].round(3),
-            "before, counted once": interval(rows, "before", "_once"),
-            "after, counted once": interval(rows, "after", "_once"),
-            "p, counted once": rows["p_value_once"].round(3),
-        }
-    ),
-    "before-after",
-    missing="No lineage has a counted run around this event.",
-    hide_index=True,
-)
-strip = _of_event(_table("first-runs"))
-if len(strip):
-    st.markdown("**First runs of the workflows it created**")
+
+
+def _before_after() -> None:
+    """Per lineage: the success rate either side, with intervals and p-values."""
+    tables.show(
+        pd.DataFrame(
+            {
+                "lineage": rows["lineage"],
+                "before": interval(rows, "before"),
+                "after": interval(rows, "after"),
+                "first runs after": interval(rows, "first"),
+                "p (before/after)": rows["p_value"].round(3),
+                "p (before/first)": rows["first_p_value"].round(3),
+                "before, counted once": interval(rows, "before", "_once"),
+                "after, counted once": interval(rows, "after", "_once"),
+                "p, counted once": rows["p_value_once"].round(3),
+            }
+        ),
+        "before-after",
+        missing="No lineage has a counted run around this event.",
+        hide_index=True,
+    )
+
+
+def _first_runs() -> None:
+    """The first counted runs of the workflows the event created."""
+    strip = _of_event(_table("first-runs"))
+    if strip.empty:
+        st.info("No workflow first ran from a day before this event to the window after it.")
+        return
     st.caption(
         "Workflows first run from a day before the event to the window after it; "
         "their first counted runs in order (docs/vocabulary.md)."
     )
     st.plotly_chart(figures.drawn(charts.first_runs_strip, strip), key="strip")
-gone = _of_event(_table("coverage-lost"))
-st.markdown("**Coverage lost**")
-tables.show(
-    gone.drop(columns=["event_date", "event_pr", "event_title"]),
-    "coverage-lost",
-    missing=(
-        "Every logical job of the window before ran again after it."
-        if rows["before_runs"].sum() > 0
-        else f"Nothing to compare: no run in the {analysis.window_days} days before it yet."
-    ),
-    hide_index=True,
-    column_config={
-        "logical_job": "lost job",
-        "last_workflow_path": "workflow",
-        "before_runs": st.column_config.NumberColumn(
-            f"runs in the {analysis.window_days} days before"
+
+
+def _coverage_lost() -> None:
+    """The logical jobs of the window before that did not run after it."""
+    gone = _of_event(_table("coverage-lost"))
+    tables.show(
+        gone.drop(columns=["event_date", "event_pr", "event_title"]),
+        "coverage-lost",
+        missing=(
+            "Every logical job of the window before ran again after it."
+            if rows["before_runs"].sum() > 0
+            else f"Nothing to compare: no run in the {analysis.window_days} days before it yet."
         ),
-        "last_run_at": st.column_config.DatetimeColumn("last run at"),
-        "last_run_url": st.column_config.LinkColumn("last run", display_text=r"/runs/(\d+)"),
-    },
-)
-mix = _of_event(_table("category-shift"))
-if len(mix):
+        hide_index=True,
+        column_config={
+            "logical_job": "lost job",
+            "last_workflow_path": "workflow",
+            "before_runs": st.column_config.NumberColumn(
+                f"runs in the {analysis.window_days} days before"
+            ),
+            "last_run_at": st.column_config.DatetimeColumn("last run at"),
+            "last_run_url": st.column_config.LinkColumn("last run", display_text=r"/runs/(\d+)"),
+        },
+    )
+
+
+def _failure_causes() -> None:
+    """A lineage's failure categories either side, with how much of them is known."""
+    mix = _of_event(_table("category-shift"))
+    if mix.empty:
+        st.info("No failure either side of this event: no category to compare.")
+        return
     lineage = st.selectbox(
-        "Failure-category mix of lineage",
-        sorted(mix["lineage"].unique()),
-        key="mix",
+        "Failure-category mix of lineage", sorted(mix["lineage"].unique()), key="mix"
     )
     lineage_mix = mix[mix["lineage"] == lineage]
     st.plotly_chart(figures.drawn(charts.category_mix, lineage_mix), key="mix-chart")
@@ -158,3 +175,14 @@ if len(mix):
             f"How much of this mix is known: before, {row['before_basis']}; "
             f"after, {row['after_basis']}"
         )
+
+
+sections.show(
+    "migrations",
+    {
+        "Before and after": _before_after,
+        "First runs": _first_runs,
+        "Coverage lost": _coverage_lost,
+        "Failure causes": _failure_causes,
+    },
+)

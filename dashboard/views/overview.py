@@ -1,5 +1,5 @@
-"""Overview: a status tile per lineage and workflow, the stability timeline with the
-changepoints found in it, the job x day grid."""
+"""Overview: a status tile per lineage and workflow, the stability timeline, the changepoints
+found in it, the job x day grid; each a section (dashboard.sections), the tiles first."""
 
 import pandas as pd
 import streamlit as st
@@ -7,7 +7,7 @@ import streamlit as st
 from analytics.recent import STATUSES, TREND_P
 from analytics.silence import describe_silence
 from analytics.text import filled, formatted
-from dashboard import charts, figures, tables
+from dashboard import charts, figures, sections, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 
@@ -66,103 +66,124 @@ tiles = shared.table(view.db_url, view.filters, "status")
 if tiles.empty:
     st.warning("No runs match the filters.")
     st.stop()
-st.caption(
-    "Each tile reads the last days before the newest stored run (`[dashboard] recent_days`). "
-    "FAILING: its two latest counted runs failed; PASSING: every counted run of those days "
-    "passed on the first attempt; FLAKY otherwise; SILENT: it should have run and did not "
-    "(disabled, its file gone from the default branch, or its schedule passed twice with no "
-    "run); STALE: silent for longer than the stale factor times its usual gap, counted in the "
-    "commits its siblings ran on for push-driven workflows (at least 3 gaps first); RETIRED: "
-    "a configured migration "
-    "removed it; ↑/↓: the success rate changed significantly against the days before. The "
-    "reddest first. Definitions: docs/vocabulary.md."
-)
-order = {status: rank for rank, status in enumerate(STATUSES)}
-for level, heading in (("lineage", "Lineages"), ("workflow", "Workflows")):
-    st.subheader(heading)
-    rows = tiles[tiles["level"] == level]
-    rows = rows.assign(rank=rows["status"].map(order)).sort_values(["rank", "name"])
-    columns = st.columns(4)
-    for i, (_, tile) in enumerate(rows.iterrows()):
-        with columns[i % 4].container(border=True):
-            _tile(tile)
 
-st.subheader("Stability timeline")
-freq = st.segmented_control(
-    "Period", ["D", "W"], default="W", format_func={"D": "daily", "W": "weekly"}.get
-)
-timeline = shared.table(view.db_url, view.filters, "stability", period=freq or "W")
-events = shared.events(view.db_url, view.filters.repo)
-bands = shared.table(view.db_url, view.filters, "incident-lineages")
-hit = bands["id"].nunique()
-st.plotly_chart(figures.drawn(charts.stability_timeline, timeline, events, bands))
-st.caption(
-    "A row per lineage, one time axis: the success rate on the first attempt per "
-    f"{'day' if freq == 'D' else 'week'} (hover a point for its runs and interval); band: 95% "
-    "Wilson interval; dashed: the success rate with each incident's red runs of the row and "
-    f"{'day' if freq == 'D' else 'week'} counted once (docs/vocabulary.md). Dotted lines: "
-    "change events, numbered at the top as in the table below. "
-    f"Red bands, a ▲ at their start: {hit} incident{'s' if hit != 1 else ''} (a burst of failures "
-    "with one cause, docs/vocabulary.md) on the rows of the lineages they hit; hover the ▲ "
-    "for its cause, the Failures page lists them."
-)
-legend = charts.timeline_events(timeline, events)
-tables.show(
-    legend.assign(date=legend["date"].dt.date),
-    "events",
-    missing="No change event in the range.",
-    hide_index=True,
-)
 
-st.subheader("Changepoints")
-st.caption(
-    "Dates in the range where a lineage's red rate (flaky or fail) shifted, found without "
-    "looking at the events. A step on a day when a workflow of the lineage started or stopped, "
-    "or a job joined (+) or left (-) its runs, pays half the penalty of a step on another day: "
-    "job sets change red rates, and the data say when they changed. The interval holds every "
-    "day where the step fits the data about as well (within 1.92 of log-likelihood): wide, the "
-    "data alone do not date it. A shift far from any event is a change nobody announced."
-)
-found = shared.table(view.db_url, view.filters, "changepoints")
-tables.show(
-    pd.DataFrame(
-        {
-            "lineage": found["lineage"],
-            "date": found["date"].dt.date,
-            "between": found["date_low"].dt.strftime("%Y-%m-%d")
-            + " – "
-            + found["date_high"].dt.strftime("%Y-%m-%d"),
-            "red rate": formatted(found["before_rate"], "{:.0%}")
-            + " → "
-            + formatted(found["after_rate"], "{:.0%}"),
-            "runs before / after": found["before_runs"].astype(str)
-            + " / "
-            + found["after_runs"].astype(str),
-            "job set that day": found["known_change"],
-            "nearest event": formatted(found["event_pr"], "#{:.0f} ", missing="")
-            + filled(found["event_title"], "–"),
-            "days from it": found["distance_days"].round(1),
-        }
-    ),
-    "changepoints",
-    missing="No shift in the range that the data can date.",
-    hide_index=True,
-)
-
-st.subheader("Job x day")
-workflows = tiles.loc[tiles["level"] == "workflow"].sort_values("last_run", ascending=False)
-workflow = st.selectbox("Workflow", workflows["name"], key="grid_workflow")
-days = st.slider("Days", 7, 90, 28, key="grid_days")
-# The grid's last day is the workflow's last run in the range: its days before it, only.
-last_run = workflows.loc[workflows["name"] == workflow, "last_run"].iloc[0]
-first_day = last_run.floor("D") - pd.Timedelta(days=days - 1)
-since = max(first_day, pd.Timestamp(view.filters.window()[0])).to_pydatetime()
-cells = shared.table(view.db_url, view.filters, "job-days", paths=(workflow,), since=since)
-if cells.empty:
-    st.info("No counted runs of this workflow in the range.")
-else:
-    st.plotly_chart(figures.drawn(charts.job_day_heatmap, cells))
+def _status() -> None:
+    """The tiles, the reddest first, lineages then workflows."""
     st.caption(
-        "Green: passed on the first attempt; light green: passed on a rerun; other colours: "
-        "the failure category of a red run; grey: no run that day."
+        "Each tile reads the last days before the newest stored run (`[dashboard] recent_days`). "
+        "FAILING: its two latest counted runs failed; PASSING: every counted run of those days "
+        "passed on the first attempt; FLAKY otherwise; SILENT: it should have run and did not "
+        "(disabled, its file gone from the default branch, or its schedule passed twice with no "
+        "run); STALE: silent for longer than the stale factor times its usual gap, counted in the "
+        "commits its siblings ran on for push-driven workflows (at least 3 gaps first); RETIRED: "
+        "a configured migration "
+        "removed it; ↑/↓: the success rate changed significantly against the days before. The "
+        "reddest first. Definitions: docs/vocabulary.md."
     )
+    order = {status: rank for rank, status in enumerate(STATUSES)}
+    for level, heading in (("lineage", "Lineages"), ("workflow", "Workflows")):
+        st.subheader(heading)
+        rows = tiles[tiles["level"] == level]
+        rows = rows.assign(rank=rows["status"].map(order)).sort_values(["rank", "name"])
+        columns = st.columns(4)
+        for i, (_, tile) in enumerate(rows.iterrows()):
+            with columns[i % 4].container(border=True):
+                _tile(tile)
+
+
+def _timeline() -> None:
+    """The success rate per lineage and period, with the change events and incidents."""
+    freq = st.segmented_control(
+        "Period", ["D", "W"], default="W", format_func={"D": "daily", "W": "weekly"}.get
+    )
+    timeline = shared.table(view.db_url, view.filters, "stability", period=freq or "W")
+    events = shared.events(view.db_url, view.filters.repo)
+    bands = shared.table(view.db_url, view.filters, "incident-lineages")
+    hit = bands["id"].nunique()
+    st.plotly_chart(figures.drawn(charts.stability_timeline, timeline, events, bands))
+    st.caption(
+        "A row per lineage, one time axis: the success rate on the first attempt per "
+        f"{'day' if freq == 'D' else 'week'} (hover a point for its runs and interval); band: 95% "
+        "Wilson interval; dashed: the success rate with each incident's red runs of the row and "
+        f"{'day' if freq == 'D' else 'week'} counted once (docs/vocabulary.md). Dotted lines: "
+        "change events, numbered at the top as in the table below. "
+        f"Red bands, a ▲ at their start: {hit} incident{'s' if hit != 1 else ''} (a burst of "
+        "failures with one cause, docs/vocabulary.md) on the rows of the lineages they hit; "
+        "hover the ▲ for its cause, the Failures page lists them."
+    )
+    legend = charts.timeline_events(timeline, events)
+    tables.show(
+        legend.assign(date=legend["date"].dt.date),
+        "events",
+        missing="No change event in the range.",
+        hide_index=True,
+    )
+
+
+def _changepoints() -> None:
+    """The shifts of each lineage's red rate that the data date."""
+    st.caption(
+        "Dates in the range where a lineage's red rate (flaky or fail) shifted, found without "
+        "looking at the events. A step on a day when a workflow of the lineage started or stopped, "
+        "or a job joined (+) or left (-) its runs, pays half the penalty of a step on another day: "
+        "job sets change red rates, and the data say when they changed. The interval holds every "
+        "day where the step fits the data about as well (within 1.92 of log-likelihood): wide, the "
+        "data alone do not date it. A shift far from any event is a change nobody announced."
+    )
+    found = shared.table(view.db_url, view.filters, "changepoints")
+    tables.show(
+        pd.DataFrame(
+            {
+                "lineage": found["lineage"],
+                "date": found["date"].dt.date,
+                "between": found["date_low"].dt.strftime("%Y-%m-%d")
+                + " – "
+                + found["date_high"].dt.strftime("%Y-%m-%d"),
+                "red rate": formatted(found["before_rate"], "{:.0%}")
+                + " → "
+                + formatted(found["after_rate"], "{:.0%}"),
+                "runs before / after": found["before_runs"].astype(str)
+                + " / "
+                + found["after_runs"].astype(str),
+                "job set that day": found["known_change"],
+                "nearest event": formatted(found["event_pr"], "#{:.0f} ", missing="")
+                + filled(found["event_title"], "–"),
+                "days from it": found["distance_days"].round(1),
+            }
+        ),
+        "changepoints",
+        missing="No shift in the range that the data can date.",
+        hide_index=True,
+    )
+
+
+def _job_days() -> None:
+    """One workflow's jobs by day."""
+    workflows = tiles.loc[tiles["level"] == "workflow"].sort_values("last_run", ascending=False)
+    workflow = st.selectbox("Workflow", workflows["name"], key="grid_workflow")
+    days = st.slider("Days", 7, 90, 28, key="grid_days")
+    # The grid's last day is the workflow's last run in the range: its days before it, only.
+    last_run = workflows.loc[workflows["name"] == workflow, "last_run"].iloc[0]
+    first_day = last_run.floor("D") - pd.Timedelta(days=days - 1)
+    since = max(first_day, pd.Timestamp(view.filters.window()[0])).to_pydatetime()
+    cells = shared.table(view.db_url, view.filters, "job-days", paths=(workflow,), since=since)
+    if cells.empty:
+        st.info("No counted runs of this workflow in the range.")
+    else:
+        st.plotly_chart(figures.drawn(charts.job_day_heatmap, cells))
+        st.caption(
+            "Green: passed on the first attempt; light green: passed on a rerun; other colours: "
+            "the failure category of a red run; grey: no run that day."
+        )
+
+
+sections.show(
+    "overview",
+    {
+        "Status": _status,
+        "Stability timeline": _timeline,
+        "Changepoints": _changepoints,
+        "Job x day": _job_days,
+    },
+)

@@ -1,10 +1,11 @@
 """Runners and environments: failure rate per runner pool and runner with "works elsewhere",
-and the environment versions (CANN, driver, torch...) found in failed logs."""
+the runner incidents, and the environment versions (CANN, driver, torch...) found in failed
+logs; each a section (dashboard.sections)."""
 
 import streamlit as st
 
 from analytics.rates import short_of_data
-from dashboard import charts, figures, tables
+from dashboard import charts, figures, sections, tables
 from dashboard.context import current_view
 from dashboard.loaders import shared
 from dashboard.shaping import CHARTED_RUNNERS, most_failed, runner_incidents
@@ -40,11 +41,11 @@ st.caption(
     "incidents of the range on that runner or on a label of that pool, listed below. Counted "
     "once: each incident's failed jobs on a pool or runner are one failed job."
 )
-for by, name, heading in (
-    ("runner_pool", "runner-pools", "Runner pools"),
-    ("runner_name", "runners", "Runners"),
-):
-    st.subheader(heading)
+
+
+def _rates(by: str, name: str) -> None:
+    """The fail rate of each runner pool (``by`` "runner_pool") or runner ("runner_name"): a
+    chart of the most failed and the table of all; ``name``: its registry table."""
     table = shared.table(view.db_url, view.filters, name)
     min_runs = shared.project(view.filters.repo).analysis.min_runs
     short = short_of_data(table, min_runs)
@@ -73,34 +74,51 @@ for by, name, heading in (
         column_config=COLUMN_CONFIG,
     )
 
-st.subheader("Runner incidents")
-st.caption(
-    "Incidents found on one runner (docs/vocabulary.md): a host, or a runner label, failing "
-    "the jobs sent to it with one category in a short time. Its failures are one event, not "
-    "one per job."
-)
-tables.show(
-    runner_incidents(shared.table(view.db_url, view.filters, "incidents")),
-    "runner-incidents",
-    missing="No runner incident in the range and scope: no host or label failed its jobs at once.",
-    hide_index=True,
-    column_config={
-        "runner": st.column_config.TextColumn("runner (host or label)"),
-        "started_at": st.column_config.DatetimeColumn("start", format="YYYY-MM-DD HH:mm"),
-        "ended_at": st.column_config.DatetimeColumn("end", format="YYYY-MM-DD HH:mm"),
-        "label": st.column_config.TextColumn("cause", width="large"),
-    },
-)
 
-st.subheader("Environment versions in failed logs")
-st.caption(
-    "Hard-failed logical jobs per version printed in their logs: read from failed jobs' logs "
-    "only, so these are failure counts, not rates; works elsewhere by runner."
-)
-tables.show(
-    shared.table(view.db_url, view.filters, "environments"),
-    "environments",
-    missing="No version found in the logs of the failed jobs of the range (none failed, or "
-    "their logs print none or were not archived).",
-    hide_index=True,
+def _incidents() -> None:
+    """The incidents found on one runner: a host or a label."""
+    st.caption(
+        "Incidents found on one runner (docs/vocabulary.md): a host, or a runner label, failing "
+        "the jobs sent to it with one category in a short time. Its failures are one event, not "
+        "one per job."
+    )
+    tables.show(
+        runner_incidents(shared.table(view.db_url, view.filters, "incidents")),
+        "runner-incidents",
+        missing=(
+            "No runner incident in the range and scope: no host or label failed its jobs at once."
+        ),
+        hide_index=True,
+        column_config={
+            "runner": st.column_config.TextColumn("runner (host or label)"),
+            "started_at": st.column_config.DatetimeColumn("start", format="YYYY-MM-DD HH:mm"),
+            "ended_at": st.column_config.DatetimeColumn("end", format="YYYY-MM-DD HH:mm"),
+            "label": st.column_config.TextColumn("cause", width="large"),
+        },
+    )
+
+
+def _environments() -> None:
+    """The environment versions printed in the logs of failed jobs."""
+    st.caption(
+        "Hard-failed logical jobs per version printed in their logs: read from failed jobs' logs "
+        "only, so these are failure counts, not rates; works elsewhere by runner."
+    )
+    tables.show(
+        shared.table(view.db_url, view.filters, "environments"),
+        "environments",
+        missing="No version found in the logs of the failed jobs of the range (none failed, or "
+        "their logs print none or were not archived).",
+        hide_index=True,
+    )
+
+
+sections.show(
+    "runners",
+    {
+        "Runner pools": lambda: _rates("runner_pool", "runner-pools"),
+        "Runners": lambda: _rates("runner_name", "runners"),
+        "Runner incidents": _incidents,
+        "Environment versions": _environments,
+    },
 )
