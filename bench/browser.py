@@ -51,16 +51,19 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT = {"width": 1400, "height": 1000}
-# Page (its file in dashboard/views and its URL path) -> (title, an element that appears only
-# once the page has computed everything).
+# Page (its file in dashboard/views and its URL path) -> (title, an element of the section it
+# opens on (dashboard.sections) that appears only once that section has computed everything).
 PAGES = {
-    "overview": ("Overview", ".js-plotly-plot >> visible=true"),
-    "migrations": ("Migrations", ".js-plotly-plot >> visible=true"),
-    "failures": ("Failures", '[data-testid="stDataFrame"]'),
-    "flaky_jobs": ("Flaky jobs", '[data-testid="stDataFrame"] >> nth=2'),
-    "runners": ("Runners and environments", '[data-testid="stDataFrame"] >> nth=2'),
+    "overview": ("Overview", '[data-testid="stColumn"] [data-testid="stMarkdown"]'),
+    "migrations": ("Migrations", '[data-testid="stDataFrame"]'),
+    "failures": ("Failures", ".js-plotly-plot >> visible=true"),
+    "flaky_jobs": ("Flaky jobs", '[data-testid="stDataFrame"]'),
+    "runners": ("Runners and environments", '[data-testid="stDataFrame"]'),
     "export": ("Export", '[data-testid="stDownloadButton"]'),
 }
+# A section's tab (an element of every section: the page's other sections have no one element
+# in common), once its click's script run ended and every chart of the page is drawn.
+SECTION_READY = '[data-testid="stTab"][aria-selected="true"]'
 DEFAULT_PAGE = "overview"  # served at the root (st.Page(default=True))
 TIMEOUT_MS = 180_000
 # The script runs the server reported ended on each tab (a ForwardMsg ``script_finished`` on
@@ -209,14 +212,17 @@ def _watch(page: Page) -> Page:
     return page
 
 
-def wait_finished(page: Page, name: str, started: float, runs: int) -> float:
+def wait_finished(
+    page: Page, name: str, started: float, runs: int, ready: str | None = None
+) -> float:
     """Seconds from ``started`` until a script run ended on ``page`` after the ``runs`` it had
     ended before, and it shows the page ``name`` (its heading and ready element) all drawn
     (DRAWN); an error element on it is an error here. The page itself watches for that state
     on every animation frame (SHOWN) before the locators check it: a locator's wait_for retries
     at 20, 50, 100, 100, then every 500 ms, so waiting on it alone added a median 0.36 s after a
-    one-chart page was drawn (up to 0.56 s), time no person waits."""
-    title, ready = WAIT_FOR[name]
+    one-chart page was drawn (up to 0.56 s), time no person waits. ``ready``: another element
+    to wait for than the page's own (SECTION_READY after a click on a section's tab)."""
+    title, ready = WAIT_FOR[name][0], ready or WAIT_FOR[name][1]
     deadline = started + TIMEOUT_MS / 1000
     while RUNS_ENDED[page] <= runs:
         if time.perf_counter() > deadline:
@@ -256,6 +262,19 @@ def choose_scope(page: Page, name: str, scope: str) -> float:
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_role("radio", name=scope, exact=True).click(force=True)
     return wait_finished(page, name, started, runs)
+
+
+def sections_of(page: Page) -> list[str]:
+    """The labels of the sections (dashboard.sections) of the page shown, in order."""
+    return [tab.inner_text().strip() for tab in page.locator('[data-testid="stTab"]').all()]
+
+
+def open_section(page: Page, name: str, label: str) -> float:
+    """Click the tab of the section ``label`` of the page ``name``, shown, and wait until the
+    page finished again with that section open."""
+    runs, started = RUNS_ENDED[page], time.perf_counter()
+    page.locator('[data-testid="stTab"]').filter(has_text=label).first.click()
+    return wait_finished(page, name, started, runs, SECTION_READY)
 
 
 @contextmanager
@@ -313,9 +332,13 @@ def _page_times(context: BrowserContext, db_url: str) -> dict[str, dict[str, lis
     every page was opened once; then in one tab, REPEATS rounds of clicks through the sidebar,
     page after page ("click"); then on each page in turn, the scope changed to each other one
     and back, REPEATS // 3 + 1 rounds: the first round's two changes ("new") compute the
-    page for a scope it has not shown, every other ("seen") reads what was computed."""
+    page for a scope it has not shown, every other ("seen") reads what was computed; then,
+    back on the first scope, each other section of the page opened in turn and the first
+    again, REPEATS // 3 + 1 rounds: the first round's opens of the other sections
+    ("section_new") compute them, every other ("section_seen") reads them again."""
+    kinds = ("tab", "click", "new", "seen", "section_new", "section_seen")
     times: dict[str, dict[str, list[float]]] = {
-        kind: {name: [] for name in PAGES} for kind in ("tab", "click", "new", "seen")
+        kind: {name: [] for name in PAGES} for kind in kinds
     }
     scopes = list(SCOPES.values())
     with dashboard(db_url, quiet=True) as address:
@@ -336,6 +359,11 @@ def _page_times(context: BrowserContext, db_url: str) -> dict[str, dict[str, lis
                 for number, scope in enumerate([*scopes[1:], scopes[0]]):
                     kind = "new" if round_ == 0 and number < 2 else "seen"
                     times[kind][name].append(choose_scope(page, name, scope))
+            labels = sections_of(page)
+            for round_ in range(REPEATS // 3 + 1) if len(labels) > 1 else ():
+                for label in [*labels[1:], labels[0]]:
+                    kind = "section_new" if round_ == 0 and label != labels[0] else "section_seen"
+                    times[kind][name].append(open_section(page, name, label))
         page.close()
     return times
 
@@ -442,6 +470,41 @@ def _measure_database(context: BrowserContext, tmp: Path, label: str) -> list[di
                     f"until it finished again; it {why}; median of {len(times[kind][name])}",
                 )
             )
+        rows += _section_rows(name, label, times, floors["change"], most_click, shared)
+    return rows
+
+
+def _section_rows(
+    name: str,
+    label: str,
+    times: dict[str, dict[str, list[float]]],
+    floor: float,
+    most: float,
+    shared: str,
+) -> list[dict[str, Any]]:
+    """A page's section opened (a click on its tab), not shown yet and shown before: the
+    slowest of the page's sections the first time, held to the sidebar's target, as the
+    navigation inside a page that it is; no row for a page of one section."""
+    rows = []
+    for kind, what, why in (
+        ("section_new", "not shown yet", "computes its tables; the slowest of the page's"),
+        ("section_seen", "shown before", "reads what the first open computed; the median"),
+    ):
+        seconds = times[kind][name]
+        if not seconds:
+            continue
+        value = max(seconds) if kind == "section_new" else statistics.median(seconds)
+        rows.append(
+            _row(
+                f"Browser, a section {what}, {name} page, {label}",
+                f"{value:.2f} s (floor {floor:.2f} s)",
+                f"<= {most:g} s",
+                value <= most,
+                f"{shared}, from a click on a section's tab until the page finished again; it "
+                f"{why} {len(seconds)} opens (median {statistics.median(seconds):.2f} s); "
+                "floor: the filter change on a blank page, the same rerun",
+            )
+        )
     return rows
 
 

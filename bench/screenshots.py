@@ -6,8 +6,9 @@ dashboard`` on a free port and opens each page in Debian's Chromium at 1400x1000
 of ``bench/browser.py``). Once a page finished, the window grows to the page's whole height
 (Streamlit scrolls inside its main container, which a plain full-page capture would cut at the
 window) and the page is saved as ``docs/screenshots/<page>.png``; a capture over 1.5 MB keeps
-the first 3000 px only. The Failures page's signature table is also saved filtered by its
-"Show" control (FILTERS): the known issues and the NEW signatures."""
+the first 3000 px only. A page opens on its first section (dashboard.sections); SECTIONS names
+the other sections also saved. The Failures page's signature table is also saved filtered by
+its "Show" control (FILTERS): the known issues and the NEW signatures."""
 
 from __future__ import annotations
 
@@ -15,7 +16,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.browser import PAGES, VIEWPORT, chromium, dashboard, open_page, unavailable
+from bench.browser import (
+    PAGES,
+    VIEWPORT,
+    chromium,
+    dashboard,
+    open_page,
+    open_section,
+    unavailable,
+)
 from ciflake.demo import demo_database
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
@@ -28,6 +37,11 @@ CONTENT_HEIGHT = """() => Math.max(document.documentElement.scrollHeight, ...Arr
         + '[data-testid="stSidebarContent"]')).map(e => e.scrollHeight))"""
 
 
+# Page -> (picture, section) of its other sections saved too; FILTERS' table is in the last.
+SECTIONS = {
+    "overview": [("overview_timeline", "Stability timeline")],
+    "failures": [("failures_signatures", "Signatures")],
+}
 # The Failures page's signature table, filtered: the picture's name and the control's label.
 FILTERS = {"failures_known": "known (linked to an issue)", "failures_new": "NEW"}
 
@@ -77,6 +91,10 @@ def main() -> int:
             for name in PAGES:
                 page, _ = open_page(context, address, name)
                 save(name, capture(page, name))
+                for picture, section in SECTIONS.get(name, []):
+                    page.set_viewport_size(VIEWPORT)  # the section measures its own height
+                    open_section(page, name, section)
+                    save(picture, capture(page, name))
                 if name == "failures":
                     for picture, label in FILTERS.items():
                         save(picture, filtered(page, label))

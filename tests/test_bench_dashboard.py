@@ -23,6 +23,28 @@ def test_a_pages_data_step_and_its_database_part_are_measured(thin_db, monkeypat
     assert export.script > 0
 
 
+def test_a_pages_data_step_is_every_section_of_it(thin_db, monkeypatch):
+    """A page shows one section at a time (dashboard.sections); its data step is all of them,
+    each opened in turn, so a section behind a tab is measured as it was on the page."""
+    from reports import tables
+
+    built: list[str] = []
+    build = tables.build
+
+    def recorded(engine, project, name, *args, **kwargs):
+        built.append(name)
+        return build(engine, project, name, *args, **kwargs)
+
+    monkeypatch.setenv("CIFLAKE_DB_URL", thin_db("one run"))
+    monkeypatch.setattr(tables, "build", recorded)
+    dashboard._timing(monkeypatch.setattr)
+    dashboard.page_run("overview")
+    assert {"status", "stability", "incident-lineages", "changepoints", "job-days"} <= set(built)
+    built.clear()
+    dashboard.page_run("runners")
+    assert {"runner-pools", "runners", "incidents", "environments"} <= set(built)
+
+
 def test_a_cold_run_computes_again_the_counts_a_page_shares(thin_db, monkeypatch):
     """The forks start from a process that ran every page: the counts memo it filled
     (reports.table_inputs.shared_counts) is emptied with Streamlit's caches, or a cold run
