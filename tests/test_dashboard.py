@@ -95,6 +95,31 @@ def test_overview_tiles_timeline_and_grid(app: AppTest) -> None:
     assert shown and not _plotted(changepoints)
 
 
+def test_a_page_computes_its_open_section_alone(
+    history_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No query that the visible part of a page does not need: the Overview's first view
+    builds its tiles' table, and its other sections' tables wait for their tabs."""
+    import streamlit as st
+
+    built: list[str] = []
+    build = tables.build
+
+    def recorded(engine, project, name, query):
+        built.append(name)
+        return build(engine, project, name, query)
+
+    monkeypatch.setattr(tables, "build", recorded)
+    monkeypatch.setenv("CIFLAKE_DB_URL", history_db)
+    st.cache_data.clear()
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    later = {"stability", "incident-lineages", "changepoints", "job-days"}
+    assert "status" in built and not later & set(built), built
+    built.clear()
+    _visit(app, "overview", "Changepoints")
+    assert "changepoints" in built and not {"stability", "job-days"} & set(built), built
+
+
 def test_a_rerun_of_the_overview_draws_its_figures_without_building_them(
     app: AppTest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
