@@ -2,7 +2,10 @@
 ``on_change="rerun"``): a page shows its first section, and computes and draws nothing of the
 others until a maintainer opens one. A page's every section drawn at once made the browser lay
 out every chart and table of the page before it was usable; the queries of the sections not
-open are not run either."""
+open are not run either.
+
+Streamlit forgets a widget's value in a run that does not draw it: every widget inside a
+section is given ``persist_state="page"``, so its choice stays while its page is open."""
 
 from __future__ import annotations
 

@@ -30,7 +30,13 @@ def show(frame: pd.DataFrame, name: str, *, missing: str, **dataframe_args: Any)
         st.dataframe(frame, **dataframe_args)
         return
     page = st.number_input(
-        f"Page of {pages} ({len(frame)} rows)", 1, pages, 1, key=f"page-{name}", width=200
+        f"Page of {pages} ({len(frame)} rows)",
+        1,
+        pages,
+        1,
+        key=f"page-{name}",
+        width=200,
+        persist_state="page",  # kept while its page's other sections are open
     )
     start = (int(page) - 1) * PAGE_ROWS
     st.dataframe(frame.iloc[start : start + PAGE_ROWS], **dataframe_args)

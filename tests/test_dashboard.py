@@ -136,11 +136,38 @@ def test_a_rerun_of_the_overview_draws_its_figures_without_building_them(
 
         return build
 
-    monkeypatch.setattr(charts, "stability_timeline", counted(charts.stability_timeline))
+    for name in ("stability_timeline", "job_day_heatmap"):
+        monkeypatch.setattr(charts, name, counted(getattr(charts, name)))
     figures._built.clear()
-    drawn = _plotted(_visit(app, "overview", "Stability timeline"))
-    assert built == ["stability_timeline"]
-    assert _plotted(app.run()) == drawn and len(built) == 1
+    for section, builder in (
+        ("Stability timeline", "stability_timeline"),
+        ("Job x day", "job_day_heatmap"),
+    ):
+        built.clear()
+        drawn = _plotted(_visit(app, "overview", section))
+        assert built == [builder]
+        assert _plotted(app.run()) == drawn and len(built) == 1
+
+
+def test_a_sections_choices_stay_while_another_section_of_its_page_is_open(app: AppTest) -> None:
+    """Streamlit forgets the value of a widget a run does not draw: a section's choices are
+    kept (persist_state="page") while another section of the page is open."""
+
+    def reopen(page: str, away: str, back: str) -> None:
+        for label in (away, back):
+            app.session_state[sections.key(page)] = label
+            app.run()
+            assert not app.exception, [e.value for e in app.exception]
+
+    _visit(app, "failures", "Signatures").segmented_control(key="fail_show").set_value("new").run()
+    reopen("failures", "Categories", "Signatures")
+    assert app.segmented_control(key="fail_show").value == "new"
+    _visit(app, "flaky_jobs", "Time to repair and reruns").toggle(key="health_jobs").set_value(
+        True
+    ).run()
+    reopen("flaky_jobs", "Ranking", "Time to repair and reruns")
+    assert app.toggle(key="health_jobs").value is True
+    assert "rerun_jobs" in app.dataframe[-1].value.columns
 
 
 def test_overview_grid_is_the_job_days_table(app: AppTest, history_db: str) -> None:

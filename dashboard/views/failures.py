@@ -38,6 +38,7 @@ def _categories() -> None:
         default="W",
         format_func={"D": "daily", "W": "weekly"}.get,
         key="fail_freq",
+        persist_state="page",
     )
     counts = shared.table(view.db_url, view.filters, "categories", period=freq or "W")
     events = shared.events(view.db_url, view.filters.repo)
@@ -88,6 +89,7 @@ def _signatures() -> None:
             "unlinked": "unlinked",
         }.get,
         key="fail_show",
+        persist_state="page",
     )
     signatures = chosen_signatures(
         shared.table(view.db_url, view.filters, "signatures"), show or "all"
@@ -146,6 +148,7 @@ def _signatures() -> None:
         signatures["signature"],
         format_func=signature_labels.__getitem__,
         key="drill_signature",
+        persist_state="page",
     )
     occurrences = failures.signature_failures(view.db_url, view.filters, signature)
     occurrence_labels = {
@@ -154,7 +157,11 @@ def _signatures() -> None:
         for row in occurrences[["created_at", "job_name", "runner_name"]].itertuples()
     }
     choice = st.selectbox(
-        "Failure", occurrences.index, format_func=occurrence_labels.__getitem__, key="drill_failure"
+        "Failure",
+        occurrences.index,
+        format_func=occurrence_labels.__getitem__,
+        key="drill_failure",
+        persist_state="page",
     )
     failure = occurrences.loc[choice]
     line_number = failure["line_number"]

@@ -71,7 +71,9 @@ def _ranking() -> None:
 
 def _verdicts() -> None:
     """The verdict of every failure of one logical job, and the evidence that decided it."""
-    job = st.selectbox("Logical job", ranked["logical_job"], key="verdict_job")
+    job = st.selectbox(
+        "Logical job", ranked["logical_job"], key="verdict_job", persist_state="page"
+    )
     # Only the chosen job's verdicts are read: its neighbours are its own runs.
     verdicts = shared.table(view.db_url, view.filters, "verdicts", logical_job=job)
     mine = verdicts.sort_values("created_at", ascending=False)
@@ -117,6 +119,7 @@ def _repair() -> None:
     with_jobs = st.toggle(
         "Add the retry tax and the duration and queue percentiles (reads every job attempt)",
         key="health_jobs",
+        persist_state="page",
     )
     health = shared.table(view.db_url, view.filters, "health" if with_jobs else "repair")
     shown = health.columns.drop(["lineage", "workflow_path", "scope"])  # the columns it has

@@ -166,7 +166,10 @@ def _failure_causes() -> None:
         st.info("No failure either side of this event: no category to compare.")
         return
     lineage = st.selectbox(
-        "Failure-category mix of lineage", sorted(mix["lineage"].unique()), key="mix"
+        "Failure-category mix of lineage",
+        sorted(mix["lineage"].unique()),
+        key="mix",
+        persist_state="page",
     )
     lineage_mix = mix[mix["lineage"] == lineage]
     st.plotly_chart(figures.drawn(charts.category_mix, lineage_mix), key="mix-chart")

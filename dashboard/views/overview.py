@@ -95,7 +95,12 @@ def _status() -> None:
 def _timeline() -> None:
     """The success rate per lineage and period, with the change events and incidents."""
     freq = st.segmented_control(
-        "Period", ["D", "W"], default="W", format_func={"D": "daily", "W": "weekly"}.get
+        "Period",
+        ["D", "W"],
+        default="W",
+        format_func={"D": "daily", "W": "weekly"}.get,
+        key="overview_freq",
+        persist_state="page",
     )
     timeline = shared.table(view.db_url, view.filters, "stability", period=freq or "W")
     events = shared.events(view.db_url, view.filters.repo)
@@ -161,8 +166,10 @@ def _changepoints() -> None:
 def _job_days() -> None:
     """One workflow's jobs by day."""
     workflows = tiles.loc[tiles["level"] == "workflow"].sort_values("last_run", ascending=False)
-    workflow = st.selectbox("Workflow", workflows["name"], key="grid_workflow")
-    days = st.slider("Days", 7, 90, 28, key="grid_days")
+    workflow = st.selectbox(
+        "Workflow", workflows["name"], key="grid_workflow", persist_state="page"
+    )
+    days = st.slider("Days", 7, 90, 28, key="grid_days", persist_state="page")
     # The grid's last day is the workflow's last run in the range: its days before it, only.
     last_run = workflows.loc[workflows["name"] == workflow, "last_run"].iloc[0]
     first_day = last_run.floor("D") - pd.Timedelta(days=days - 1)

@@ -38,8 +38,8 @@ st.caption(
     "Fail rate = logical jobs whose latest attempt failed / counted logical jobs. Works "
     "elsewhere: share of those failures whose job went green (first attempt or rerun) on "
     "another pool or runner the same week (docs/vocabulary.md). Incidents: the runner "
-    "incidents of the range on that runner or on a label of that pool, listed below. Counted "
-    "once: each incident's failed jobs on a pool or runner are one failed job."
+    "incidents of the range on that runner or on a label of that pool, listed under Runner "
+    "incidents. Counted once: each incident's failed jobs on a pool or runner are one failed job."
 )
 
 
