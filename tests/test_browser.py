@@ -221,3 +221,21 @@ def test_the_demo_tells_the_migrations_story(dashboard_url: str, demo_db: str) -
     # the README's story: up when #6551's images broke nine workflows, down with #6823
     assert len(drops) >= 1 and len(rises) >= 1, found[["lineage", "date", "before_rate"]]
     assert rises.index.min() < drops.index.max()
+
+
+def test_the_frame_floor_is_the_dashboards_frame_with_a_chart_and_a_table(
+    demo_db: str, tmp_path: Path
+) -> None:
+    """The browser bench's frame floor serves the dashboard's own app.py (its sidebar and
+    status lines) with, as its page, one chart and one table: what it says it measures."""
+    from bench.browser import FRAME, chromium, framed
+
+    with framed(tmp_path, demo_db) as address, chromium() as context:
+        page, seconds = open_page(context, address, FRAME)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        assert sidebar.get_by_role("radio", name="Pull requests").count() == 1
+        assert sidebar.get_by_role("link", name="Flaky jobs").count() == 1
+        assert "Simulated data" in page.locator('[data-testid="stMain"]').inner_text()
+        assert page.locator('[data-testid="stPlotlyChart"]').count() == 1
+        assert page.locator('[data-testid="stDataFrame"]').count() == 1
+        assert seconds > 0
