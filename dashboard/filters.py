@@ -55,3 +55,17 @@ def sidebar_filters(
         "Scope", list(SCOPES), format_func=SCOPES.__getitem__, key="scope", horizontal=True
     )
     return Filters(repo, first_day, last_day, tuple(tags), scope)
+
+
+def period(key: str) -> str:
+    """A chart's period, "D" (daily) or "W" (weekly, the default), chosen on its section
+    (``key``: the control's, one per page) and kept while the page is open."""
+    chosen = st.segmented_control(
+        "Period",
+        ["D", "W"],
+        default="W",
+        format_func={"D": "daily", "W": "weekly"}.get,
+        key=key,
+        persist_state="page",
+    )
+    return chosen or "W"

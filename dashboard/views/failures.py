@@ -8,6 +8,7 @@ from analytics.evidence import MAINTAINER, PHRASES, corrected, described, unknow
 from analytics.newness import NEW_DAYS
 from dashboard import charts, figures, sections, tables
 from dashboard.context import current_view
+from dashboard.filters import period
 from dashboard.loaders import failures, shared
 from dashboard.shaping import SIGNATURE_SHOWS, chosen_signatures
 
@@ -32,15 +33,8 @@ st.title("Failures")
 
 def _categories() -> None:
     """The failure categories per period, how much of them is known, the unknown by stage."""
-    freq = st.segmented_control(
-        "Period",
-        ["D", "W"],
-        default="W",
-        format_func={"D": "daily", "W": "weekly"}.get,
-        key="fail_freq",
-        persist_state="page",
-    )
-    counts = shared.table(view.db_url, view.filters, "categories", period=freq or "W")
+    freq = period("fail_freq")
+    counts = shared.table(view.db_url, view.filters, "categories", period=freq)
     events = shared.events(view.db_url, view.filters.repo)
     if len(counts):
         st.plotly_chart(figures.drawn(charts.categories_over_time, counts, events))

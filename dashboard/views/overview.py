@@ -9,6 +9,7 @@ from analytics.silence import describe_silence
 from analytics.text import filled, formatted
 from dashboard import charts, figures, sections, tables
 from dashboard.context import current_view
+from dashboard.filters import period
 from dashboard.loaders import shared
 
 view = current_view()
@@ -94,15 +95,8 @@ def _status() -> None:
 
 def _timeline() -> None:
     """The success rate per lineage and period, with the change events and incidents."""
-    freq = st.segmented_control(
-        "Period",
-        ["D", "W"],
-        default="W",
-        format_func={"D": "daily", "W": "weekly"}.get,
-        key="overview_freq",
-        persist_state="page",
-    )
-    timeline = shared.table(view.db_url, view.filters, "stability", period=freq or "W")
+    freq = period("overview_freq")
+    timeline = shared.table(view.db_url, view.filters, "stability", period=freq)
     events = shared.events(view.db_url, view.filters.repo)
     bands = shared.table(view.db_url, view.filters, "incident-lineages")
     hit = bands["id"].nunique()
