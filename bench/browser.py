@@ -23,6 +23,7 @@ the dashboard, open a page, wait until it finished" helpers here are shared with
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import statistics
@@ -65,7 +66,7 @@ PAGES = {
 }
 # The tab of the section opened, selected (the page's sections have no one element in common):
 # waited for with the script run its click caused, ended, and every chart drawn.
-SECTION_READY = '[data-testid="stTab"][aria-selected="true"] >> text="{label}"'
+SECTION_READY = '[data-testid="stTab"][aria-selected="true"] >> text={label}'
 DEFAULT_PAGE = "overview"  # served at the root (st.Page(default=True))
 TIMEOUT_MS = 180_000
 # The script runs the server reported ended on each tab (a ForwardMsg ``script_finished`` on
@@ -289,7 +290,7 @@ def open_section(page: Page, name: str, label: str) -> float:
     page finished again with that section open."""
     runs, started = RUNS_ENDED[page], time.perf_counter()
     page.get_by_role("tab", name=label, exact=True).click()
-    return wait_finished(page, name, started, runs, SECTION_READY.format(label=label))
+    return wait_finished(page, name, started, runs, SECTION_READY.format(label=json.dumps(label)))
 
 
 @contextmanager

@@ -168,6 +168,9 @@ def test_a_sections_choices_stay_while_another_section_of_its_page_is_open(app: 
     reopen("flaky_jobs", "Ranking", "Time to repair and reruns")
     assert app.toggle(key="health_jobs").value is True
     assert "rerun_jobs" in app.dataframe[-1].value.columns
+    _visit(app, "overview", "Job x day").slider(key="grid_days").set_value(14).run()
+    reopen("overview", "Status", "Job x day")
+    assert app.slider(key="grid_days").value == 14
 
 
 def test_overview_grid_is_the_job_days_table(app: AppTest, history_db: str) -> None:
