@@ -299,7 +299,15 @@ def served(tmp: Path, name: str, source: str) -> Iterator[str]:
     its address."""
     script = tmp / f"{name}.py"
     script.write_text(source)
-    process, address = start_dashboard(db_url="", host="127.0.0.1", port=free_port(), app=script)
+    with _serving(script, "") as address:
+        yield address
+
+
+@contextmanager
+def _serving(app: Path, db_url: str) -> Iterator[str]:
+    """The Streamlit script ``app`` served on ``db_url`` as the dashboard is (dashboard.launch),
+    on a free port, until the block ends; yields its address."""
+    process, address = start_dashboard(db_url=db_url, host="127.0.0.1", port=free_port(), app=app)
     try:
         wait_until_ready(address, process, timeout=120)
         yield address
@@ -320,12 +328,8 @@ def framed(tmp: Path, db_url: str) -> Iterator[str]:
         (views / f"{name}.py").write_text(FRAME_PAGE.format(title=title))
     app = tmp / FRAME / "app.py"
     app.write_text(APP.read_text(encoding="utf-8"))
-    process, address = start_dashboard(db_url=db_url, host="127.0.0.1", port=free_port(), app=app)
-    try:
-        wait_until_ready(address, process, timeout=120)
+    with _serving(app, db_url) as address:
         yield address
-    finally:
-        stop_dashboard(process)
 
 
 def _new_tab_times(context: BrowserContext, address: str, name: str) -> list[float]:

@@ -36,12 +36,16 @@ def show(page: str, sections: Mapping[str, Callable[[], None]]) -> None:
 
 def opened(app: AppTest, page: str, label: str | None = None) -> AppTest:
     """``app`` (an AppTest) run on ``page`` (its file's name in dashboard/views), then on its
-    section ``label`` (None: the first), as a click on its tab reruns it."""
+    section ``label`` (None: the first)."""
     app.switch_page(f"views/{page}.py").run()
-    if label is not None:
-        app.session_state[key(page)] = label
-        app.run()
-    return app
+    return app if label is None else reopened(app, page, label)
+
+
+def reopened(app: AppTest, page: str, label: str) -> AppTest:
+    """``app``, on ``page`` already, run again on its section ``label``, as a click on its tab
+    reruns it."""
+    app.session_state[key(page)] = label
+    return app.run()
 
 
 def walked(app: AppTest, page: str) -> Iterator[AppTest]:
@@ -50,5 +54,4 @@ def walked(app: AppTest, page: str) -> Iterator[AppTest]:
     labels = [tab.label for tab in opened(app, page).tabs]
     yield app
     for label in labels[1:]:
-        app.session_state[key(page)] = label
-        yield app.run()
+        yield reopened(app, page, label)

@@ -155,8 +155,7 @@ def test_a_sections_choices_stay_while_another_section_of_its_page_is_open(app: 
 
     def reopen(page: str, away: str, back: str) -> None:
         for label in (away, back):
-            app.session_state[sections.key(page)] = label
-            app.run()
+            sections.reopened(app, page, label)
             assert not app.exception, [e.value for e in app.exception]
 
     _visit(app, "failures", "Signatures").segmented_control(key="fail_show").set_value("new").run()
